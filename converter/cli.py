@@ -1,0 +1,239 @@
+"""The ``tbconvert`` command line: parse, call the library, render.  Nothing else lives here.
+
+Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error, 3 finished but damaged
+records or unreadable files were skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from converter import __version__
+from converter.errors import ConverterError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+EXIT_CODES_EPILOG = (
+    "\b\nExit codes: 0 success, 1 failure, 2 usage error, "
+    "3 finished but damaged records or unreadable files were skipped."
+)
+PLUGIN_NAMES = ("scalars",)
+
+
+class Failure(click.ClickException):
+    """A library error shown as one line (exit 1)."""
+
+    exit_code = 1
+
+
+def store_option(function: F) -> F:
+    """``--store``, shared by every command that opens a store."""
+    return click.option(
+        "--store",
+        envvar="TBCONVERT_STORE",
+        default="tbconvert.db",
+        show_default=True,
+        metavar="PATH|URL",
+        help="SQLite file, or a SQLAlchemy URL such as postgresql+psycopg://user@host/db.",
+    )(function)
+
+
+def json_option(function: F) -> F:
+    """``--json``: machine-readable output on stdout."""
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print one JSON document on stdout.")(function)
+
+
+def run_library(verbose: int, call: Callable[[], Any]) -> Any:
+    """Call into the library; its errors become one-line messages unless -vv."""
+    try:
+        return call()
+    except UsageError as error:
+        raise click.UsageError(str(error)) from error
+    except ConverterError as error:
+        if verbose >= 2:
+            traceback.print_exc()
+        raise Failure(str(error)) from error
+
+
+@click.group(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@click.version_option(__version__, prog_name="tbconvert")
+def cli() -> None:
+    """Convert TensorBoard event logs into a queryable SQLite or PostgreSQL run store.
+
+    \b
+    Example:
+      tbconvert tf --logdir runs/ --store runs.db
+      sqlite3 runs.db "SELECT * FROM v_last_scalars"
+    """
+    if os.environ.get("NO_COLOR"):
+        click.get_current_context().color = False
+
+
+def _tf_command(name: str, hidden: bool = False) -> click.Command:
+    @cli.command(name, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG,
+                 hidden=hidden)
+    @click.option("--logdir", required=True, type=click.Path(file_okay=False, path_type=str),
+                  help="The TensorBoard log directory to convert.")
+    @store_option
+    @click.option("--flat", is_flag=True,
+                  help="Every directory holding event files is a run (no contexts).")
+    @click.option("--dry-run", is_flag=True,
+                  help="Print the classification and what would be read; write nothing.")
+    @click.option("--full", is_flag=True,
+                  help="Read every file again from its start (no duplicates result).")
+    @click.option("--plugins", metavar="LIST",
+                  help="Comma-separated plugins to convert (default: all), e.g. scalars.")
+    @click.option("--run", "runs", multiple=True, metavar="GLOB",
+                  help="Only runs whose path matches (repeatable).")
+    @click.option("--tag", "tags", multiple=True, metavar="GLOB",
+                  help="Only tags that match (repeatable).")
+    @click.option("--exclude-tag", "exclude_tags", multiple=True, metavar="GLOB",
+                  help="Skip tags that match (repeatable).")
+    @json_option
+    @click.option("-q", "--quiet", is_flag=True, help="No progress, warnings or summary.")
+    @click.option("-v", "--verbose", count=True, help="-v more detail, -vv tracebacks.")
+    def tf(logdir: str, store: str, flat: bool, dry_run: bool, full: bool, plugins: str | None,
+           runs: tuple[str, ...], tags: tuple[str, ...], exclude_tags: tuple[str, ...],
+           as_json: bool, quiet: bool, verbose: int) -> None:
+        """Convert a TensorBoard logdir into the store (incremental: re-run any time).
+
+        Directories are classified as groups, runs and contexts with Aim's rules
+        (or --flat); event files directly in the logdir or in a group are orphans,
+        listed in warnings and not converted. --plugins and the tag filters decide
+        what is stored from the bytes read now; use --full later to read them again.
+
+        \b
+        Example:
+          tbconvert tf --logdir ~/logs --store ~/logs.db
+          tbconvert tf --logdir ~/logs --store ~/logs.db --run 'sweep*' --dry-run
+        """
+        from converter.convert import convert
+
+        selected = _parse_plugins(plugins)
+        summary = run_library(verbose, lambda: convert(
+            logdir, store, flat=flat, dry_run=dry_run, full=full, plugins=selected, runs=runs,
+            tags=tags, exclude_tags=exclude_tags, progress=False if quiet else None))
+        _report(summary, as_json=as_json, quiet=quiet)
+        sys.exit(summary.exit_code)
+
+    return tf
+
+
+def _parse_plugins(plugins: str | None) -> list[str] | None:
+    if plugins is None:
+        return None
+    names = [name.strip() for name in plugins.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(PLUGIN_NAMES))
+    if unknown or not names:
+        raise click.BadParameter(
+            f"unknown plugin {', '.join(unknown) or '(none)'}; choose from "
+            f"{', '.join(PLUGIN_NAMES)}", param_hint="--plugins")
+    return names
+
+
+def _report(summary: Any, *, as_json: bool, quiet: bool) -> None:
+    if not quiet:
+        for orphan in summary.orphans:
+            click.echo(f"warning: orphan event file ignored (in the logdir root or a group): "
+                       f"{orphan}", err=True)
+        for warning in summary.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        click.echo(summary.render(), err=True)
+    elif summary.problems:
+        for problem in summary.problems[:10]:
+            click.echo(f"error: {problem}", err=True)
+    if as_json:
+        click.echo(summary.to_json())
+
+
+tf_command = _tf_command("tf")
+tensorboard_command = _tf_command("tensorboard")
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS)
+@store_option
+@json_option
+def runs(store: str, as_json: bool) -> None:
+    """List the runs of a store with their group, contexts and counts.
+
+    \b
+    Example:
+      tbconvert runs --store logs.db
+      tbconvert runs --store logs.db --json | jq '.[].run_path'
+    """
+    from converter.store.reader import open_store
+
+    def listing() -> list[dict[str, Any]]:
+        with open_store(store) as opened:
+            return opened.runs()
+
+    rows = run_library(0, listing)
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        contexts = ",".join(c if c else "''" for c in row["contexts"]) or "-"
+        click.echo(f"{row['run_path']}\tgroup={row['group_path'] or '-'}\tcontexts={contexts}\t"
+                   f"series={row['series']}\tscalars={row['scalar_points']}")
+
+
+@cli.group(context_settings=CONTEXT_SETTINGS)
+def db() -> None:
+    """Manage the store's schema (Alembic migrations shipped with tbconvert).
+
+    \b
+    Example:
+      tbconvert db current --store logs.db
+      tbconvert db upgrade --store postgresql+psycopg://me@server/tb
+    """
+
+
+@db.command(context_settings=CONTEXT_SETTINGS)
+@store_option
+def upgrade(store: str) -> None:
+    """Create the store, or upgrade it to this version's schema.
+
+    \b
+    Example:
+      tbconvert db upgrade --store logs.db
+    """
+    from converter.store import schema
+
+    click.echo(run_library(0, lambda: schema.upgrade_store(store)))
+
+
+@db.command(context_settings=CONTEXT_SETTINGS)
+@store_option
+def current(store: str) -> None:
+    """Print the store's schema revision and this version's.
+
+    \b
+    Example:
+      tbconvert db current --store logs.db
+    """
+    from converter.store import schema
+
+    click.echo(run_library(0, lambda: schema.describe_store(store)))
+
+
+@db.command(context_settings=CONTEXT_SETTINGS)
+@store_option
+def check(store: str) -> None:
+    """Fail when the models and the migrations disagree (schema drift).
+
+    \b
+    Example:
+      tbconvert db check --store /tmp/check.db
+    """
+    from converter.store import schema
+
+    click.echo(run_library(0, lambda: schema.check_store(store)))

@@ -1,0 +1,168 @@
+"""Records of one event file to store rows: the per-record hot path and the plugin dispatch.
+
+Rows are keyed by where the value came from, ``(series_id, step, file_id, record_offset,
+value_index, wall_time)``, followed by the plugin's payload columns.  ``simple_value`` scalars,
+by far the most common record, take a fast path with no plugin call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+from converter.events import UnparseableEvent, parse_event
+from converter.plugins import DECODERS, DecodeFailure, plugin_for
+
+# (tag, plugin, dtype, first metadata) -> series id
+SeriesResolver = Callable[[str, str, "str | None", Any], int]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to convert: plugin names (None = all) and tag globs to include and exclude."""
+
+    plugins: frozenset[str] | None = None
+    tags: tuple[str, ...] = ()
+    exclude_tags: tuple[str, ...] = ()
+
+    def accepts_tag(self, tag: str) -> bool:
+        """True when the tag passes the --tag and --exclude-tag globs."""
+        if self.tags and not any(fnmatchcase(tag, glob) for glob in self.tags):
+            return False
+        return not any(fnmatchcase(tag, glob) for glob in self.exclude_tags)
+
+    def accepts_plugin(self, plugin: str) -> bool:
+        """True when the plugin is selected by --plugins (or no list was given)."""
+        return self.plugins is None or plugin in self.plugins
+
+
+@dataclass
+class DecodeStats:
+    """What one decoder saw besides the rows it produced."""
+
+    points: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)  # (plugin, tag) -> values
+    undecodable: Counter[tuple[str, str]] = field(default_factory=Counter)
+    filtered_values: int = 0
+    other_events: Counter[str] = field(default_factory=Counter)
+    lossy_records: int = 0
+    unparseable: list[int] = field(default_factory=list)  # record offsets
+    first_wall_time: float | None = None
+    last_wall_time: float | None = None
+
+
+class FileDecoder:
+    """Decode the records of one event file into rows for the store tables."""
+
+    def __init__(self, file_id: int, resolve: SeriesResolver, selection: Selection) -> None:
+        """Args: the file's store id, a series resolver bound to its (run, context), filters."""
+        self.file_id = file_id
+        self.selection = selection
+        self.rows: defaultdict[str, list[tuple[Any, ...]]] = defaultdict(list)
+        self.stats = DecodeStats()
+        self._resolve = resolve
+        self._metadata: dict[str, Any] = {}
+        self._series: dict[tuple[str, str], int] = {}
+        self._simple: dict[str, int] = {}
+        self._tag_ok: dict[str, bool] = {}
+        self._slow_scalar_rows = 0
+
+    def feed_all(self, records: Sequence[tuple[int, bytes]]) -> None:
+        """Decode a batch of (offset, payload) records."""
+        file_id = self.file_id
+        simple = self._simple
+        scalars = self.rows["scalars"]
+        stats = self.stats
+        first = stats.first_wall_time
+        last = stats.last_wall_time
+        for offset, payload in records:
+            try:
+                event, lossy = parse_event(payload)
+            except UnparseableEvent:
+                stats.unparseable.append(offset)
+                continue
+            if lossy:
+                stats.lossy_records += 1
+            wall_time = event.wall_time
+            if wall_time == wall_time:  # NaN wall times are kept in rows, not in the run's span
+                if first is None or wall_time < first:
+                    first = wall_time
+                if last is None or wall_time > last:
+                    last = wall_time
+            if not event.HasField("summary"):
+                stats.other_events[event.WhichOneof("what") or "empty"] += 1
+                continue
+            step = event.step
+            for index, value in enumerate(event.summary.value):
+                kind = value.WhichOneof("value")
+                if kind == "simple_value":
+                    series_id = simple.get(value.tag)
+                    if series_id is not None:
+                        scalars.append(
+                            (series_id, step, file_id, offset, index, wall_time, value.simple_value)
+                        )
+                        continue
+                self._decode_value(value, kind, step, wall_time, offset, index)
+        stats.first_wall_time = first
+        stats.last_wall_time = last
+
+    def take(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Hand over the rows decoded so far and start new lists."""
+        fast = len(self.rows.get("scalars", ())) - self._slow_scalar_rows
+        if fast:
+            self.stats.points["scalars"] += fast
+        self._slow_scalar_rows = 0
+        taken = {table: rows for table, rows in self.rows.items() if rows}
+        self.rows = defaultdict(list)
+        self.rows["scalars"] = []
+        return taken
+
+    def series_ids(self) -> set[int]:
+        """Ids of every series this file has given points to so far."""
+        return set(self._series.values())
+
+    def pending(self) -> int:
+        """Rows decoded and not yet taken."""
+        return sum(len(rows) for rows in self.rows.values())
+
+    def _decode_value(
+        self, value: Any, kind: str | None, step: int, wall_time: float, offset: int, index: int
+    ) -> None:
+        tag = value.tag or value.node_name
+        if tag not in self._metadata and value.HasField("metadata"):
+            self._metadata[tag] = value.metadata
+        metadata = self._metadata.get(tag)
+        plugin = plugin_for(kind, metadata)
+        if not self._accepts_tag(tag):
+            self.stats.filtered_values += 1
+            return
+        decoder = DECODERS.get(plugin)
+        if decoder is None or not self.selection.accepts_plugin(plugin):
+            self.stats.skipped[(plugin, tag)] += 1
+            return
+        try:
+            decoded = decoder(value, metadata)
+        except DecodeFailure:
+            self.stats.undecodable[(plugin, tag)] += 1
+            return
+        series_id = self._series.get((tag, plugin))
+        if series_id is None:
+            series_id = self._resolve(tag, plugin, decoded.dtype, metadata)
+            self._series[(tag, plugin)] = series_id
+        if kind == "simple_value":
+            self._simple[tag] = series_id
+        key = (series_id, step, self.file_id, offset, index, wall_time)
+        table_rows = self.rows[decoded.table]
+        table_rows.extend(key + row for row in decoded.rows)
+        if decoded.table == "scalars":
+            self._slow_scalar_rows += len(decoded.rows)
+        self.stats.points[plugin] += len(decoded.rows)
+
+    def _accepts_tag(self, tag: str) -> bool:
+        accepted = self._tag_ok.get(tag)
+        if accepted is None:
+            accepted = self._tag_ok[tag] = self.selection.accepts_tag(tag)
+        return accepted

@@ -1,0 +1,45 @@
+"""Plugin decoders: one module per TensorBoard plugin, chosen per (file, tag).
+
+A value's plugin follows TensorBoard's data server: a primitive oneof (``simple_value``,
+``image``, ``histo``, ``audio``) decides by itself; otherwise the plugin name of the tag's
+first metadata in the file decides (TF1 writers send metadata only once per tag).
+
+A decoder takes the value and the tag's remembered metadata and returns a :class:`Decoded`:
+the store table and the rows' payload columns (the key columns are added by the caller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from converter.plugins import scalars
+from converter.plugins.base import Decoded, DecodeFailure
+
+# Oneof field of Summary.Value -> plugin that owns it regardless of metadata.
+PRIMITIVE_PLUGINS = {
+    "simple_value": "scalars",
+    "image": "images",
+    "histo": "histograms",
+    "audio": "audio",
+}
+
+
+Decoder = Callable[[Any, Any], Decoded]
+
+DECODERS: dict[str, Decoder] = {
+    "scalars": scalars.decode,
+}
+
+KNOWN_PLUGINS = tuple(sorted(DECODERS))
+__all__ = ["DECODERS", "KNOWN_PLUGINS", "Decoded", "DecodeFailure", "plugin_for"]
+
+
+def plugin_for(kind: str | None, metadata: Any) -> str:
+    """The plugin of a value: its primitive kind, else the first metadata's plugin name."""
+    primitive = PRIMITIVE_PLUGINS.get(kind or "")
+    if primitive is not None:
+        return primitive
+    if metadata is not None and metadata.plugin_data.plugin_name:
+        return str(metadata.plugin_data.plugin_name)
+    return "tensor" if kind == "tensor" else "unknown"

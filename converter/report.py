@@ -1,0 +1,187 @@
+"""The end-of-run summary (text on stderr, or one JSON object) and the progress bar."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from converter.records import Damage
+
+EXIT_OK = 0
+EXIT_DAMAGED = 3
+_MAX_LISTED = 10
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A damaged, unreadable or invalid event file, with where and what."""
+
+    path: str
+    message: str
+    offset: int | None = None
+
+    def __str__(self) -> str:
+        where = self.path if self.offset is None else f"{self.path}: at byte {self.offset}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class Summary:
+    """Everything one conversion did; ``exit_code`` follows the CLI's contract."""
+
+    logdir: str
+    store: str
+    dry_run: bool = False
+    runs: int = 0
+    runs_created: int = 0
+    runs_extended: int = 0
+    contexts: int = 0
+    series_created: int = 0
+    series_extended: int = 0
+    points: Counter[str] = field(default_factory=Counter)
+    skipped: dict[str, dict[str, int]] = field(default_factory=dict)  # plugin -> tag -> values
+    undecodable: dict[str, dict[str, int]] = field(default_factory=dict)
+    filtered_values: int = 0
+    files_total: int = 0
+    files_read: int = 0
+    files_unchanged: int = 0
+    files_replaced: int = 0
+    files_gone: int = 0
+    bytes_read: int = 0
+    records_read: int = 0
+    damaged_records: int = 0
+    lossy_records: int = 0
+    problems: list[FileProblem] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    schema_change: str | None = None
+    elapsed: float = 0.0
+    plan: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """3 when damaged records or unreadable files were skipped, else 0."""
+        return EXIT_DAMAGED if self.damaged_records or self.problems else EXIT_OK
+
+    @property
+    def total_points(self) -> int:
+        """Points written, all plugins together."""
+        return sum(self.points.values())
+
+    def add_damage(self, path: str, damage: list[Damage]) -> None:
+        """Count damaged regions of a file (each costs at least one record)."""
+        for region in damage:
+            self.damaged_records += 1
+            self.problems.append(
+                FileProblem(path, f"{region.reason}, skipped {region.length} bytes", region.offset)
+            )
+
+    def add_counts(self, target: dict[str, dict[str, int]], counts: Counter[tuple[str, str]]) -> None:
+        """Merge (plugin, tag) -> values counts into ``skipped`` or ``undecodable``."""
+        for (plugin, tag), values in counts.items():
+            per_tag = target.setdefault(plugin, {})
+            per_tag[tag] = per_tag.get(tag, 0) + values
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the ``--json`` output)."""
+        return {
+            "logdir": self.logdir,
+            "store": self.store,
+            "dry_run": self.dry_run,
+            "runs": {"total": self.runs, "created": self.runs_created,
+                     "extended": self.runs_extended},
+            "contexts": self.contexts,
+            "series": {"created": self.series_created, "extended": self.series_extended},
+            "points": dict(sorted(self.points.items())),
+            "skipped": self.skipped,
+            "undecodable": self.undecodable,
+            "filtered_values": self.filtered_values,
+            "files": {"total": self.files_total, "read": self.files_read,
+                      "unchanged": self.files_unchanged, "replaced": self.files_replaced,
+                      "gone": self.files_gone},
+            "bytes_read": self.bytes_read,
+            "records_read": self.records_read,
+            "damaged_records": self.damaged_records,
+            "lossy_records": self.lossy_records,
+            "problems": [str(problem) for problem in self.problems],
+            "orphans": self.orphans,
+            "warnings": self.warnings,
+            "schema_change": self.schema_change,
+            "elapsed_seconds": round(self.elapsed, 3),
+            "points_per_second": round(self.rate()),
+            "plan": self.plan,
+            "exit_code": self.exit_code,
+        }
+
+    def to_json(self) -> str:
+        """One JSON object, one line."""
+        return json.dumps(self.to_dict(), sort_keys=False)
+
+    def rate(self) -> float:
+        """Points written per second of wall time."""
+        return self.total_points / self.elapsed if self.elapsed > 0 else 0.0
+
+    def render(self) -> str:
+        """The human summary printed on stderr."""
+        if self.dry_run:
+            return self._render_plan()
+        lines = [
+            f"Converted {self.logdir} into {self.store} in {self.elapsed:.2f} s",
+            f"  runs:     {self.runs} ({self.runs_created} new, {self.runs_extended} extended), "
+            f"{self.contexts} contexts",
+            f"  series:   {self.series_created} new, {self.series_extended} extended",
+            f"  points:   {self.total_points:,} "
+            + ("(" + ", ".join(f"{k} {v:,}" for k, v in sorted(self.points.items())) + ")"
+               if self.points else "")
+            + (f", {self.rate():,.0f}/s" if self.total_points else ""),
+            f"  files:    {self.files_total} ({self.files_read} read, {self.files_unchanged} "
+            f"unchanged, {self.files_replaced} replaced, {self.files_gone} gone), "
+            f"{self.bytes_read:,} bytes read",
+        ]
+        for title, counts in (("skipped", self.skipped), ("undecodable", self.undecodable)):
+            for plugin, tags in sorted(counts.items()):
+                names = ", ".join(sorted(tags)[:_MAX_LISTED])
+                more = f" and {len(tags) - _MAX_LISTED} more" if len(tags) > _MAX_LISTED else ""
+                lines.append(f"  {title}:  {plugin}: {sum(tags.values()):,} values "
+                             f"({names}{more})")
+        if self.filtered_values:
+            lines.append(f"  filtered: {self.filtered_values:,} values by --tag/--exclude-tag")
+        if self.orphans:
+            lines.append(f"  orphans:  {len(self.orphans)} event files ignored (see warnings)")
+        if self.lossy_records:
+            lines.append(f"  repaired: {self.lossy_records} records with invalid UTF-8 "
+                         "(kept with backslash escapes)")
+        if self.damaged_records or self.problems:
+            lines.append(f"  damaged:  {self.damaged_records} records skipped; first problems:")
+            lines.extend(f"    {problem}" for problem in self.problems[:_MAX_LISTED])
+        if self.schema_change:
+            lines.append(f"  store:    {self.schema_change}")
+        return "\n".join(lines)
+
+    def _render_plan(self) -> str:
+        lines = [f"Dry run: {self.logdir} -> {self.store} (nothing written)"]
+        for entry in self.plan:
+            lines.append(f"  {entry['action']:<9} {entry['run_path']} [{entry['context']}] "
+                         f"{entry['path']} ({entry['bytes']:,} bytes)")
+        lines.append(f"  {self.runs} runs, {self.files_total} files, "
+                     f"{sum(e['bytes'] for e in self.plan if e['action'] != 'unchanged'):,} bytes "
+                     "to read")
+        return "\n".join(lines)
+
+
+def progress_bar(total: int, *, enabled: bool | None) -> Any:
+    """A tqdm bar in bytes on stderr; ``enabled=None`` hides it when stderr is no terminal."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        disable=None if enabled is None else not enabled,
+        dynamic_ncols=True,
+        leave=False,
+        desc="converting",
+    )

@@ -1,0 +1,1 @@
+"""The run store: SQLAlchemy models, engine set-up, Alembic migrations, bulk writer, reader."""

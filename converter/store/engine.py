@@ -1,0 +1,91 @@
+"""Engine creation: store path or URL to a SQLAlchemy engine with the right connection set-up."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, Engine
+
+from converter.errors import StoreError
+
+DEFAULT_STORE = "tbconvert.db"
+BUSY_TIMEOUT_MS = 60_000
+
+
+def store_url(store: str | os.PathLike[str]) -> str:
+    """Turn a ``--store`` value into a SQLAlchemy URL (a value with ``://`` already is one)."""
+    text = os.fspath(store)
+    if "://" in text:
+        return text
+    return "sqlite:///" + os.path.abspath(text)
+
+
+def sqlite_path(url: str) -> str | None:
+    """The database file of a SQLite URL, or None for other backends and in-memory stores."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split("://", 1)[1]
+    path = path[1:] if path.startswith("/") else path
+    if path in ("", ":memory:"):
+        return None
+    return path.split("?", 1)[0]
+
+
+def check_store_location(url: str) -> None:
+    """Fail early, with the fix, when a SQLite store cannot be created where asked."""
+    path = sqlite_path(url)
+    if path is None:
+        return
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        raise StoreError(
+            "the store's directory does not exist",
+            path=path,
+            hint=f"create it first (mkdir -p {directory}) or choose another --store",
+        )
+    if os.path.exists(path) and os.path.isdir(path):
+        raise StoreError("the store path is a directory", path=path, hint="give a file name")
+
+
+def create_store_engine(url: str) -> Engine:
+    """Create an engine; SQLite gets WAL, synchronous=NORMAL, foreign keys, a busy timeout.
+
+    On SQLite the driver's own transaction handling is switched off and SQLAlchemy emits
+    ``BEGIN`` itself, so DDL in migrations is transactional (pysqlite otherwise commits
+    before DDL and a failed migration leaves half its changes behind).  A connection with the
+    execution option ``sqlite_begin="IMMEDIATE"`` takes the write lock when it begins, so two
+    writers queue on the busy timeout instead of failing to upgrade a read lock.
+    """
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(
+        url,
+        connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+    )
+    event.listen(engine, "connect", _on_sqlite_connect)
+    event.listen(engine, "begin", _on_sqlite_begin)
+    return engine
+
+
+def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError:
+            # A read-only store cannot switch journal mode; reading it still works.
+            pass
+        cursor.execute("PRAGMA synchronous = NORMAL")
+    finally:
+        cursor.close()
+
+
+def _on_sqlite_begin(connection: Connection) -> None:
+    mode = connection.get_execution_options().get("sqlite_begin", "")
+    connection.exec_driver_sql(f"BEGIN {mode}".strip())

@@ -1,0 +1,140 @@
+"""SQLAlchemy 2.x models of the run store.
+
+The schema is created and changed only by the Alembic revisions in ``migrations/``; these
+models are what ``tbconvert db check`` compares them with.  SQL clients should use the
+``v_*`` views (the documented contract), not these tables.
+
+Point tables are keyed by where the value came from: ``(series_id, step, file_id,
+record_offset, value_index)``.  That keeps every record of the logs as its own row (duplicate
+and repeated steps included), makes re-reading the same bytes a no-op, and clusters each
+series by step so a learning curve or a series' last value is one index range scan.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Double,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# Batch migrations on SQLite and constraint drops on PostgreSQL need every constraint named.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# A plain BigInteger primary key would not alias SQLite's rowid (no autoincrement).
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    """Declarative base carrying the naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Run(Base):
+    """A run directory of a logdir: identity is (logdir, run_path)."""
+
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("logdir", "run_path"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    logdir: Mapped[str] = mapped_column(Text)
+    run_path: Mapped[str] = mapped_column(Text)
+    group_path: Mapped[str] = mapped_column(Text, index=True)
+    name: Mapped[str] = mapped_column(Text)
+    first_wall_time: Mapped[float | None] = mapped_column(Double)
+    last_wall_time: Mapped[float | None] = mapped_column(Double)
+
+
+class Context(Base):
+    """A context name shared by all runs ('' for the run directory itself, 'train', ...)."""
+
+    __tablename__ = "contexts"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    name: Mapped[str] = mapped_column(Text, unique=True)
+
+
+class Series(Base):
+    """One stream of values: a tag of one plugin in one (run, context)."""
+
+    __tablename__ = "series"
+    __table_args__ = (UniqueConstraint("run_id", "context_id", "name", "plugin"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id"))
+    name: Mapped[str] = mapped_column(Text, index=True)
+    plugin: Mapped[str] = mapped_column(Text)
+    dtype: Mapped[str | None] = mapped_column(Text)
+    display_name: Mapped[str | None] = mapped_column(Text)
+    description: Mapped[str | None] = mapped_column(Text)
+    plugin_content: Mapped[bytes | None] = mapped_column(LargeBinary)
+
+
+class EventFile(Base):
+    """Incremental state of one event file, committed together with the points read from it."""
+
+    __tablename__ = "event_files"
+    __table_args__ = (UniqueConstraint("run_id", "path"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id"))
+    path: Mapped[str] = mapped_column(Text)
+    size: Mapped[int] = mapped_column(BigInteger, default=0)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger, default=0)
+    head_digest: Mapped[str | None] = mapped_column(Text)
+    offset_consumed: Mapped[int] = mapped_column(BigInteger, default=0)
+    records: Mapped[int] = mapped_column(BigInteger, default=0)
+    damaged_records: Mapped[int] = mapped_column(BigInteger, default=0)
+    status: Mapped[str] = mapped_column(Text, default="new")
+    last_error: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[float | None] = mapped_column(Double)
+
+
+class Scalar(Base):
+    """One scalar value record; ``value`` is NULL exactly when the logged value was NaN."""
+
+    __tablename__ = "scalars"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    series_id: Mapped[int] = mapped_column(
+        ForeignKey("series.id"), primary_key=True
+    )
+    step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    file_id: Mapped[int] = mapped_column(
+        ForeignKey("event_files.id"), primary_key=True
+    )
+    record_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    value_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    wall_time: Mapped[float] = mapped_column(Double)
+    value: Mapped[float | None] = mapped_column(Double)
+
+
+class Conversion(Base):
+    """One invocation of the converter, with its options and end summary (JSON)."""
+
+    __tablename__ = "conversions"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    logdir: Mapped[str] = mapped_column(Text)
+    tool_version: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[float] = mapped_column(Double)
+    finished_at: Mapped[float | None] = mapped_column(Double)
+    status: Mapped[str] = mapped_column(Text, default="running")
+    options: Mapped[str | None] = mapped_column(Text)
+    summary: Mapped[str | None] = mapped_column(Text)
+

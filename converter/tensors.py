@@ -1,0 +1,44 @@
+"""TensorProto to NumPy, through tensorboard's own ``make_ndarray`` (imported lazily)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from converter.plugins.base import DecodeFailure
+
+# DataType enum values (tensorboard/compat/proto/types.proto) to NumPy-style names.
+_DTYPE_NAMES = {
+    1: "float32",
+    2: "float64",
+    3: "int32",
+    4: "uint8",
+    5: "int16",
+    6: "int8",
+    7: "string",
+    8: "complex64",
+    9: "int64",
+    10: "bool",
+    14: "bfloat16",
+    17: "uint16",
+    18: "complex128",
+    19: "float16",
+    22: "uint32",
+    23: "uint64",
+}
+
+
+def dtype_name(dtype: int) -> str:
+    """A readable name for a TensorProto dtype enum value."""
+    return _DTYPE_NAMES.get(dtype, f"dtype_{dtype}")
+
+
+def tensor_to_array(tensor: Any) -> np.ndarray:
+    """Decode a TensorProto into an array (any field, any dtype tensorboard knows)."""
+    from tensorboard.util import tensor_util
+
+    try:
+        return np.asarray(tensor_util.make_ndarray(tensor))
+    except (TypeError, ValueError, KeyError) as error:
+        raise DecodeFailure(f"cannot decode {dtype_name(tensor.dtype)} tensor: {error}") from error
