@@ -132,8 +132,8 @@ class Summary:
             f"  runs:     {self.runs} ({self.runs_created} new, {self.runs_extended} extended), "
             f"{self.contexts} contexts",
             f"  series:   {self.series_created} new, {self.series_extended} extended",
-            f"  points:   {self.total_points:,} "
-            + ("(" + ", ".join(f"{k} {v:,}" for k, v in sorted(self.points.items())) + ")"
+            f"  points:   {self.total_points:,}"
+            + (" (" + ", ".join(f"{k} {v:,}" for k, v in sorted(self.points.items())) + ")"
                if self.points else "")
             + (f", {self.rate():,.0f}/s" if self.total_points else ""),
             f"  files:    {self.files_total} ({self.files_read} read, {self.files_unchanged} "

@@ -128,7 +128,8 @@ def upgrade(engine: Engine) -> SchemaChange | None:
 
 def _refuse_foreign(conn: Connection, current: str | None, head: str) -> None:
     if current is None:
-        tables = [t for t in inspect(conn).get_table_names() if not t.startswith("sqlite_")]
+        tables = [t for t in inspect(conn).get_table_names()
+                  if not t.startswith("sqlite_") and t != VERSION_TABLE]
         if tables:
             raise StoreError(
                 "this database is not a tbconvert store (it has tables but no "

@@ -1,0 +1,202 @@
+"""The command line: help and examples everywhere, stdout for data, exit codes 0/1/2/3."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from tensorboardX import SummaryWriter
+
+from converter.cli import cli
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in sorted(group.commands.items()):
+        found.append((*prefix, name))
+        if isinstance(command, click.Group):
+            found.extend(_commands(command, (*prefix, name)))
+    return found
+
+
+def write_run(logdir: Path, run: str, steps: int = 20) -> None:
+    with SummaryWriter(str(logdir / run)) as writer:
+        for step in range(steps):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    root = tmp_path / "logs"
+    write_run(root, "run_a")
+    write_run(root, "run_b")
+    return root
+
+
+@pytest.mark.parametrize("path", _commands(cli))
+def test_every_command_has_help_with_an_example(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(cli, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Example" in result.output
+    short = CliRunner().invoke(cli, [*path, "-h"])
+    assert short.exit_code == 0
+
+
+def test_version() -> None:
+    from converter import __version__
+
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and __version__ in result.output
+
+
+def test_tf_json_on_stdout_summary_on_stderr(logdir: Path, tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store", str(store),
+                                      "--json"])
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["points"] == {"scalars": 40}
+    assert summary["runs"] == {"total": 2, "created": 2, "extended": 0}
+    assert "Converted" in result.stderr
+    again = CliRunner().invoke(cli, ["tensorboard", "--logdir", str(logdir), "--store",
+                                     str(store), "--json"])
+    assert again.exit_code == 0
+    second = json.loads(again.stdout)
+    assert second["points"] == {} and second["files"]["unchanged"] == 2
+
+
+def test_quiet_prints_nothing(logdir: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store",
+                                      str(tmp_path / "s.db"), "-q"])
+    assert result.exit_code == 0
+    assert result.stdout == "" and result.stderr == ""
+
+
+def test_dry_run_writes_nothing(logdir: Path, tmp_path: Path) -> None:
+    store = tmp_path / "never.db"
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store", str(store),
+                                      "--dry-run", "--json"])
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)["plan"]
+    assert [entry["action"] for entry in plan] == ["new", "new"]
+    assert not store.exists()
+    assert list(tmp_path.glob("never.db*")) == []
+
+
+def test_missing_logdir_is_one_line_exit_1(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(tmp_path / "nope"), "--store",
+                                      str(tmp_path / "s.db")])
+    assert result.exit_code == 1
+    assert str(tmp_path / "nope") in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_store_in_missing_directory_exit_1(logdir: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store",
+                                      str(tmp_path / "no" / "dir" / "s.db")])
+    assert result.exit_code == 1
+    assert "does not exist" in result.stderr and "mkdir" in result.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_store_that_is_not_sqlite_exit_1(logdir: Path, tmp_path: Path) -> None:
+    store = tmp_path / "notes.txt"
+    store.write_bytes(b"these are my notes, not a database\n" * 200)
+    before = store.read_bytes()
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store", str(store)])
+    assert result.exit_code == 1
+    assert "not a SQLite database" in result.stderr
+    assert store.read_bytes() == before
+
+
+def test_unknown_plugin_is_usage_error(logdir: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store",
+                                      str(tmp_path / "s.db"), "--plugins", "nonsense"])
+    assert result.exit_code == 2
+    assert "nonsense" in result.stderr
+
+
+def test_damaged_file_exit_3_names_file_and_offset(tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    write_run(root, "run_a", steps=30)
+    (event_file,) = (root / "run_a").iterdir()
+    data = bytearray(event_file.read_bytes())
+    middle = len(data) // 2
+    data[middle] ^= 0xFF
+    event_file.write_bytes(bytes(data))
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(root), "--store",
+                                      str(tmp_path / "s.db"), "--json"])
+    assert result.exit_code == 3, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["damaged_records"] == 1
+    assert summary["points"]["scalars"] == 29
+    assert "at byte" in summary["problems"][0] and event_file.name in summary["problems"][0]
+
+
+def test_orphans_are_warned_one_by_one(tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    write_run(root, "run_a")
+    with SummaryWriter(str(root), filename_suffix=".one") as writer:
+        writer.add_scalar("x", 1.0, 0)
+    with SummaryWriter(str(root), filename_suffix=".two") as writer:
+        writer.add_scalar("x", 1.0, 0)
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(root), "--store",
+                                      str(tmp_path / "s.db")])
+    assert result.exit_code == 0
+    orphan_lines = [line for line in result.stderr.splitlines()
+                    if line.startswith("warning: orphan")]
+    assert len(orphan_lines) == 2
+    assert "orphans:  2 event files" in result.stderr
+    assert any(".one" in line for line in orphan_lines)
+    assert any(".two" in line for line in orphan_lines)
+
+
+def test_runs_lists_the_store(logdir: Path, tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store", store, "-q"])
+    result = CliRunner().invoke(cli, ["runs", "--store", store, "--json"])
+    assert result.exit_code == 0, result.stderr
+    runs = json.loads(result.stdout)
+    assert [run["run_path"] for run in runs] == ["run_a", "run_b"]
+    assert all(run["scalar_points"] == 20 for run in runs)
+    text_result = CliRunner().invoke(cli, ["runs", "--store", store])
+    assert "run_a" in text_result.stdout
+
+
+def test_runs_without_store_exit_1(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["runs", "--store", str(tmp_path / "none.db")])
+    assert result.exit_code == 1 and "no store" in result.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_db_commands(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    upgraded = CliRunner().invoke(cli, ["db", "upgrade", "--store", store])
+    assert upgraded.exit_code == 0 and "empty ->" in upgraded.stdout
+    current = CliRunner().invoke(cli, ["db", "current", "--store", store])
+    assert current.exit_code == 0
+    revision = current.stdout.split()[1]
+    assert current.stdout.split()[3] == revision
+    checked = CliRunner().invoke(cli, ["db", "check", "--store", store])
+    assert checked.exit_code == 0 and "no drift" in checked.stdout
+
+
+def test_store_from_environment(logdir: Path, tmp_path: Path, monkeypatch) -> None:
+    store = tmp_path / "env.db"
+    monkeypatch.setenv("TBCONVERT_STORE", str(store))
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "-q"])
+    assert result.exit_code == 0 and store.exists()
+
+
+def test_python_dash_m_entry_point(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "converter", "--help"], capture_output=True,
+                            text=True, check=False, env={**os.environ, "NO_COLOR": "1"})
+    assert result.returncode == 0
+    assert "tf" in result.stdout
