@@ -25,7 +25,9 @@ EXIT_CODES_EPILOG = (
     "\b\nExit codes: 0 success, 1 failure, 2 usage error, "
     "3 finished but damaged records or unreadable files were skipped."
 )
-PLUGIN_NAMES = ("scalars",)
+# Kept in step with converter.plugins.KNOWN_PLUGINS by a test; importing the plugins here
+# would slow down every start-up.
+PLUGIN_NAMES = ("audio", "histograms", "hparams", "images", "scalars", "text", "tensors")
 
 
 class Failure(click.ClickException):
@@ -91,7 +93,8 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
     @click.option("--full", is_flag=True,
                   help="Read every file again from its start (no duplicates result).")
     @click.option("--plugins", metavar="LIST",
-                  help="Comma-separated plugins to convert (default: all), e.g. scalars.")
+                  help="Comma-separated plugins to convert (default: all): "
+                  + ", ".join(PLUGIN_NAMES) + " (everything kept raw).")
     @click.option("--run", "runs", multiple=True, metavar="GLOB",
                   help="Only runs whose path matches (repeatable).")
     @click.option("--tag", "tags", multiple=True, metavar="GLOB",

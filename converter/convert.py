@@ -275,8 +275,10 @@ class _Job:
             if len(batch) < _RECORD_BATCH:
                 done = True
                 break
-        for table, rows in decoder.take().items():
-            self.writer.insert_points(table, rows)
+        rows, blobs = decoder.take()
+        self.writer.insert_blobs(blobs)
+        for table, table_rows in rows.items():
+            self.writer.insert_points(table, table_rows)
         new_damage = reader.damage[damage_seen:]
         self.summary.add_damage(pass_.source.rel_path, new_damage)
         invalid = done and reader.records == 0 and any(d.offset == 0 for d in reader.damage)

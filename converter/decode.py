@@ -14,7 +14,15 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from converter.events import UnparseableEvent, parse_event
-from converter.plugins import DECODERS, DecodeFailure, plugin_for
+from converter.plugins import DECODERS, FALLBACK, Decoded, DecodeFailure, plugin_for
+
+# Event-level payloads kept as raw tensors: event field -> (plugin, tag); tagged run metadata
+# uses its own tag.
+_GRAPH_EVENTS = {
+    "graph_def": ("graphs", "__graph_def__"),
+    "meta_graph_def": ("graphs", "__meta_graph_def__"),
+    "tagged_run_metadata": ("graph_tagged_run_metadata", None),
+}
 
 # (tag, plugin, dtype, first metadata) -> series id
 SeriesResolver = Callable[[str, str, "str | None", Any], int]
@@ -35,8 +43,10 @@ class Selection:
         return not any(fnmatchcase(tag, glob) for glob in self.exclude_tags)
 
     def accepts_plugin(self, plugin: str) -> bool:
-        """True when the plugin is selected by --plugins (or no list was given)."""
-        return self.plugins is None or plugin in self.plugins
+        """True when the plugin is selected by --plugins ("tensors" selects the raw ones)."""
+        if self.plugins is None or plugin in self.plugins:
+            return True
+        return plugin not in DECODERS and "tensors" in self.plugins
 
 
 @dataclass
@@ -62,6 +72,7 @@ class FileDecoder:
         self.file_id = file_id
         self.selection = selection
         self.rows: defaultdict[str, list[tuple[Any, ...]]] = defaultdict(list)
+        self.blobs: dict[str, bytes] = {}
         self.stats = DecodeStats()
         self._resolve = resolve
         self._metadata: dict[str, Any] = {}
@@ -93,7 +104,11 @@ class FileDecoder:
                 if last is None or wall_time > last:
                     last = wall_time
             if not event.HasField("summary"):
-                stats.other_events[event.WhichOneof("what") or "empty"] += 1
+                what = event.WhichOneof("what") or "empty"
+                if what in _GRAPH_EVENTS:
+                    self._decode_graph(event, what, offset)
+                else:
+                    stats.other_events[what] += 1
                 continue
             step = event.step
             for index, value in enumerate(event.summary.value):
@@ -109,8 +124,8 @@ class FileDecoder:
         stats.first_wall_time = first
         stats.last_wall_time = last
 
-    def take(self) -> dict[str, list[tuple[Any, ...]]]:
-        """Hand over the rows decoded so far and start new lists."""
+    def take(self) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, bytes]]:
+        """Hand over the rows (and blobs they point to) decoded so far; start afresh."""
         fast = len(self.rows.get("scalars", ())) - self._slow_scalar_rows
         if fast:
             self.stats.points["scalars"] += fast
@@ -118,7 +133,8 @@ class FileDecoder:
         taken = {table: rows for table, rows in self.rows.items() if rows}
         self.rows = defaultdict(list)
         self.rows["scalars"] = []
-        return taken
+        blobs, self.blobs = self.blobs, {}
+        return taken, blobs
 
     def series_ids(self) -> set[int]:
         """Ids of every series this file has given points to so far."""
@@ -132,34 +148,69 @@ class FileDecoder:
         self, value: Any, kind: str | None, step: int, wall_time: float, offset: int, index: int
     ) -> None:
         tag = value.tag or value.node_name
-        if tag not in self._metadata and value.HasField("metadata"):
-            self._metadata[tag] = value.metadata
-        metadata = self._metadata.get(tag)
-        plugin = plugin_for(kind, metadata)
+        own = value.metadata if value.HasField("metadata") else None
+        if tag not in self._metadata and own is not None:
+            self._metadata[tag] = own
+        first = self._metadata.get(tag)
+        plugin = plugin_for(kind, first)
         if not self._accepts_tag(tag):
             self.stats.filtered_values += 1
             return
-        decoder = DECODERS.get(plugin)
-        if decoder is None or not self.selection.accepts_plugin(plugin):
+        if not self.selection.accepts_plugin(plugin):
             self.stats.skipped[(plugin, tag)] += 1
             return
+        decoded = self._run_decoders(plugin, tag, value, own if own is not None else first)
+        if decoded is not None:
+            self._emit(tag, plugin, decoded, first, (step, self.file_id, offset, index, wall_time))
+            if kind == "simple_value" and plugin == "scalars":
+                self._simple[tag] = self._series[(tag, plugin)]
+
+    def _run_decoders(self, plugin: str, tag: str, value: Any, metadata: Any) -> Decoded | None:
+        decoder = DECODERS.get(plugin)
+        if decoder is not None:
+            try:
+                return decoder(value, metadata)
+            except DecodeFailure:
+                # Kept raw below, so nothing is lost, but said in the summary.
+                self.stats.undecodable[(plugin, tag)] += 1
         try:
-            decoded = decoder(value, metadata)
+            return FALLBACK(value, metadata)
         except DecodeFailure:
-            self.stats.undecodable[(plugin, tag)] += 1
-            return
+            self.stats.skipped[(plugin, tag)] += 1
+            return None
+
+    def _emit(
+        self, tag: str, plugin: str, decoded: Decoded, metadata: Any, where: tuple[Any, ...]
+    ) -> None:
         series_id = self._series.get((tag, plugin))
         if series_id is None:
             series_id = self._resolve(tag, plugin, decoded.dtype, metadata)
             self._series[(tag, plugin)] = series_id
-        if kind == "simple_value":
-            self._simple[tag] = series_id
-        key = (series_id, step, self.file_id, offset, index, wall_time)
-        table_rows = self.rows[decoded.table]
-        table_rows.extend(key + row for row in decoded.rows)
+        key = (series_id, *where)
+        self.rows[decoded.table].extend(key + row for row in decoded.rows)
+        if decoded.blobs:
+            self.blobs.update(decoded.blobs)
         if decoded.table == "scalars":
             self._slow_scalar_rows += len(decoded.rows)
         self.stats.points[plugin] += len(decoded.rows)
+
+    def _decode_graph(self, event: Any, what: str, offset: int) -> None:
+        from converter.plugins.tensors import raw_bytes
+
+        plugin, tag = _GRAPH_EVENTS[what]
+        if what == "tagged_run_metadata":
+            tag, data = event.tagged_run_metadata.tag, event.tagged_run_metadata.run_metadata
+        else:
+            data = getattr(event, what)
+        if not self._accepts_tag(tag):
+            self.stats.filtered_values += 1
+            return
+        if not self.selection.accepts_plugin(plugin):
+            self.stats.skipped[(plugin, tag)] += 1
+            return
+        decoded = raw_bytes(bytes(data), what)
+        self._emit(tag, plugin, decoded, None, (event.step, self.file_id, offset, 0,
+                                                event.wall_time))
 
     def _accepts_tag(self, tag: str) -> bool:
         accepted = self._tag_ok.get(tag)

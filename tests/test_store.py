@@ -17,6 +17,16 @@ SPEC_VIEW_COLUMNS = {
                "last_wall_time"],
     "v_scalars": ["run_id", "run_path", "context", "tag", "step", "wall_time", "value"],
     "v_last_scalars": ["run_id", "run_path", "context", "tag", "step", "wall_time", "value"],
+    "v_images": ["run_id", "run_path", "context", "tag", "step", "wall_time", "idx", "format",
+                 "width", "height", "data"],
+    "v_histograms": ["run_id", "run_path", "context", "tag", "step", "wall_time", "count", "min",
+                     "max", "buckets"],
+    "v_texts": ["run_id", "run_path", "context", "tag", "step", "wall_time", "idx", "value"],
+    "v_params": ["run_id", "run_path", "context", "key", "value", "value_num", "value_type"],
+    "v_audio": ["run_id", "run_path", "context", "tag", "step", "wall_time", "idx", "sample_rate",
+                "data"],
+    "v_tensors": ["run_id", "run_path", "context", "tag", "plugin", "step", "wall_time", "dtype",
+                  "shape", "data"],
 }
 
 
@@ -125,3 +135,40 @@ def test_failed_migration_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> 
             "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")]
     engine.dispose()
     assert names == []
+
+
+def test_store_from_revision_0001_upgrades_with_data_kept(tmp_path: Path) -> None:
+    """A store made by the foundation (0001) gains the plugin tables with its points intact."""
+    from alembic import command
+
+    path = tmp_path / "old.db"
+    engine = create_store_engine(store_url(path))
+    with engine.begin() as conn:
+        command.upgrade(migrate.alembic_config(conn), "0001")
+        conn.exec_driver_sql("INSERT INTO runs (id, logdir, run_path, group_path, name) "
+                             "VALUES (1, '/logs', 'run_a', '', 'run_a')")
+        conn.exec_driver_sql("INSERT INTO contexts (id, name) VALUES (1, '')")
+        conn.exec_driver_sql("INSERT INTO series (id, run_id, context_id, name, plugin) "
+                             "VALUES (1, 1, 1, 'loss', 'scalars')")
+        conn.exec_driver_sql(
+            "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
+            "offset_consumed, records, damaged_records, status) "
+            "VALUES (1, 1, 1, 'run_a/events', 100, 1, 100, 3, 0, 'ok')")
+        for step in range(3):
+            conn.exec_driver_sql(
+                "INSERT INTO scalars VALUES (1, ?, 1, ?, 0, ?, ?)",
+                (step, 10 * step, 1000.0 + step, 0.5 * step))
+    change = migrate.ensure_schema(engine)
+    assert change is not None and change.from_revision == "0001"
+    assert change.backup is not None and Path(change.backup).exists()
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT run_path, tag, step, value FROM v_scalars ORDER BY step").all()
+        assert [tuple(row) for row in rows] == [
+            ("run_a", "loss", 0, 0.0), ("run_a", "loss", 1, 0.5), ("run_a", "loss", 2, 1.0)]
+        assert conn.exec_driver_sql("SELECT count(*) FROM v_images").scalar() == 0
+    engine.dispose()
+    backup = sqlite3.connect(change.backup)
+    assert backup.execute(f"SELECT version_num FROM {migrate.VERSION_TABLE}").fetchone() == (
+        "0001",)
+    backup.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from converter.plugins import scalars
+from converter.plugins import audio, histograms, hparams, images, scalars, tensors, text
 from converter.plugins.base import Decoded, DecodeFailure
 
 # Oneof field of Summary.Value -> plugin that owns it regardless of metadata.
@@ -29,10 +29,19 @@ Decoder = Callable[[Any, Any], Decoded]
 
 DECODERS: dict[str, Decoder] = {
     "scalars": scalars.decode,
+    "images": images.decode,
+    "audio": audio.decode,
+    "histograms": histograms.decode,
+    "text": text.decode,
+    "hparams": hparams.decode,
 }
+# Everything else (pr_curves, custom_scalars, mesh, graph sub-plugins, unknown plugins, and
+# values their own plugin cannot read) is kept raw by the generic tensor decoder.
+FALLBACK: Decoder = tensors.decode
 
-KNOWN_PLUGINS = tuple(sorted(DECODERS))
-__all__ = ["DECODERS", "KNOWN_PLUGINS", "Decoded", "DecodeFailure", "plugin_for"]
+# Names accepted by --plugins: the decoders above, and "tensors" for everything kept raw.
+KNOWN_PLUGINS = (*sorted(DECODERS), "tensors")
+__all__ = ["DECODERS", "FALLBACK", "KNOWN_PLUGINS", "Decoded", "DecodeFailure", "plugin_for"]
 
 
 def plugin_for(kind: str | None, metadata: Any) -> str:

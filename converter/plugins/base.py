@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,4 +18,11 @@ class Decoded:
     table: str
     rows: list[tuple[Any, ...]]
     dtype: str | None = None
-    notes: list[str] = field(default_factory=list)
+    blobs: dict[str, bytes] = field(default_factory=dict)  # sha256 hex -> bytes, for blob_id
+
+
+def blob(data: bytes, blobs: dict[str, bytes]) -> str:
+    """Register bytes for content-addressed storage; returns the sha256 to put in blob_id."""
+    sha = hashlib.sha256(data).hexdigest()
+    blobs[sha] = data
+    return sha

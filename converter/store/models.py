@@ -12,7 +12,10 @@ series by step so a learning curve or a series' last value is one index range sc
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
+    PrimaryKeyConstraint,
     BigInteger,
     Double,
     ForeignKey,
@@ -138,3 +141,108 @@ class Conversion(Base):
     options: Mapped[str | None] = mapped_column(Text)
     summary: Mapped[str | None] = mapped_column(Text)
 
+
+
+class _PointKey:
+    """Where a value came from: the key columns shared by every point table."""
+
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id"))
+    step: Mapped[int] = mapped_column(BigInteger)
+    file_id: Mapped[int] = mapped_column(ForeignKey("event_files.id"))
+    record_offset: Mapped[int] = mapped_column(BigInteger)
+    value_index: Mapped[int] = mapped_column(Integer)
+    wall_time: Mapped[float] = mapped_column(Double)
+
+
+_KEY = ("series_id", "step", "file_id", "record_offset", "value_index")
+
+
+def _point_table(*sub_key: str) -> tuple[Any, ...]:
+    """Table args of a point table: its key, in clustering order, and no rowid on SQLite."""
+    return (PrimaryKeyConstraint(*_KEY, *sub_key), {"sqlite_with_rowid": False})
+
+
+class Blob(Base):
+    """Content-addressed bytes (images, audio, tensors): each distinct payload stored once."""
+
+    __tablename__ = "blobs"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    sha256: Mapped[str] = mapped_column(Text, unique=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class Image(_PointKey, Base):
+    """One encoded image (PNG, GIF, ...); ``idx`` is its position among the step's images."""
+
+    __tablename__ = "images"
+    __table_args__ = _point_table("idx")
+
+    idx: Mapped[int] = mapped_column(Integer)
+    blob_id: Mapped[int] = mapped_column(ForeignKey("blobs.id"), index=True)
+    format: Mapped[str | None] = mapped_column(Text)
+    width: Mapped[int | None] = mapped_column(Integer)
+    height: Mapped[int | None] = mapped_column(Integer)
+
+
+class Audio(_PointKey, Base):
+    """One audio clip (WAV bytes) with its sample rate and label."""
+
+    __tablename__ = "audio"
+    __table_args__ = _point_table("idx")
+
+    idx: Mapped[int] = mapped_column(Integer)
+    blob_id: Mapped[int] = mapped_column(ForeignKey("blobs.id"), index=True)
+    sample_rate: Mapped[float | None] = mapped_column(Double)
+    num_channels: Mapped[int | None] = mapped_column(Integer)
+    length_frames: Mapped[int | None] = mapped_column(BigInteger)
+    content_type: Mapped[str | None] = mapped_column(Text)
+    label: Mapped[str | None] = mapped_column(Text)
+
+
+class Histogram(_PointKey, Base):
+    """One histogram, normalised to (left, right, count) buckets as JSON."""
+
+    __tablename__ = "histograms"
+    __table_args__ = _point_table()
+
+    count: Mapped[float | None] = mapped_column(Double)
+    min: Mapped[float | None] = mapped_column(Double)
+    max: Mapped[float | None] = mapped_column(Double)
+    sum: Mapped[float | None] = mapped_column(Double)
+    sum_squares: Mapped[float | None] = mapped_column(Double)
+    buckets: Mapped[str] = mapped_column(Text)
+
+
+class TextValue(_PointKey, Base):
+    """One element of a text (string) tensor; ``idx`` is its flat position."""
+
+    __tablename__ = "texts"
+    __table_args__ = _point_table("idx")
+
+    idx: Mapped[int] = mapped_column(Integer)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class Param(_PointKey, Base):
+    """One hyper-parameter of an hparams session (``session_start_info``)."""
+
+    __tablename__ = "params"
+    __table_args__ = _point_table("key")
+
+    key: Mapped[str] = mapped_column(Text)
+    value: Mapped[str | None] = mapped_column(Text)
+    value_num: Mapped[float | None] = mapped_column(Double)
+    value_type: Mapped[str] = mapped_column(Text)
+
+
+class Tensor(_PointKey, Base):
+    """Any other value, kept raw: dtype, shape and bytes (pr_curves, mesh, graphs, unknown)."""
+
+    __tablename__ = "tensors"
+    __table_args__ = _point_table()
+
+    dtype: Mapped[str] = mapped_column(Text)
+    shape: Mapped[str] = mapped_column(Text)
+    blob_id: Mapped[int] = mapped_column(ForeignKey("blobs.id"), index=True)

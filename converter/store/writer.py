@@ -17,11 +17,20 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-POINT_COLUMNS: dict[str, tuple[str, ...]] = {
-    "scalars": (
-        "series_id", "step", "file_id", "record_offset", "value_index", "wall_time", "value",
-    ),
+KEY_COLUMNS = ("series_id", "step", "file_id", "record_offset", "value_index", "wall_time")
+# Rows are the key columns followed by these; a ``blob_id`` column arrives holding the
+# sha256 of the bytes and is swapped for the blob's id at insert time.
+PAYLOAD_COLUMNS: dict[str, tuple[str, ...]] = {
+    "scalars": ("value",),
+    "images": ("idx", "blob_id", "format", "width", "height"),
+    "audio": ("idx", "blob_id", "sample_rate", "num_channels", "length_frames", "content_type",
+              "label"),
+    "histograms": ("count", "min", "max", "sum", "sum_squares", "buckets"),
+    "texts": ("idx", "value"),
+    "params": ("key", "value", "value_num", "value_type"),
+    "tensors": ("dtype", "shape", "blob_id"),
 }
+POINT_COLUMNS = {table: KEY_COLUMNS + payload for table, payload in PAYLOAD_COLUMNS.items()}
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,7 @@ class StoreWriter:
         self.conn = engine.connect().execution_options(sqlite_begin="IMMEDIATE")
         self._placeholder = "?" if engine.dialect.paramstyle == "qmark" else "%s"
         self._ids: dict[tuple[Any, ...], int] = {}
+        self._blob_ids: dict[str, int] = {}
         self._new_in_transaction: list[tuple[Any, ...]] = []
         self.created_runs: set[int] = set()
         self.created_series: set[int] = set()
@@ -85,6 +95,8 @@ class StoreWriter:
         except BaseException:
             for key in self._new_in_transaction:
                 self._ids.pop(key, None)
+                if key[0] == "blob":
+                    self._blob_ids.pop(key[1], None)
             raise
         finally:
             self._new_in_transaction.clear()
@@ -207,6 +219,35 @@ class StoreWriter:
         marks = ", ".join([self._placeholder] * len(columns))
         sql = (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
                "ON CONFLICT DO NOTHING")
+        if "blob_id" in columns:
+            rows = self._with_blob_ids(columns.index("blob_id"), rows)
+        self._executemany(sql, rows)
+
+    def insert_blobs(self, blobs: dict[str, bytes]) -> None:
+        """Store content-addressed bytes once each; remembers sha256 -> id for the rows."""
+        missing = {sha: data for sha, data in blobs.items() if sha not in self._blob_ids}
+        if not missing:
+            return
+        mark = self._placeholder
+        self._executemany(
+            f"INSERT INTO blobs (sha256, size, data) VALUES ({mark}, {mark}, {mark}) "
+            "ON CONFLICT DO NOTHING",
+            [(sha, len(data), data) for sha, data in missing.items()],
+        )
+        for sha in missing:
+            blob_id = self.conn.execute(
+                text("SELECT id FROM blobs WHERE sha256 = :sha"), {"sha": sha}
+            ).scalar_one()
+            self._blob_ids[sha] = blob_id
+            self._new_in_transaction.append(("blob", sha))
+
+    def _with_blob_ids(
+        self, position: int, rows: Sequence[tuple[Any, ...]]
+    ) -> list[tuple[Any, ...]]:
+        ids = self._blob_ids
+        return [row[:position] + (ids[row[position]],) + row[position + 1:] for row in rows]
+
+    def _executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         cursor = self.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
             cursor.executemany(sql, rows)

@@ -1,0 +1,63 @@
+"""The generic decoder: any value kept raw as dtype, shape and bytes (SPEC §5).
+
+Used for pr_curves, custom_scalars, mesh, graph sub-plugins, unknown plugins, and values their
+own plugin could not read, so a later version can interpret them.  Numeric tensors keep their
+little-endian element bytes (C order); a one-element string tensor keeps the string's bytes;
+any other string tensor keeps the serialized TensorProto (dtype ``string_tensorproto``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from converter.plugins.base import Decoded, DecodeFailure, blob
+from converter.tensors import dtype_name, tensor_to_array
+
+TABLE = "tensors"
+_DT_STRING = 7
+
+
+def decode(value: Any, _metadata: Any) -> Decoded:
+    """Keep a tensor value as (dtype, shape JSON, bytes)."""
+    kind = value.WhichOneof("value")
+    if kind == "tensor":
+        return _tensor(value.tensor)
+    if kind is None:
+        raise DecodeFailure("a value with metadata only has nothing to keep")
+    # A primitive that its own plugin could not read: keep the serialized oneof message.
+    field = getattr(value, kind)
+    data = field.SerializeToString() if hasattr(field, "SerializeToString") else repr(field)
+    return raw_bytes(data if isinstance(data, bytes) else data.encode(), f"{kind}_proto")
+
+
+def raw_bytes(data: bytes, dtype: str) -> Decoded:
+    """A row holding opaque bytes (graph defs, run metadata, serialized protos)."""
+    blobs: dict[str, bytes] = {}
+    sha = blob(data, blobs)
+    return Decoded(TABLE, [(dtype, "[]", sha)], dtype, blobs)
+
+
+def _tensor(tensor: Any) -> Decoded:
+    shape = [int(dim.size) for dim in tensor.tensor_shape.dim]
+    dtype = dtype_name(tensor.dtype)
+    if tensor.dtype == _DT_STRING:
+        if len(tensor.string_val) == 1 and _elements(shape) == 1:
+            data = bytes(tensor.string_val[0])
+        else:
+            data, dtype = tensor.SerializeToString(), "string_tensorproto"
+    elif tensor.tensor_content:
+        data = bytes(tensor.tensor_content)
+    else:
+        array = tensor_to_array(tensor)
+        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
+    blobs: dict[str, bytes] = {}
+    sha = blob(data, blobs)
+    return Decoded(TABLE, [(dtype, json.dumps(shape), sha)], dtype, blobs)
+
+
+def _elements(shape: list[int]) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count

@@ -1,0 +1,324 @@
+"""TFRecord framing of TensorBoard event files: streaming reads, torn tails and damage recovery.
+
+Each record is ``u64 length | u32 masked_crc32c(length) | payload | u32 masked_crc32c(payload)``,
+little-endian, with no file header or footer. A file still being written may end inside a record
+(a *torn* tail, retried on the next run); bytes whose checksums fail are *damage*, skipped by
+scanning forward to the next offset where a whole valid record starts.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import google_crc32c
+
+HEADER_SIZE = 12
+FOOTER_SIZE = 4
+
+_MASK_DELTA = 0xA282EAD8
+_U32_MASK = 0xFFFFFFFF
+_HEADER = struct.Struct("<QI")
+_U32 = struct.Struct("<I")
+_ZERO_HEADER = bytes(HEADER_SIZE)
+_NONZERO = re.compile(b"[^\x00]")
+# Lengths whose header CRC is known good; bounded so garbage cannot grow it without limit.
+_LENGTH_CACHE_MAX = 4096
+
+
+def masked_crc32c(data: bytes | memoryview) -> int:
+    """Return the masked CRC-32C (Castagnoli) that TFRecord stores for ``data``.
+
+    Args:
+        data: The bytes to checksum.
+
+    Returns:
+        ``rotate_right(crc, 15) + 0xA282EAD8`` modulo 2**32.
+    """
+    # The C extension only takes bytes objects, so other buffers are copied.
+    c: int = google_crc32c.value(data if type(data) is bytes else bytes(data))
+    return (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32_MASK
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A region of an event file skipped because its checksums failed.
+
+    Attributes:
+        offset: First byte of the damaged region.
+        length: Bytes skipped (resume offset minus ``offset``).
+        reason: Short human-readable cause, e.g. ``"bad length checksum"``.
+    """
+
+    offset: int
+    length: int
+    reason: str
+
+
+def _stream_size(fileobj: BinaryIO) -> int | None:
+    """Current size of ``fileobj``, or None for a gzip stream whose decompressed size is unknown."""
+    if isinstance(fileobj, gzip.GzipFile):
+        return None
+    try:
+        return os.fstat(fileobj.fileno()).st_size
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        here = fileobj.tell()
+        size = fileobj.seek(0, io.SEEK_END)
+        fileobj.seek(here)
+        return size
+
+
+class RecordReader:
+    """Iterate the records of one open binary file from a start offset.
+
+    Memory stays bounded: the file is read in ``block_size`` blocks and only the unconsumed tail is
+    kept, plus one whole record when it is larger than a block. Nothing at or past ``end`` is read.
+
+    Attributes:
+        consumed: Offset where the next read should resume: just past the last record yielded, or
+            past skipped damage. Kept current during iteration.
+        torn: True when the data ends inside a record (a live file mid-flush).
+        damage: Every damaged region skipped, in file order.
+        records: Number of records yielded.
+    """
+
+    def __init__(
+        self,
+        fileobj: BinaryIO,
+        start: int = 0,
+        *,
+        end: int | None = None,
+        block_size: int = 8 << 20,
+    ) -> None:
+        """Prepare to read ``fileobj`` from ``start``.
+
+        Args:
+            fileobj: A binary file open for reading, positioned anywhere.
+            start: Offset of the first record to read (a previous run's ``consumed``).
+            end: Size snapshot taken by the caller; bytes at or past it are left for a later run.
+                Defaults to the current size. Ignored for a ``gzip.GzipFile``, whose on-disk size
+                says nothing about decompressed offsets; such a stream is read to EOF.
+            block_size: Bytes per read.
+        """
+        self._f = fileobj
+        self._end = None if isinstance(fileobj, gzip.GzipFile) else end
+        if self._end is None:
+            self._end = _stream_size(fileobj)
+        self._block = max(int(block_size), HEADER_SIZE + FOOTER_SIZE)
+        self._buf = b""
+        self._base = start  # file offset of _buf[0]
+        self._eof = False
+        self._lengths: dict[int, int] = {}  # length -> its masked CRC, known good
+        self._reason = ""
+        self.consumed = start
+        self.torn = False
+        self.damage: list[Damage] = []
+        self.records = 0
+
+    def _ensure(self, offset: int, size: int) -> bool:
+        """Make ``_buf`` hold ``size`` bytes from ``offset``; when it must read, drop what precedes.
+
+        Returns:
+            False when the stream (or ``end``) runs out first.
+        """
+        rel = offset - self._base
+        if len(self._buf) - rel >= size:
+            return True
+        buf = self._buf[rel:]
+        self._base = offset
+        chunks = [buf]
+        have = len(buf)
+        end = self._end
+        while have < size and not self._eof:
+            if end is None:
+                # Never ask a stream of unknown size for more than a block: a corrupt length must
+                # not turn into a giant read() allocation.
+                want = self._block
+            else:
+                want = min(max(size - have, self._block), end - offset - have)
+            data = self._f.read(want) if want > 0 else b""
+            if not data:
+                self._eof = True
+                break
+            chunks.append(data)
+            have += len(data)
+        self._buf = b"".join(chunks) if len(chunks) > 1 else buf
+        return have >= size
+
+    def _header_ok(self, offset: int) -> tuple[int, bool]:
+        """Check the buffered header at ``offset``; returns (length, whether its CRC verifies)."""
+        i = offset - self._base
+        length, stored = _HEADER.unpack_from(self._buf, i)
+        if self._lengths.get(length) == stored:
+            return length, True
+        if masked_crc32c(self._buf[i : i + 8]) != stored:
+            return length, False
+        if len(self._lengths) >= _LENGTH_CACHE_MAX:
+            self._lengths.clear()
+        self._lengths[length] = stored
+        return length, True
+
+    def _data_ok(self, offset: int, length: int) -> bool:
+        """Check the payload CRC of the wholly buffered record at ``offset``."""
+        i = offset - self._base + HEADER_SIZE
+        j = i + length
+        stored: int = _U32.unpack_from(self._buf, j)[0]
+        return masked_crc32c(self._buf[i:j]) == stored
+
+    def _fits(self, offset: int, length: int) -> bool:
+        """Whether a record of ``length`` at ``offset`` ends by ``end``; buffers it whole if so."""
+        total = HEADER_SIZE + length + FOOTER_SIZE
+        if self._end is not None and offset + total > self._end:
+            return False
+        return self._ensure(offset, total)
+
+    def _damaged(self, bad: int, resume: int) -> None:
+        """Record damage from ``bad`` up to ``resume``."""
+        self.damage.append(Damage(bad, resume - bad, self._reason))
+
+    def _resync(self, bad: int) -> int | None:
+        """Find where valid records resume after damage at ``bad``; None means stop reading.
+
+        Only offsets whose top three length bytes are zero (length < 2**40) are candidates. They
+        are located with ``bytes.find`` so that the CRC work, done in Python, touches few positions
+        even in megabytes of garbage.
+        """
+        p = bad + 1
+        while self._ensure(p, HEADER_SIZE):
+            buf, base = self._buf, self._base
+            last = len(buf) - HEADER_SIZE  # last index with a whole header buffered
+            q = buf.find(b"\x00\x00\x00", p - base + 5)
+            resume = None
+            while 0 <= q - 5 <= last:
+                cand = base + q - 5
+                if buf[q - 5 : q + 7] == _ZERO_HEADER:
+                    # An all-zero header never verifies: hop over zero runs, not byte by byte.
+                    m = _NONZERO.search(buf, q + 7)
+                    nz = m.start() if m else len(buf)
+                    q = buf.find(b"\x00\x00\x00", max(q + 1, nz - 6))
+                    continue
+                length, ok = self._header_ok(cand)
+                if ok:
+                    if not self._fits(cand, length):
+                        self._damaged(bad, cand)
+                        self.torn = True
+                        self.consumed = cand
+                        return None
+                    if self._data_ok(cand, length):
+                        self._damaged(bad, cand)
+                        return cand
+                    # _fits() may have moved the buffer: rescan from the next byte.
+                    resume = cand + 1
+                    break
+                q = buf.find(b"\x00\x00\x00", q + 1)
+            p = resume if resume is not None else base + last + 1
+        end = self._end if self._end is not None else self._base + len(self._buf)
+        self._damaged(bad, end)
+        self.consumed = end
+        return None
+
+    def _slow(self, pos: int) -> int | None:
+        """Handle whatever stopped the fast loop at ``pos``; return where to go on, or None."""
+        if not self._ensure(pos, HEADER_SIZE):
+            self.torn = len(self._buf) > pos - self._base
+            self.consumed = pos
+            return None
+        length, ok = self._header_ok(pos)
+        if ok:
+            if not self._fits(pos, length):
+                self.torn = True
+                self.consumed = pos
+                return None
+            if self._data_ok(pos, length):
+                return pos
+            self._reason = "bad data checksum"
+        else:
+            self._reason = "bad length checksum"
+        return self._resync(pos)
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        """Yield ``(record_offset, payload)`` for each valid record, updating the attributes.
+
+        Yields:
+            The offset of each record's header and its payload bytes.
+        """
+        self._f.seek(self._base)
+        hdr = _HEADER.unpack_from
+        u32 = _U32.unpack_from
+        crc = google_crc32c.value
+        lengths = self._lengths
+        delta, mask = _MASK_DELTA, _U32_MASK
+        pos: int | None = self._base
+        while pos is not None:
+            buf, base = self._buf, self._base
+            i = pos - base
+            n = len(buf)
+            # Hot loop: it only handles success; _slow() re-examines whatever makes it stop.
+            while i + 12 <= n:
+                length, stored = hdr(buf, i)
+                if lengths.get(length) != stored:
+                    c = crc(buf[i : i + 8])
+                    if (((c >> 15) | (c << 17)) + delta) & mask != stored:
+                        break
+                    if len(lengths) >= _LENGTH_CACHE_MAX:
+                        lengths.clear()
+                    lengths[length] = stored
+                j = i + 12 + length
+                if j + 4 > n:
+                    break
+                payload = buf[i + 12 : j]
+                c = crc(payload)
+                if (((c >> 15) | (c << 17)) + delta) & mask != u32(buf, j)[0]:
+                    break
+                offset = base + i
+                i = j + 4
+                self.consumed = base + i
+                self.records += 1
+                yield offset, payload
+            pos = self._slow(base + i)
+
+
+def read_first_record(fileobj: BinaryIO) -> bytes | None:
+    """Return the payload of the valid record at offset 0, without scanning past it.
+
+    Args:
+        fileobj: A binary file open for reading; its position is restored afterwards.
+
+    Returns:
+        The payload, or None when the file is empty, torn, or its first record is damaged.
+    """
+    here = fileobj.tell()
+    try:
+        # A small block: sniffing the first record of many files must not read 8 MiB of each.
+        reader = RecordReader(fileobj, 0, block_size=64 << 10)
+        fileobj.seek(0)
+        if not reader._ensure(0, HEADER_SIZE):
+            return None
+        length, ok = reader._header_ok(0)
+        if not ok or not reader._fits(0, length) or not reader._data_ok(0, length):
+            return None
+        return reader._buf[HEADER_SIZE : HEADER_SIZE + length]
+    finally:
+        fileobj.seek(here)
+
+
+def open_event_file(path: str) -> BinaryIO:
+    """Open an event file for binary reading, decompressing gzip (magic ``1f 8b``) transparently.
+
+    Args:
+        path: File to open.
+
+    Returns:
+        A readable binary file object; a ``gzip.GzipFile`` for compressed files.
+    """
+    with open(path, "rb") as raw:
+        magic = raw.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")  # the caller owns and closes it

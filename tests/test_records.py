@@ -1,0 +1,335 @@
+"""Tests for converter.records: framing, torn tails, damage recovery and resumption.
+
+Records are framed by tensorboard's own RecordWriter (an independent implementation of the format),
+so a bug shared by our reader and a writer of ours cannot hide.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import random
+import struct
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc
+from tensorboard.summary.writer.record_writer import RecordWriter
+
+from converter.records import (
+    FOOTER_SIZE,
+    HEADER_SIZE,
+    Damage,
+    RecordReader,
+    masked_crc32c,
+    open_event_file,
+    read_first_record,
+)
+
+PROPERTY = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+payloads_st = st.lists(st.binary(max_size=40), max_size=6)
+block_sizes = st.sampled_from([16, 37, 8 << 20])
+
+
+def frame(payloads: list[bytes]) -> tuple[bytes, list[int]]:
+    """Frame payloads with tensorboard's writer; return the bytes and each record's offset."""
+    out = io.BytesIO()
+    writer = RecordWriter(out)
+    offsets = []
+    for payload in payloads:
+        offsets.append(out.tell())
+        writer.write(payload)
+    return out.getvalue(), offsets
+
+
+def write_file(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def read(path: Path, start: int = 0, **kwargs: int) -> tuple[list[tuple[int, bytes]], RecordReader]:
+    with open(path, "rb") as f:
+        reader = RecordReader(f, start, **kwargs)
+        return list(reader), reader
+
+
+def header(length: int, *, good_crc: bool = True) -> bytes:
+    raw = struct.pack("<Q", length)
+    crc = tb_masked_crc(raw) ^ (0 if good_crc else 1)
+    return raw + struct.pack("<I", crc)
+
+
+# ---------------------------------------------------------------------------------- properties
+
+
+@PROPERTY
+@given(payloads=payloads_st, block_size=block_sizes)
+def test_round_trip(tmp_path: Path, payloads: list[bytes], block_size: int) -> None:
+    data, offsets = frame(payloads)
+    path = write_file(tmp_path / "events.out.tfevents.1", data)
+    records, reader = read(path, block_size=block_size)
+    assert records == list(zip(offsets, payloads, strict=True))
+    assert reader.consumed == len(data)
+    assert reader.records == len(payloads)
+    assert reader.damage == []
+    assert not reader.torn
+
+
+@PROPERTY
+@given(payloads=st.lists(st.binary(max_size=12), min_size=1, max_size=4), block_size=block_sizes)
+def test_truncation_at_every_offset(tmp_path: Path, payloads: list[bytes], block_size: int) -> None:
+    data, offsets = frame(payloads)
+    ends = [o + HEADER_SIZE + len(p) + FOOTER_SIZE for o, p in zip(offsets, payloads, strict=True)]
+    full = write_file(tmp_path / "full", data)
+    for cut in range(len(data) + 1):
+        complete = [(o, p) for o, p, e in zip(offsets, payloads, ends, strict=True) if e <= cut]
+        boundary = max([0] + [e for e in ends if e <= cut])
+        cut_path = write_file(tmp_path / "cut", data[:cut])
+        # A truncated file, and the whole file read with an older size snapshot, look the same.
+        for records, reader in (read(cut_path, block_size=block_size), read(full, end=cut)):
+            assert records == complete, cut
+            assert reader.damage == []
+            assert reader.consumed == boundary
+            assert reader.torn == (cut != boundary)
+
+
+@PROPERTY
+@given(
+    payloads=st.lists(st.binary(max_size=30), min_size=1, max_size=5),
+    where=st.floats(min_value=0, max_value=1, exclude_max=True),
+    xor=st.integers(min_value=1, max_value=255),
+    block_size=block_sizes,
+)
+def test_single_flipped_byte(
+    tmp_path: Path, payloads: list[bytes], where: float, xor: int, block_size: int
+) -> None:
+    data, offsets = frame(payloads)
+    pos = int(where * len(data))
+    hit = max(k for k, off in enumerate(offsets) if off <= pos)
+    damaged = bytearray(data)
+    damaged[pos] ^= xor
+    path = write_file(tmp_path / "flipped", bytes(damaged))
+    records, reader = read(path, block_size=block_size)
+    expected = [(o, p) for k, (o, p) in enumerate(zip(offsets, payloads, strict=True)) if k != hit]
+    assert records == expected
+    resume = offsets[hit + 1] if hit + 1 < len(offsets) else len(data)
+    reason = "bad length checksum" if pos - offsets[hit] < HEADER_SIZE else "bad data checksum"
+    assert reader.damage == [Damage(offsets[hit], resume - offsets[hit], reason)]
+    assert reader.consumed == len(data)
+    assert not reader.torn
+
+
+@PROPERTY
+@given(payloads=payloads_st, more=payloads_st, split=st.floats(min_value=0, max_value=1))
+def test_resume_after_append(
+    tmp_path: Path, payloads: list[bytes], more: list[bytes], split: float
+) -> None:
+    data, offsets = frame(payloads + more)
+    # The first read sees a prefix cut anywhere, as when a writer is mid-flush.
+    cut = int(split * len(data))
+    path = write_file(tmp_path / "live", data[:cut])
+    first, reader = read(path)
+    with open(path, "ab") as f:
+        f.write(data[cut:])
+    second, again = read(path, reader.consumed)
+    assert first + second == list(zip(offsets, payloads + more, strict=True))
+    assert again.consumed == len(data)
+    assert reader.damage == again.damage == []
+    assert not again.torn
+
+
+# ---------------------------------------------------------------------------------- plain tests
+
+
+def test_crc_test_vector() -> None:
+    vector = b"\x1a\x11CRC test, one two"
+    assert masked_crc32c(vector) == 0x5794D08A
+    assert masked_crc32c(memoryview(vector)) == 0x5794D08A
+    # The resync scan skips all-zero windows on the strength of this.
+    assert masked_crc32c(bytes(8)) != 0
+
+
+def test_huge_length_with_valid_crc_is_a_torn_tail(tmp_path: Path) -> None:
+    data, offsets = frame([b"a", b"bc"])
+    path = write_file(tmp_path / "huge", data + header(2**60) + b"xyz")
+    tracemalloc.start()
+    try:
+        records, reader = read(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    assert records == list(zip(offsets, [b"a", b"bc"], strict=True))
+    assert reader.torn
+    assert reader.consumed == len(data)
+    assert reader.damage == []
+
+
+def test_huge_length_in_gzip_stream_does_not_allocate(tmp_path: Path) -> None:
+    data, _ = frame([b"a"])
+    path = write_file(tmp_path / "huge.gz", gzip.compress(data + header(2**60) + b"xyz"))
+    with open_event_file(str(path)) as f:
+        reader = RecordReader(f, block_size=1024)
+        assert [p for _, p in reader] == [b"a"]
+    assert reader.torn
+    assert reader.consumed == len(data)
+
+
+def test_huge_length_with_bad_crc_is_damage_to_end(tmp_path: Path) -> None:
+    data, _ = frame([b"a"])
+    path = write_file(tmp_path / "huge", data + header(2**60, good_crc=False) + b"xyz")
+    size = path.stat().st_size
+    records, reader = read(path)
+    assert [p for _, p in records] == [b"a"]
+    assert reader.damage == [Damage(len(data), size - len(data), "bad length checksum")]
+    assert reader.consumed == size
+    assert not reader.torn
+
+
+def test_garbage_only_file(tmp_path: Path) -> None:
+    garbage = random.Random(7).randbytes(100_000)
+    path = write_file(tmp_path / "events.out.tfevents.garbage", garbage)
+    records, reader = read(path, block_size=4096)
+    assert records == []
+    assert reader.records == 0
+    assert reader.damage == [Damage(0, len(garbage), "bad length checksum")]
+    assert reader.consumed == len(garbage)
+    assert not reader.torn
+
+
+def test_big_non_event_file_is_scanned(tmp_path: Path) -> None:
+    garbage = random.Random(11).randbytes(4 << 20)
+    path = write_file(tmp_path / "events.out.tfevents.big", garbage)
+    records, reader = read(path, block_size=1 << 20)
+    assert records == []
+    assert reader.damage == [Damage(0, len(garbage), "bad length checksum")]
+    assert reader.consumed == len(garbage)
+
+
+@pytest.mark.parametrize("block_size", [64, 8 << 20])
+@pytest.mark.parametrize("filler", [b"\x00" * 50_000, b"\x00\x00\x00\x01" * 5000, b"\xff" * 3000])
+def test_records_found_after_damage(tmp_path: Path, block_size: int, filler: bytes) -> None:
+    head, _ = frame([b"first"])
+    tail_payloads = [b"second", b"", b"third"]
+    tail, tail_offsets = frame(tail_payloads)
+    path = write_file(tmp_path / "mixed", head + filler + tail)
+    records, reader = read(path, block_size=block_size)
+    base = len(head) + len(filler)
+    tail_records = [(base + o, p) for o, p in zip(tail_offsets, tail_payloads, strict=True)]
+    assert records == [(0, b"first"), *tail_records]
+    assert reader.damage == [Damage(len(head), len(filler), "bad length checksum")]
+    assert reader.consumed == path.stat().st_size
+    assert not reader.torn
+
+
+def test_damage_then_torn_tail(tmp_path: Path) -> None:
+    data, _ = frame([b"first", b"second"])
+    path = write_file(tmp_path / "mixed", b"\x01garbage!" + data[:-3])
+    records, reader = read(path)
+    assert records == [(9, b"first")]
+    assert reader.damage == [Damage(0, 9, "bad length checksum")]
+    assert reader.torn
+    assert reader.consumed == 9 + len(frame([b"first"])[0])
+
+
+def test_torn_record_right_after_damage_resumes(tmp_path: Path) -> None:
+    data, _ = frame([b"only"])
+    path = write_file(tmp_path / "live", b"\x01garbage!" + data[:-3])
+    records, reader = read(path)
+    assert records == []
+    assert reader.damage == [Damage(0, 9, "bad length checksum")]
+    assert reader.torn
+    assert reader.consumed == 9
+    with open(path, "ab") as f:
+        f.write(data[-3:])
+    records, reader = read(path, reader.consumed)
+    assert records == [(9, b"only")]
+    assert reader.damage == [] and not reader.torn
+
+
+def test_end_snapshot_is_respected(tmp_path: Path) -> None:
+    data, offsets = frame([b"one", b"two", b"three"])
+    path = write_file(tmp_path / "growing", data)
+    records, reader = read(path, end=offsets[2])
+    assert [p for _, p in records] == [b"one", b"two"]
+    assert reader.consumed == offsets[2]
+    assert not reader.torn
+    records, reader = read(path, reader.consumed)
+    assert records == [(offsets[2], b"three")]
+
+
+def test_consumed_is_current_during_iteration(tmp_path: Path) -> None:
+    data, offsets = frame([b"x", b"yy", b"zzz"])
+    path = write_file(tmp_path / "f", data)
+    with open(path, "rb") as f:
+        reader = RecordReader(f)
+        seen = [(reader.consumed, reader.records) for _ in reader]
+    assert seen == [(offsets[1], 1), (offsets[2], 2), (len(data), 3)]
+
+
+def _tensorboardx_events(logdir: Path) -> Path:
+    from tensorboardX import SummaryWriter
+
+    writer = SummaryWriter(str(logdir))
+    for step in range(5):
+        writer.add_scalar("loss", 1.0 / (step + 1), step)
+    writer.close()
+    (path,) = logdir.glob("events.out.tfevents.*")
+    return path
+
+
+def test_tensorboardx_event_file(tmp_path: Path) -> None:
+    path = _tensorboardx_events(tmp_path / "run")
+    records, reader = read(path)
+    events = [Event.FromString(p) for _, p in records]
+    assert events[0].file_version.startswith("brain.Event:")
+    scalars = [(e.step, e.summary.value[0].tag) for e in events if e.HasField("summary")]
+    assert scalars == [(step, "loss") for step in range(5)]
+    assert reader.consumed == path.stat().st_size
+    assert reader.damage == [] and not reader.torn
+    with open(path, "rb") as f:
+        assert read_first_record(f) == records[0][1]
+
+
+def test_gzip_event_file(tmp_path: Path) -> None:
+    path = _tensorboardx_events(tmp_path / "run")
+    plain, _ = read(path)
+    gz = write_file(tmp_path / "events.out.tfevents.gz", gzip.compress(path.read_bytes()))
+    with open_event_file(str(gz)) as f:
+        # An on-disk size snapshot says nothing about decompressed offsets, so it is ignored.
+        reader = RecordReader(f, end=gz.stat().st_size)
+        assert list(reader) == plain
+        assert reader.consumed == path.stat().st_size
+    with open_event_file(str(gz)) as f:
+        assert read_first_record(f) == plain[0][1]
+    with open_event_file(str(gz)) as f:
+        assert list(RecordReader(f, plain[2][0])) == plain[2:]
+    with open_event_file(str(path)) as f:
+        assert not isinstance(f, gzip.GzipFile)
+        assert list(RecordReader(f)) == plain
+
+
+def test_read_first_record(tmp_path: Path) -> None:
+    data, _ = frame([b"first", b"second"])
+    cases = {
+        b"": None,
+        data[:10]: None,
+        data[:20]: None,
+        data: b"first",
+        b"\x00" + data: None,
+        data[:-2] + b"\x00\x00": b"first",
+    }
+    for content, expected in cases.items():
+        path = write_file(tmp_path / "f", content)
+        with open(path, "rb") as f:
+            f.seek(3)
+            assert read_first_record(f) == expected, content
+            assert f.tell() == 3
