@@ -124,7 +124,8 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         selected = _parse_plugins(plugins)
         summary = run_library(verbose, lambda: convert(
             logdir, store, flat=flat, dry_run=dry_run, full=full, plugins=selected, runs=runs,
-            tags=tags, exclude_tags=exclude_tags, progress=False if quiet else None))
+            tags=tags, exclude_tags=exclude_tags, progress=False if quiet else None,
+            notify=None if quiet else lambda line: click.echo(line, err=True)))
         _report(summary, as_json=as_json, quiet=quiet)
         sys.exit(summary.exit_code)
 

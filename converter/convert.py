@@ -36,6 +36,8 @@ CHUNK_POINTS = 50_000
 _RECORD_BATCH = 2048
 # Images and audio make few points of many bytes: bound a transaction by bytes too.
 _CHUNK_BYTES = 64 << 20
+# Series plugins that were not taken from a SummaryMetadata, so there is nothing to remember.
+_NOT_FROM_METADATA = frozenset({"tensor", "unknown", "graphs", "graph_tagged_run_metadata"})
 
 
 def convert(
@@ -51,6 +53,7 @@ def convert(
     exclude_tags: Sequence[str] = (),
     progress: bool | None = None,
     chunk_points: int = CHUNK_POINTS,
+    notify: Callable[[str], Any] | None = None,
 ) -> Summary:
     """Convert every event file of ``logdir`` into ``store`` and return the summary.
 
@@ -64,6 +67,7 @@ def convert(
         runs: Globs on run paths; tags / exclude_tags: globs on tags.
         progress: Show a progress bar (None: only when stderr is a terminal).
         chunk_points: Points per transaction.
+        notify: Called with a line to show the user while waiting (e.g. for a lock).
 
     Raises:
         LogdirError: the logdir is missing or unreadable.
@@ -91,7 +95,7 @@ def convert(
     else:
         check_store_location(url)
         _convert_into(url, classification, summary, selection, full, progress, chunk_points,
-                      prune=not runs)
+                      prune=not runs, notify=notify or (lambda _message: None))
     summary.elapsed = time.monotonic() - started
     return summary
 
@@ -105,6 +109,7 @@ def _convert_into(
     progress: bool | None,
     chunk_points: int,
     prune: bool,
+    notify: Callable[[str], Any],
 ) -> None:
     from converter.store.errors import translate_errors
     from converter.store.migrate import ensure_schema
@@ -121,7 +126,7 @@ def _convert_into(
             writer = StoreWriter(engine)
             try:
                 job = _Job(writer, classification, summary, selection, full, chunk_points)
-                job.run(progress, prune)
+                job.run(progress, prune, notify)
             finally:
                 writer.close()
     finally:
@@ -162,9 +167,11 @@ class _Job:
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()
 
-    def run(self, progress: bool | None, prune: bool) -> None:
+    def run(self, progress: bool | None, prune: bool, notify: Callable[[str], Any]) -> None:
         """Convert every file of the classification, then record the conversion."""
         logdir = self.classification.logdir
+        if self.writer.is_busy():
+            notify("another process is writing to the store; waiting for it to finish ...")
         known = self._known_files(logdir)
         todo: list[tuple[discovery.RunSource, discovery.EventFileSource, os.stat_result]] = []
         total_bytes = 0
@@ -225,6 +232,7 @@ class _Job:
                 state, start = self._open_state(run, source, stat, digest)
                 reader = RecordReader(handle, start, end=stat.st_size)
                 decoder = FileDecoder(state.id or 0, self._resolver(state), self.selection)
+                decoder.seed_metadata(self._remembered_metadata(state))
                 pass_ = _FilePass(source, reader, iter(reader), decoder, state, state.records)
                 done = self._chunk(pass_, advance)
             while not done:
@@ -290,6 +298,10 @@ class _Job:
             status=_status(reader, done, invalid),
             last_error=new_damage[-1].reason if new_damage else pass_.state.last_error,
         ))
+        stats = decoder.stats
+        # In the chunk's transaction, so a run's span never lags behind its committed points.
+        self.writer.extend_run_times(pass_.state.run_id, stats.first_wall_time,
+                                     stats.last_wall_time)
         self.summary.bytes_read += reader.consumed - before
         advance(reader.consumed - before)
         return done
@@ -313,11 +325,25 @@ class _Job:
         self.touched_series |= series
         if series:
             self.touched_runs.add(pass_.state.run_id)
-        if stats.first_wall_time is not None:
-            with self.writer.transaction():
-                self.writer.extend_run_times(
-                    pass_.state.run_id, stats.first_wall_time, stats.last_wall_time
-                )
+        if pass_.state.status == "partial":
+            summary.files_partial += 1
+
+    def _remembered_metadata(self, state: FileState) -> dict[str, Any]:
+        from tensorboard.compat.proto import summary_pb2
+
+        remembered: dict[str, Any] = {}
+        for tag, plugin, display, description, content in self.writer.series_metadata(
+            state.run_id, state.context_id
+        ):
+            if tag in remembered or plugin in _NOT_FROM_METADATA:
+                continue
+            remembered[tag] = summary_pb2.SummaryMetadata(
+                display_name=display or "",
+                summary_description=description or "",
+                plugin_data=summary_pb2.SummaryMetadata.PluginData(
+                    plugin_name=plugin, content=content or b""),
+            )
+        return remembered
 
     def _resolver(self, state: FileState) -> Callable[[str, str, str | None, Any], int]:
         writer, run_id, context_id = self.writer, state.run_id, state.context_id

@@ -76,10 +76,17 @@ class FileDecoder:
         self.stats = DecodeStats()
         self._resolve = resolve
         self._metadata: dict[str, Any] = {}
+        self._seed: dict[str, Any] = {}
         self._series: dict[tuple[str, str], int] = {}
         self._simple: dict[str, int] = {}
         self._tag_ok: dict[str, bool] = {}
         self._slow_scalar_rows = 0
+
+    def seed_metadata(self, metadata: dict[str, Any]) -> None:
+        """Metadata remembered from earlier reads of this (run, context), used for tags whose
+        first occurrence in this file is not read now (resumed at an offset; TF1 writers
+        send metadata only once per tag)."""
+        self._seed = metadata
 
     def feed_all(self, records: Sequence[tuple[int, bytes]]) -> None:
         """Decode a batch of (offset, payload) records."""
@@ -151,7 +158,7 @@ class FileDecoder:
         own = value.metadata if value.HasField("metadata") else None
         if tag not in self._metadata and own is not None:
             self._metadata[tag] = own
-        first = self._metadata.get(tag)
+        first = self._metadata.get(tag) or self._seed.get(tag)
         plugin = plugin_for(kind, first)
         if not self._accepts_tag(tag):
             self.stats.filtered_values += 1

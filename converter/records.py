@@ -8,6 +8,7 @@ scanning forward to the next offset where a whole valid record starts.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import os
@@ -15,9 +16,12 @@ import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import google_crc32c
+
+if TYPE_CHECKING:
+    import numpy as np
 
 HEADER_SIZE = 12
 FOOTER_SIZE = 4
@@ -30,6 +34,9 @@ _ZERO_HEADER = bytes(HEADER_SIZE)
 _NONZERO = re.compile(b"[^\x00]")
 # Lengths whose header CRC is known good; bounded so garbage cannot grow it without limit.
 _LENGTH_CACHE_MAX = 4096
+# Resync candidates checked one by one in a buffer before switching to the vectorised check.
+_DENSE_AFTER = 1024
+_DENSE_CHUNK = 1 << 20
 
 
 def masked_crc32c(data: bytes | memoryview) -> int:
@@ -72,6 +79,62 @@ def _stream_size(fileobj: BinaryIO) -> int | None:
         size = fileobj.seek(0, io.SEEK_END)
         fileobj.seek(here)
         return size
+
+
+def _candidates(buf: bytes, lo: int, hi: int) -> Iterator[int]:
+    """Yield indices in ``[lo, hi]`` that may start a valid header, in increasing order.
+
+    Only lengths below 2**40 (top three bytes zero) are candidates. They are found with
+    ``bytes.find``, so garbage costs little Python work; where candidates are dense (arrays of small
+    integers), checking each in Python would crawl, so the header CRC is then vectorised.
+    """
+    tried = 0
+    q = buf.find(b"\x00\x00\x00", lo + 5)
+    while 0 <= q - 5 <= hi:
+        if buf[q - 5 : q + 7] == _ZERO_HEADER:
+            # An all-zero header never verifies: hop over zero runs, not byte by byte.
+            m = _NONZERO.search(buf, q + 7)
+            q = buf.find(b"\x00\x00\x00", max(q + 1, (m.start() if m else len(buf)) - 6))
+            continue
+        tried += 1
+        if tried > _DENSE_AFTER:
+            yield from _dense_candidates(buf, q - 5, hi)
+            return
+        yield q - 5
+        q = buf.find(b"\x00\x00\x00", q + 1)
+
+
+@functools.cache
+def _crc_tables() -> np.ndarray:
+    """Per-byte-position CRC-32C contributions: crc(8 bytes) is the XOR of one entry per byte."""
+    import numpy as np
+
+    zero = google_crc32c.value(bytes(8))
+    tables = np.empty((8, 256), dtype=np.uint32)
+    for k in range(8):
+        for b in range(256):
+            tables[k, b] = google_crc32c.value(bytes(k) + bytes([b]) + bytes(7 - k)) ^ zero
+    tables[0] ^= zero  # CRC is affine, not linear: fold the constant into one table
+    return tables
+
+
+def _dense_candidates(buf: bytes, lo: int, hi: int) -> Iterator[int]:
+    """Yield indices in ``[lo, hi]`` whose 12 bytes form a header with a valid length CRC."""
+    import numpy as np
+
+    tables = _crc_tables()
+    data = np.frombuffer(buf, dtype=np.uint8)
+    for s in range(lo, hi + 1, _DENSE_CHUNK):
+        n = min(_DENSE_CHUNK, hi + 1 - s)
+        crc = tables[0][data[s : s + n]]
+        for k in range(1, 8):
+            crc ^= tables[k][data[s + k : s + k + n]]
+        stored = np.ndarray((n,), dtype="<u4", buffer=buf, offset=s + 8, strides=(1,))
+        rot = stored - np.uint32(_MASK_DELTA)
+        hit = (crc == ((rot >> 17) | (rot << 15))) & (data[s + 5 : s + 5 + n] == 0)
+        hit &= (data[s + 6 : s + 6 + n] == 0) & (data[s + 7 : s + 7 + n] == 0)
+        for i in np.flatnonzero(hit):
+            yield s + int(i)
 
 
 class RecordReader:
@@ -183,41 +246,29 @@ class RecordReader:
         self.damage.append(Damage(bad, resume - bad, self._reason))
 
     def _resync(self, bad: int) -> int | None:
-        """Find where valid records resume after damage at ``bad``; None means stop reading.
-
-        Only offsets whose top three length bytes are zero (length < 2**40) are candidates. They
-        are located with ``bytes.find`` so that the CRC work, done in Python, touches few positions
-        even in megabytes of garbage.
-        """
+        """Find where valid records resume after damage at ``bad``; None means stop reading."""
         p = bad + 1
         while self._ensure(p, HEADER_SIZE):
             buf, base = self._buf, self._base
             last = len(buf) - HEADER_SIZE  # last index with a whole header buffered
-            q = buf.find(b"\x00\x00\x00", p - base + 5)
-            resume = None
-            while 0 <= q - 5 <= last:
-                cand = base + q - 5
-                if buf[q - 5 : q + 7] == _ZERO_HEADER:
-                    # An all-zero header never verifies: hop over zero runs, not byte by byte.
-                    m = _NONZERO.search(buf, q + 7)
-                    nz = m.start() if m else len(buf)
-                    q = buf.find(b"\x00\x00\x00", max(q + 1, nz - 6))
-                    continue
+            resume = base + last + 1
+            for i in _candidates(buf, p - base, last):
+                cand = base + i
                 length, ok = self._header_ok(cand)
-                if ok:
-                    if not self._fits(cand, length):
-                        self._damaged(bad, cand)
-                        self.torn = True
-                        self.consumed = cand
-                        return None
-                    if self._data_ok(cand, length):
-                        self._damaged(bad, cand)
-                        return cand
-                    # _fits() may have moved the buffer: rescan from the next byte.
-                    resume = cand + 1
-                    break
-                q = buf.find(b"\x00\x00\x00", q + 1)
-            p = resume if resume is not None else base + last + 1
+                if not ok:
+                    continue
+                if not self._fits(cand, length):
+                    self._damaged(bad, cand)
+                    self.torn = True
+                    self.consumed = cand
+                    return None
+                if self._data_ok(cand, length):
+                    self._damaged(bad, cand)
+                    return cand
+                # _fits() may have moved the buffer: rescan from the next byte.
+                resume = cand + 1
+                break
+            p = resume
         end = self._end if self._end is not None else self._base + len(self._buf)
         self._damaged(bad, end)
         self.consumed = end

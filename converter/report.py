@@ -49,6 +49,7 @@ class Summary:
     files_unchanged: int = 0
     files_replaced: int = 0
     files_gone: int = 0
+    files_partial: int = 0
     bytes_read: int = 0
     records_read: int = 0
     damaged_records: int = 0
@@ -100,7 +101,7 @@ class Summary:
             "filtered_values": self.filtered_values,
             "files": {"total": self.files_total, "read": self.files_read,
                       "unchanged": self.files_unchanged, "replaced": self.files_replaced,
-                      "gone": self.files_gone},
+                      "gone": self.files_gone, "partial": self.files_partial},
             "bytes_read": self.bytes_read,
             "records_read": self.records_read,
             "damaged_records": self.damaged_records,
@@ -148,6 +149,9 @@ class Summary:
                              f"({names}{more})")
         if self.filtered_values:
             lines.append(f"  filtered: {self.filtered_values:,} values by --tag/--exclude-tag")
+        if self.files_partial:
+            lines.append(f"  partial:  {self.files_partial} files end inside a record (still "
+                         "being written?); the rest is read on the next run")
         if self.orphans:
             lines.append(f"  orphans:  {len(self.orphans)} event files ignored (see warnings)")
         if self.lossy_records:

@@ -1,12 +1,139 @@
-"""Placeholder: being written."""
+"""Histograms: TF1 / torch / tensorboardX ``HistogramProto`` and TF2 ``[k, 3]`` tensors, stored
+in one normalised form (SPEC §5, reference §2.3 and §4 item 18).
+
+Each value becomes one row ``(count, min, max, sum, sum_squares, buckets)`` where ``buckets``
+is JSON text ``[[left, right, count], ...]``.
+
+* ``HistogramProto`` holds right edges only: bucket ``i`` spans ``(bucket_limit[i-1],
+  bucket_limit[i]]`` and the first bucket's left edge is ``min``, as TensorBoard's
+  ``data_compat`` does.  Unlike TensorBoard, no bucket is dropped and no edge is clamped to
+  ``min``/``max``: every bucket of the proto is kept (empty ones and ±DBL_MAX edges too), so
+  the proto can be rebuilt exactly (right edges and counts, plus the ``min`` column).
+  ``count`` is ``num``; ``min``, ``max``, ``sum`` and ``sum_squares`` are kept as written.
+* TF2 tensors are ``(left, right, count)`` rows already, kept as given (float32 widens to
+  float64 exactly).  ``count`` is the exactly rounded sum of the counts (``math.fsum``),
+  ``min`` the first left edge, ``max`` the last right edge (NULL when ``k = 0``); ``sum`` and
+  ``sum_squares`` are not in the tensor and stay NULL.
+
+Non-finite numbers in ``buckets`` (JSON has no literal for them): ``+inf`` is written
+``1e999`` and ``-inf`` ``-1e999`` (valid JSON numbers that overflow back to ±infinity in
+Python's ``json``, JavaScript's ``JSON.parse`` and SQLite's ``json_extract``), and NaN is
+written ``null``.  Finite numbers use Python's shortest round-tripping ``repr``, so every
+float64 (±DBL_MAX, ``-0.0``, subnormals) survives exactly.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from converter.plugins.base import Decoded, DecodeFailure
+from converter.tensors import dtype_name, tensor_to_array
+
+TABLE = "histograms"
+POS_INF_JSON = "1e999"
+NEG_INF_JSON = "-1e999"
+NAN_JSON = "null"
+_VALUE_FIELDS = ("float_val", "double_val", "half_val", "int_val", "int64_val", "uint32_val",
+                 "uint64_val")
 
 
-def decode(value: Any, metadata: Any) -> Decoded:
-    """Not implemented yet."""
-    raise DecodeFailure("not implemented")
+def decode(value: Any, _metadata: Any) -> Decoded:
+    """Decode one histogram value into a row of the histograms table.
+
+    Args:
+        value: A ``Summary.Value`` holding ``histo`` or a ``[k, 3]`` numeric tensor.
+        _metadata: Its SummaryMetadata (unused: the value's shape says everything).
+
+    Returns:
+        One row ``(count, min, max, sum, sum_squares, buckets_json)``.
+
+    Raises:
+        DecodeFailure: neither a HistogramProto nor a real-valued ``[k, 3]`` tensor, or a
+            HistogramProto whose ``bucket`` and ``bucket_limit`` lengths differ.
+    """
+    kind = value.WhichOneof("value")
+    if kind == "histo":
+        return Decoded(TABLE, [proto_row(value.histo)], "float64")
+    if kind == "tensor":
+        return Decoded(TABLE, [tensor_row(value.tensor)], dtype_name(value.tensor.dtype))
+    raise DecodeFailure(f"a histogram must be histo or a [k,3] tensor, got {kind or 'no value'}")
+
+
+def proto_row(histo: Any) -> tuple[Any, ...]:
+    """The row of a ``HistogramProto``: every bucket, left edge = previous limit (or ``min``).
+
+    Args:
+        histo: A ``HistogramProto``.
+
+    Returns:
+        ``(num, min, max, sum, sum_squares, buckets_json)``.
+
+    Raises:
+        DecodeFailure: ``bucket`` and ``bucket_limit`` have different lengths.
+    """
+    rights = list(histo.bucket_limit)
+    counts = list(histo.bucket)
+    if len(rights) != len(counts):
+        raise DecodeFailure(
+            f"histogram has {len(rights)} bucket limits but {len(counts)} bucket counts"
+        )
+    lefts = [histo.min, *rights[:-1]]
+    buckets = buckets_json(zip(lefts, rights, counts))
+    return (histo.num, histo.min, histo.max, histo.sum, histo.sum_squares, buckets)
+
+
+def tensor_row(tensor: Any) -> tuple[Any, ...]:
+    """The row of a TF2 ``[k, 3]`` (left, right, count) tensor, buckets as given.
+
+    Args:
+        tensor: A real-valued ``TensorProto`` of shape ``[k, 3]`` (any field encoding).
+
+    Returns:
+        ``(count, min, max, None, None, buckets_json)``; min and max are None when ``k = 0``.
+
+    Raises:
+        DecodeFailure: the tensor is not real-valued, not of shape ``[k, 3]``, or its values
+            do not fill that shape exactly.
+    """
+    shape = [int(dim.size) for dim in tensor.tensor_shape.dim]
+    if len(shape) != 2 or shape[1] != 3 or shape[0] < 0:
+        raise DecodeFailure(f"a histogram tensor must have shape [k,3], got {shape}")
+    if not tensor.tensor_content:
+        # Checked before decoding: TensorFlow would repeat a lone value over the whole shape.
+        given = max(len(getattr(tensor, name)) for name in _VALUE_FIELDS)
+        if given != shape[0] * 3:
+            raise DecodeFailure(f"a [{shape[0]},3] histogram tensor holds {given} values")
+    array = tensor_to_array(tensor)
+    if array.dtype.kind not in "fiu" or array.shape != (shape[0], 3):
+        raise DecodeFailure(f"a histogram tensor must be real [k,3], got {array.dtype}")
+    rows: list[list[float]] = array.astype("float64").tolist()
+    count = math.fsum(row[2] for row in rows)
+    low = rows[0][0] if rows else None
+    high = rows[-1][1] if rows else None
+    return (count, low, high, None, None, buckets_json(rows))
+
+
+def buckets_json(buckets: Iterable[Sequence[float]]) -> str:
+    """JSON text ``[[left,right,count],...]`` with ±inf as ``±1e999`` and NaN as ``null``.
+
+    Args:
+        buckets: (left, right, count) triples of floats.
+
+    Returns:
+        The JSON text (no spaces).
+    """
+    return "[" + ",".join(
+        "[" + ",".join(json_number(x) for x in bucket) + "]" for bucket in buckets
+    ) + "]"
+
+
+def json_number(number: float) -> str:
+    """One float as a JSON number that parses back to the same float64 (see module docs)."""
+    number = float(number)
+    if math.isfinite(number):
+        return repr(number)
+    if math.isnan(number):
+        return NAN_JSON
+    return POS_INF_JSON if number > 0 else NEG_INF_JSON

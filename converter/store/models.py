@@ -123,7 +123,7 @@ class Scalar(Base):
     )
     record_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     value_index: Mapped[int] = mapped_column(Integer, primary_key=True)
-    wall_time: Mapped[float] = mapped_column(Double)
+    wall_time: Mapped[float | None] = mapped_column(Double)  # NULL when NaN
     value: Mapped[float | None] = mapped_column(Double)
 
 
@@ -151,7 +151,7 @@ class _PointKey:
     file_id: Mapped[int] = mapped_column(ForeignKey("event_files.id"))
     record_offset: Mapped[int] = mapped_column(BigInteger)
     value_index: Mapped[int] = mapped_column(Integer)
-    wall_time: Mapped[float] = mapped_column(Double)
+    wall_time: Mapped[float | None] = mapped_column(Double)  # NULL when NaN
 
 
 _KEY = ("series_id", "step", "file_id", "record_offset", "value_index")

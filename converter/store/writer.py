@@ -8,6 +8,7 @@ are tuples handed to the DBAPI cursor.  ``ON CONFLICT DO NOTHING`` on the point 
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -16,6 +17,8 @@ from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
+
+from converter.store.engine import sqlite_path
 
 KEY_COLUMNS = ("series_id", "step", "file_id", "record_offset", "value_index", "wall_time")
 # Rows are the key columns followed by these; a ``blob_id`` column arrives holding the
@@ -81,6 +84,23 @@ class StoreWriter:
         self._new_in_transaction: list[tuple[Any, ...]] = []
         self.created_runs: set[int] = set()
         self.created_series: set[int] = set()
+
+    def is_busy(self) -> bool:
+        """True when another process holds the store's write lock right now (SQLite only)."""
+        if self.engine.dialect.name != "sqlite":
+            return False
+        path = sqlite_path(str(self.engine.url))
+        if path is None:
+            return False
+        probe = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return False
+        except sqlite3.OperationalError:
+            return True
+        finally:
+            probe.close()
 
     def close(self) -> None:
         """Close the connection (any open transaction is rolled back)."""
@@ -148,6 +168,16 @@ class StoreWriter:
             params,
             self.created_series,
         )
+
+    def series_metadata(self, run_id: int, context_id: int) -> list[tuple[Any, ...]]:
+        """(tag, plugin, display_name, description, plugin_content) of a context's series,
+        oldest first."""
+        rows = self.conn.execute(
+            text("SELECT name, plugin, display_name, description, plugin_content FROM series "
+                 "WHERE run_id = :run_id AND context_id = :context_id ORDER BY id"),
+            {"run_id": run_id, "context_id": context_id},
+        ).all()
+        return [tuple(row) for row in rows]
 
     def file_state(self, run_id: int, path: str) -> FileState | None:
         """The stored state of a file of a run, or None when the file is new to the store."""

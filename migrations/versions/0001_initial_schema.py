@@ -121,7 +121,7 @@ def upgrade() -> None:
         sa.Column("file_id", Id, nullable=False),
         sa.Column("record_offset", sa.BigInteger(), nullable=False),
         sa.Column("value_index", sa.Integer(), nullable=False),
-        sa.Column("wall_time", sa.Double(), nullable=False),
+        sa.Column("wall_time", sa.Double(), nullable=True),
         sa.Column("value", sa.Double(), nullable=True),
         sa.PrimaryKeyConstraint(
             "series_id", "step", "file_id", "record_offset", "value_index", name="pk_scalars"
