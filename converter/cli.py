@@ -101,12 +101,16 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
                   help="Only tags that match (repeatable).")
     @click.option("--exclude-tag", "exclude_tags", multiple=True, metavar="GLOB",
                   help="Skip tags that match (repeatable).")
+    @click.option("--watch", is_flag=True,
+                  help="Convert again every --interval seconds until Ctrl-C, then summarise.")
+    @click.option("--interval", type=click.FloatRange(min=0.0), default=5.0, show_default=True,
+                  metavar="SECONDS", help="Pause between passes with --watch.")
     @json_option
     @click.option("-q", "--quiet", is_flag=True, help="No progress, warnings or summary.")
     @click.option("-v", "--verbose", count=True, help="-v more detail, -vv tracebacks.")
     def tf(logdir: str, store: str, flat: bool, dry_run: bool, full: bool, plugins: str | None,
            runs: tuple[str, ...], tags: tuple[str, ...], exclude_tags: tuple[str, ...],
-           as_json: bool, quiet: bool, verbose: int) -> None:
+           watch: bool, interval: float, as_json: bool, quiet: bool, verbose: int) -> None:
         """Convert a TensorBoard logdir into the store (incremental: re-run any time).
 
         Directories are classified as groups, runs and contexts with Aim's rules
@@ -118,14 +122,21 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         Example:
           tbconvert tf --logdir ~/logs --store ~/logs.db
           tbconvert tf --logdir ~/logs --store ~/logs.db --run 'sweep*' --dry-run
+          tbconvert tf --logdir ~/logs --store ~/logs.db --watch --interval 30
         """
-        from converter.convert import convert
+        from converter import convert as library
 
-        selected = _parse_plugins(plugins)
-        summary = run_library(verbose, lambda: convert(
-            logdir, store, flat=flat, dry_run=dry_run, full=full, plugins=selected, runs=runs,
+        if watch and dry_run:
+            raise click.UsageError("--watch and --dry-run do not go together")
+        options = dict(
+            flat=flat, dry_run=dry_run, full=full, plugins=_parse_plugins(plugins), runs=runs,
             tags=tags, exclude_tags=exclude_tags, progress=False if quiet else None,
-            notify=None if quiet else lambda line: click.echo(line, err=True)))
+            notify=None if quiet else lambda line: click.echo(line, err=True))
+        if watch:
+            summary = run_library(verbose, lambda: library.watch(
+                logdir, store, interval=interval, **options))
+        else:
+            summary = run_library(verbose, lambda: library.convert(logdir, store, **options))
         _report(summary, as_json=as_json, quiet=quiet)
         sys.exit(summary.exit_code)
 

@@ -100,6 +100,40 @@ def convert(
     return summary
 
 
+def watch(
+    logdir: str | os.PathLike[str],
+    store: str | os.PathLike[str] | None = None,
+    *,
+    interval: float = 5.0,
+    passes: int | None = None,
+    **options: Any,
+) -> Summary:
+    """Repeat :func:`convert` every ``interval`` seconds until Ctrl-C (or ``passes`` passes).
+
+    Returns the summary of all passes together; an interrupted pass has committed whole
+    chunks only, so the store stays consistent.
+    """
+    started = time.monotonic()
+    total: Summary | None = None
+    done = 0
+    try:
+        while passes is None or done < passes:
+            if done:
+                time.sleep(interval)
+            summary = convert(logdir, store, **options)
+            if total is None:
+                total = summary
+            else:
+                total.absorb(summary)
+            done += 1
+    except KeyboardInterrupt:
+        if total is None:
+            raise
+    assert total is not None
+    total.elapsed = time.monotonic() - started
+    return total
+
+
 def _convert_into(
     url: str,
     classification: discovery.Classification,

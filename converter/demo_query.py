@@ -53,8 +53,10 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     """An aligned plain-text table: numbers right-aligned, text left-aligned."""
     cells = [[format_cell(value) for value in row] for row in rows]
     widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
-    numeric = [bool(rows) and all(isinstance(row[i], (int, float)) or row[i] is None for row in rows)
-               for i in range(len(columns))]
+    numeric = [
+        bool(rows) and all(row[i] is None or isinstance(row[i], (int, float)) for row in rows)
+        for i in range(len(columns))
+    ]
 
     def line(values: Sequence[str]) -> str:
         parts = [value.rjust(width) if right else value.ljust(width)

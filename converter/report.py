@@ -61,6 +61,26 @@ class Summary:
     elapsed: float = 0.0
     plan: list[dict[str, Any]] = field(default_factory=list)
 
+    def absorb(self, later: Summary) -> None:
+        """Add a later pass's counts to this one (``--watch``); lists keep first mentions."""
+        for name in ("runs_created", "runs_extended", "series_created", "series_extended",
+                     "filtered_values", "files_read", "files_replaced", "files_gone",
+                     "bytes_read", "records_read", "damaged_records", "lossy_records"):
+            setattr(self, name, getattr(self, name) + getattr(later, name))
+        for name in ("runs", "contexts", "files_total", "files_unchanged", "files_partial"):
+            setattr(self, name, getattr(later, name))
+        self.points.update(later.points)
+        for target, source in ((self.skipped, later.skipped),
+                               (self.undecodable, later.undecodable)):
+            for plugin, tags in source.items():
+                for tag, values in tags.items():
+                    per_tag = target.setdefault(plugin, {})
+                    per_tag[tag] = per_tag.get(tag, 0) + values
+        self.problems.extend(later.problems)
+        self.orphans = later.orphans
+        self.warnings = later.warnings
+        self.schema_change = self.schema_change or later.schema_change
+
     @property
     def exit_code(self) -> int:
         """3 when damaged records or unreadable files were skipped, else 0."""

@@ -333,3 +333,26 @@ def test_read_first_record(tmp_path: Path) -> None:
             f.seek(3)
             assert read_first_record(f) == expected, content
             assert f.tell() == 3
+
+
+def test_dense_candidates_match_brute_force() -> None:
+    # Arrays of small integers put a possible length at nearly every offset; the vectorised
+    # header check used there must agree with a byte-by-byte one.
+    from converter.records import _candidates, _dense_candidates
+
+    rnd = random.Random(3)
+    words = [struct.pack("<q", rnd.randrange(-300, 300)) for _ in range(3000)]
+    for k in sorted(rnd.sample(range(len(words)), 40), reverse=True):
+        words.insert(k, header(rnd.randrange(1 << 20)) + b"\x00" * rnd.randrange(4))
+    buf = b"".join(words)
+    hi = len(buf) - HEADER_SIZE
+
+    def verifies(i: int) -> bool:
+        return tb_masked_crc(buf[i : i + 8]) == struct.unpack_from("<I", buf, i + 8)[0]
+
+    brute = [i for i in range(hi + 1) if buf[i + 5 : i + 8] == b"\x00\x00\x00" and verifies(i)]
+    assert len(brute) >= 40
+    assert list(_dense_candidates(buf, 0, hi)) == brute
+    assert list(_dense_candidates(buf, 7, hi - 7)) == [i for i in brute if 7 <= i <= hi - 7]
+    # The scan that switches to the vectorised check part-way must miss none either.
+    assert [i for i in _candidates(buf, 0, hi) if verifies(i)] == brute
