@@ -297,7 +297,8 @@ class _Job:
             writer.delete_file_points(state.id or 0)
             if not self.full:
                 self.summary.files_replaced += 1
-            state = replace(state, offset_consumed=0, records=0, damaged_records=0)
+            state = replace(state, offset_consumed=0, records=0, damaged_records=0,
+                            first_wall_time=None, last_wall_time=None)
             start = 0
         else:
             start = state.offset_consumed
@@ -331,11 +332,11 @@ class _Job:
             damaged_records=pass_.state.damaged_records + len(new_damage),
             status=_status(reader, done, invalid),
             last_error=new_damage[-1].reason if new_damage else pass_.state.last_error,
+            first_wall_time=_extreme(min, pass_.state.first_wall_time,
+                                     decoder.stats.first_wall_time),
+            last_wall_time=_extreme(max, pass_.state.last_wall_time,
+                                    decoder.stats.last_wall_time),
         ))
-        stats = decoder.stats
-        # In the chunk's transaction, so a run's span never lags behind its committed points.
-        self.writer.extend_run_times(pass_.state.run_id, stats.first_wall_time,
-                                     stats.last_wall_time)
         self.summary.bytes_read += reader.consumed - before
         advance(reader.consumed - before)
         return done
@@ -406,6 +407,13 @@ class _Job:
     def _finish_conversion(self, conversion_id: int) -> None:
         with self.writer.transaction():
             self.writer.finish_conversion(conversion_id, self.summary.to_json())
+
+
+def _extreme(pick: Callable[[float, float], float], old: float | None,
+             new: float | None) -> float | None:
+    if old is None:
+        return new
+    return old if new is None else pick(old, new)
 
 
 def _unchanged(state: FileState, stat: os.stat_result) -> bool:

@@ -169,7 +169,8 @@ class FileDecoder:
         decoded = self._run_decoders(plugin, tag, value, own if own is not None else first)
         if decoded is not None:
             self._emit(tag, plugin, decoded, first, (step, self.file_id, offset, index, wall_time))
-            if kind == "simple_value" and plugin == "scalars":
+            # The fast path keys on value.tag, so a node_name fallback must not be cached.
+            if kind == "simple_value" and plugin == "scalars" and value.tag:
                 self._simple[tag] = self._series[(tag, plugin)]
 
     def _run_decoders(self, plugin: str, tag: str, value: Any, metadata: Any) -> Decoded | None:

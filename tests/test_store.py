@@ -152,8 +152,9 @@ def test_store_from_revision_0001_upgrades_with_data_kept(tmp_path: Path) -> Non
                              "VALUES (1, 1, 1, 'loss', 'scalars')")
         conn.exec_driver_sql(
             "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
-            "offset_consumed, records, damaged_records, status) "
-            "VALUES (1, 1, 1, 'run_a/events', 100, 1, 100, 3, 0, 'ok')")
+            "offset_consumed, records, damaged_records, status, first_wall_time, "
+            "last_wall_time) VALUES (1, 1, 1, 'run_a/events', 100, 1, 100, 3, 0, 'ok', "
+            "1000.0, 1002.0)")
         for step in range(3):
             conn.exec_driver_sql(
                 "INSERT INTO scalars VALUES (1, ?, 1, ?, 0, ?, ?)",

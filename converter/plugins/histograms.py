@@ -80,7 +80,7 @@ def proto_row(histo: Any) -> tuple[Any, ...]:
             f"histogram has {len(rights)} bucket limits but {len(counts)} bucket counts"
         )
     lefts = [histo.min, *rights[:-1]]
-    buckets = buckets_json(zip(lefts, rights, counts))
+    buckets = buckets_json(zip(lefts, rights, counts, strict=True))
     return (histo.num, histo.min, histo.max, histo.sum, histo.sum_squares, buckets)
 
 

@@ -57,8 +57,6 @@ class Run(Base):
     run_path: Mapped[str] = mapped_column(Text)
     group_path: Mapped[str] = mapped_column(Text, index=True)
     name: Mapped[str] = mapped_column(Text)
-    first_wall_time: Mapped[float | None] = mapped_column(Double)
-    last_wall_time: Mapped[float | None] = mapped_column(Double)
 
 
 class Context(Base):
@@ -105,6 +103,8 @@ class EventFile(Base):
     damaged_records: Mapped[int] = mapped_column(BigInteger, default=0)
     status: Mapped[str] = mapped_column(Text, default="new")
     last_error: Mapped[str | None] = mapped_column(Text)
+    first_wall_time: Mapped[float | None] = mapped_column(Double)
+    last_wall_time: Mapped[float | None] = mapped_column(Double)
     updated_at: Mapped[float | None] = mapped_column(Double)
 
 

@@ -52,11 +52,13 @@ class FileState:
     damaged_records: int = 0
     status: str = "new"
     last_error: str | None = None
+    first_wall_time: float | None = None
+    last_wall_time: float | None = None
 
 
 _FILE_COLUMNS = (
     "run_id", "context_id", "path", "size", "mtime_ns", "head_digest", "offset_consumed",
-    "records", "damaged_records", "status", "last_error",
+    "records", "damaged_records", "status", "last_error", "first_wall_time", "last_wall_time",
 )
 
 
@@ -295,19 +297,6 @@ class StoreWriter:
                      "WHERE f.id = :file_id)"),
                 {"file_id": file_id},
             )
-
-    def extend_run_times(self, run_id: int, first: float | None, last: float | None) -> None:
-        """Widen a run's first/last wall time to include [first, last]."""
-        if first is None or last is None:
-            return
-        self.conn.execute(
-            text("UPDATE runs SET "
-                 "first_wall_time = CASE WHEN first_wall_time IS NULL OR first_wall_time > :first "
-                 "THEN :first ELSE first_wall_time END, "
-                 "last_wall_time = CASE WHEN last_wall_time IS NULL OR last_wall_time < :last "
-                 "THEN :last ELSE last_wall_time END WHERE id = :id"),
-            {"id": run_id, "first": first, "last": last},
-        )
 
     def _get_or_create(
         self,

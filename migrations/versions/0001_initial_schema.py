@@ -20,7 +20,10 @@ Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 VIEWS = {
     "v_runs": """
         SELECT r.id AS run_id, r.logdir, r.run_path, r.group_path, r.name,
-               r.first_wall_time, r.last_wall_time
+               (SELECT min(f.first_wall_time) FROM event_files AS f WHERE f.run_id = r.id)
+                   AS first_wall_time,
+               (SELECT max(f.last_wall_time) FROM event_files AS f WHERE f.run_id = r.id)
+                   AS last_wall_time
         FROM runs AS r
     """,
     "v_scalars": """
@@ -57,8 +60,6 @@ def upgrade() -> None:
         sa.Column("run_path", sa.Text(), nullable=False),
         sa.Column("group_path", sa.Text(), nullable=False),
         sa.Column("name", sa.Text(), nullable=False),
-        sa.Column("first_wall_time", sa.Double(), nullable=True),
-        sa.Column("last_wall_time", sa.Double(), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_runs"),
         sa.UniqueConstraint("logdir", "run_path", name="uq_runs_logdir_run_path"),
     )
@@ -106,6 +107,8 @@ def upgrade() -> None:
         sa.Column("damaged_records", sa.BigInteger(), nullable=False),
         sa.Column("status", sa.Text(), nullable=False),
         sa.Column("last_error", sa.Text(), nullable=True),
+        sa.Column("first_wall_time", sa.Double(), nullable=True),
+        sa.Column("last_wall_time", sa.Double(), nullable=True),
         sa.Column("updated_at", sa.Double(), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_event_files"),
         sa.ForeignKeyConstraint(["run_id"], ["runs.id"], name="fk_event_files_run_id_runs"),

@@ -1,0 +1,241 @@
+"""Images, end to end (SPEC §5 images, §6 v_images): what real writers put in event files comes
+back through ``v_images`` byte for byte (compared by sha256), with format, width, height, idx,
+step and wall_time.
+
+Expectations come from what the test wrote: the arrays' shapes, the bytes it built, or, for
+tensorboardX (which encodes the PNG itself), the bytes read back by TensorBoard's own event
+file loader.  Nothing here decodes pixels in the converter's place, and nothing may crash: a
+corrupt image and a decompression bomb are stored like any other image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import resource
+import sqlite3
+import struct
+import zlib
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.compat.proto.summary_pb2 import Summary
+from tensorboard.compat.proto.tensor_pb2 import TensorProto
+from tensorboard.plugins.image import metadata as image_metadata
+
+from converter.convert import convert
+from eventfiles import event_file_name, summary_event, write_events
+
+W0 = 1_795_000_000.0
+Key = tuple[str, int, int]  # (tag, step, idx)
+Row = tuple[str, str | None, int | None, int | None, float]  # (sha256, format, w, h, wall_time)
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def pixels(seed: int, height: int, width: int, channels: int = 3) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (height, width, channels), dtype=np.uint8)
+
+
+def png(seed: int, width: int, height: int) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(pixels(seed, height, width)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def gif(frames: int, width: int, height: int) -> bytes:
+    images = [Image.fromarray(pixels(100 + i, height, width)) for i in range(frames)]
+    out = io.BytesIO()
+    images[0].save(out, format="GIF", save_all=True, append_images=images[1:], duration=100)
+    return out.getvalue()
+
+
+def bomb_png(width: int, height: int) -> bytes:
+    """A real 1x1 PNG whose IHDR claims width x height (CRC fixed, so it still parses)."""
+    data = bytearray(png(0, 1, 1))
+    data[16:24] = struct.pack(">II", width, height)
+    data[29:33] = struct.pack(">I", zlib.crc32(bytes(data[12:29])))
+    return bytes(data)
+
+
+def image_value(tag: str, data: bytes, width: int = 0, height: int = 0) -> Summary.Value:
+    image = Summary.Image(encoded_image_string=data, width=width, height=height, colorspace=3)
+    return Summary.Value(tag=tag, image=image)
+
+
+def tf2_images(tag: str, width: int, height: int, images: list[bytes], md: bool = True) -> Any:
+    tensor = TensorProto(dtype=7, string_val=[str(width).encode(), str(height).encode(), *images])
+    tensor.tensor_shape.dim.add(size=len(images) + 2)
+    value = Summary.Value(tag=tag, tensor=tensor)
+    if md:
+        value.metadata.CopyFrom(image_metadata.create_summary_metadata(tag, ""))
+    return value
+
+
+def stored(store: Path) -> dict[Key, Row]:
+    with closing(sqlite3.connect(store)) as conn:
+        rows = conn.execute(
+            "SELECT tag, step, idx, data, format, width, height, wall_time FROM v_images"
+        ).fetchall()
+    result = {(t, s, i): (sha(d), f, w, h, wt) for t, s, i, d, f, w, h, wt in rows}
+    assert len(result) == len(rows), "one row per (tag, step, idx)"
+    return result
+
+
+def count(store: Path, sql: str) -> int:
+    with closing(sqlite3.connect(store)) as conn:
+        return int(conn.execute(sql).fetchone()[0])
+
+
+def convert_ok(logdir: Path, store: Path, **options: Any) -> Any:
+    summary = convert(logdir, store, progress=False, **options)
+    assert summary.exit_code == 0
+    assert summary.to_dict()["undecodable"] == {}
+    return summary
+
+
+def test_tensorboardx_add_image_chw_hwc_and_grid(tmp_path: Path) -> None:
+    from tensorboardX import SummaryWriter
+
+    logdir, expected_dims = tmp_path / "logs", {"chw": (7, 5), "hwc": (9, 4), "grid": (6 * 3, 4)}
+    first = {}
+    with SummaryWriter(logdir=str(logdir), flush_secs=3600) as writer:
+        for step in range(3):
+            chw = pixels(step, 5, 7).transpose(2, 0, 1)
+            first.setdefault("chw", chw.transpose(1, 2, 0))
+            writer.add_image("chw", chw, step, walltime=W0 + step)
+            writer.add_image("hwc", pixels(10 + step, 4, 9), step, walltime=W0 + step,
+                             dataformats="HWC")
+            batch = np.stack([pixels(20 + step * 3 + i, 4, 6) for i in range(3)])
+            writer.add_images("grid", batch.transpose(0, 3, 1, 2), step, walltime=W0 + step)
+    expected: dict[Key, Row] = {}
+    for path in logdir.iterdir():
+        for record in RawEventFileLoader(str(path)).Load():
+            event = Event.FromString(record)
+            for value in event.summary.value:
+                width, height = expected_dims[value.tag]
+                expected[(value.tag, event.step, 0)] = (
+                    sha(value.image.encoded_image_string), "PNG", width, height, event.wall_time)
+    assert len(expected) == 9
+    convert_ok(logdir, tmp_path / "s.db")
+    assert stored(tmp_path / "s.db") == expected
+    with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
+        data = conn.execute("SELECT data FROM v_images WHERE tag='chw' AND step=0").fetchone()[0]
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(data))), first["chw"])
+
+
+def test_gif_and_tf1_multi_image_tags(tmp_path: Path) -> None:
+    video, faces = gif(4, 8, 6), [png(1, 5, 3), png(2, 3, 5)]
+    events = [summary_event(step, W0 + step / 4, [
+        image_value("video", video, 8, 6),
+        image_value("faces/image/0", faces[0], 5, 3),
+        image_value("faces/image/1", faces[1], 3, 5),
+    ]) for step in (0, 10, 20)]
+    write_events(tmp_path / "logs" / event_file_name(W0), events)
+    convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    expected = {}
+    for step in (0, 10, 20):
+        wall_time = W0 + step / 4
+        expected[("video", step, 0)] = (sha(video), "GIF", 8, 6, wall_time)
+        expected[("faces/image/0", step, 0)] = (sha(faces[0]), "PNG", 5, 3, wall_time)
+        expected[("faces/image/1", step, 0)] = (sha(faces[1]), "PNG", 3, 5, wall_time)
+    assert stored(tmp_path / "s.db") == expected
+    assert count(tmp_path / "s.db", "SELECT count(*) FROM blobs") == 3
+
+
+def test_tf2_image_tensors_keep_index_with_metadata_once_or_always(tmp_path: Path) -> None:
+    steps, tags = [0, 1, 2, 5], ("once", "always")
+    images = {(tag, step): [png(100 * t + 10 * step + i, 6, 4) for i in range(3)]
+              for t, tag in enumerate(tags) for step in steps}
+    # "once": metadata on the first event only (TF1 FileWriter); "always": on every event.
+    events = [summary_event(step, W0 + step, [
+        tf2_images("once", 6, 4, images[("once", step)], md=n == 0),
+        tf2_images("always", 6, 4, images[("always", step)]),
+    ]) for n, step in enumerate(steps)]
+    events.append(summary_event(9, W0 + 9, [tf2_images("always", 6, 4, [])]))  # k = 0
+    write_events(tmp_path / "logs" / event_file_name(W0), events)
+    summary = convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    expected = {(tag, step, idx): (sha(data), "PNG", 6, 4, W0 + step)
+                for (tag, step), batch in images.items() for idx, data in enumerate(batch)}
+    assert stored(tmp_path / "s.db") == expected
+    assert summary.points["images"] == len(expected)
+    assert count(tmp_path / "s.db", "SELECT count(*) FROM series WHERE plugin='images'") == 2
+
+
+def test_same_image_every_step_is_stored_once(tmp_path: Path) -> None:
+    logo, other = png(7, 4, 4), png(8, 4, 4)
+    events = [summary_event(step, W0 + step, [
+        image_value("logo", logo, 4, 4), tf2_images("tf2", 4, 4, [logo, other, logo])])
+        for step in range(20)]
+    write_events(tmp_path / "logs" / event_file_name(W0), events)
+    convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    assert count(tmp_path / "s.db", "SELECT count(*) FROM images") == 20 * 4
+    assert count(tmp_path / "s.db", "SELECT count(*) FROM blobs") == 2
+
+
+def test_corrupt_images_are_stored_with_format_null(tmp_path: Path) -> None:
+    junk = b"\x00junk" + np.random.default_rng(3).bytes(500)
+    truncated = png(4, 8, 8)[:8] + b"\x00" * 20
+    events = [summary_event(1, W0, [
+        image_value("sized", junk, 12, 34),
+        image_value("unsized", junk[:100]),
+        tf2_images("tf2", 21, 13, [png(5, 21, 13), truncated]),
+    ])]
+    write_events(tmp_path / "logs" / event_file_name(W0), events)
+    convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    assert stored(tmp_path / "s.db") == {
+        ("sized", 1, 0): (sha(junk), None, 12, 34, W0),
+        ("unsized", 1, 0): (sha(junk[:100]), None, None, None, W0),
+        ("tf2", 1, 0): (sha(png(5, 21, 13)), "PNG", 21, 13, W0),
+        ("tf2", 1, 1): (sha(truncated), None, 21, 13, W0),
+    }
+
+
+def test_decompression_bombs_are_stored_without_decoding(tmp_path: Path) -> None:
+    huge, big = bomb_png(100_000, 100_000), bomb_png(10_000, 10_000)  # error / warning sizes
+    write_events(tmp_path / "logs" / event_file_name(W0), [summary_event(0, W0, [
+        image_value("huge", huge, 1, 1), tf2_images("big", 10_000, 10_000, [big])])])
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 200, f"peak memory grew by {grown_mb:.0f} MB: pixels were decoded"
+    assert stored(tmp_path / "s.db") == {
+        ("huge", 0, 0): (sha(huge), "PNG", 100_000, 100_000, W0),
+        ("big", 0, 0): (sha(big), "PNG", 10_000, 10_000, W0),
+    }
+
+
+def test_unreadable_image_tensor_is_kept_raw_and_counted(tmp_path: Path) -> None:
+    tensor = TensorProto(dtype=1, float_val=[1.0, 2.0])
+    tensor.tensor_shape.dim.add(size=2)
+    value = Summary.Value(tag="weird", tensor=tensor)
+    value.metadata.CopyFrom(image_metadata.create_summary_metadata("weird", ""))
+    write_events(tmp_path / "logs" / event_file_name(W0), [summary_event(0, W0, [value])])
+    summary = convert(tmp_path / "logs", tmp_path / "s.db", progress=False)
+    assert summary.exit_code == 0
+    assert summary.to_dict()["undecodable"] == {"images": {"weird": 1}}
+    assert count(tmp_path / "s.db", "SELECT count(*) FROM v_tensors WHERE tag='weird'") == 1
+    assert count(tmp_path / "s.db", "SELECT count(*) FROM images") == 0
+
+
+def test_plugin_selection_skips_images_and_says_so(tmp_path: Path) -> None:
+    from tensorboardX import SummaryWriter
+
+    with SummaryWriter(logdir=str(tmp_path / "logs"), flush_secs=3600) as writer:
+        for step in range(4):
+            writer.add_scalar("loss", 1.0 / (step + 1), step, walltime=W0 + step)
+            writer.add_image("sample", pixels(step, 3, 3), step, walltime=W0 + step,
+                             dataformats="HWC")
+    summary = convert(tmp_path / "logs", tmp_path / "s.db", progress=False, plugins=["scalars"])
+    assert summary.exit_code == 0
+    assert summary.to_dict()["skipped"] == {"images": {"sample": 4}}
+    assert summary.points["scalars"] == 4
+    assert count(tmp_path / "s.db", "SELECT count(*) FROM images") == 0
+    assert count(tmp_path / "s.db", "SELECT count(*) FROM blobs") == 0
