@@ -24,7 +24,6 @@ import numpy as np
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
-from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 __all__ = [
@@ -156,7 +155,9 @@ def scalar_metadata() -> SummaryMetadata:
     return SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
 
 
-def simple_value(tag: str, value: float, *, metadata: SummaryMetadata | None = None) -> Summary.Value:
+def simple_value(
+    tag: str, value: float, *, metadata: SummaryMetadata | None = None
+) -> Summary.Value:
     """TF1 / torch / tensorboardX ``simple_value`` (float32 on the wire), no metadata by default."""
     result = Summary.Value(tag=tag, simple_value=value)
     if metadata is not None:
@@ -230,7 +231,9 @@ def double_content_scalar(tag: str, value: float) -> Summary.Value:
     return tensor_value(tag, value, dtype="float64", field="content", shape=())
 
 
-def shape1_scalar(tag: str, value: float, dtype: str = "float32", field: str = "content") -> Summary.Value:
+def shape1_scalar(
+    tag: str, value: float, dtype: str = "float32", field: str = "content"
+) -> Summary.Value:
     """A scalar stored as a shape ``[1]`` tensor."""
     return tensor_value(tag, value, dtype=dtype, field=field, shape=(1,))
 

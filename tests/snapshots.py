@@ -19,6 +19,12 @@ def view_rows(store: str | Path) -> dict[str, list[tuple[object, ...]]]:
         connection.close()
 
 
+def without_run_ids(views: dict[str, list[tuple[object, ...]]]) -> dict[str, list[tuple]]:
+    """The same rows minus their first column (run_id), for stores whose runs were created
+    in another order (files that appeared while converting, concurrent converters)."""
+    return {view: sorted((row[1:] for row in rows), key=repr) for view, rows in views.items()}
+
+
 def point_count(store: str | Path) -> int:
     """Rows in all point tables together."""
     connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True)

@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -298,6 +299,23 @@ def case_no_file_version(log: RunLog) -> None:
     ], file_version=False)
 
 
+def case_one_tag_many_encodings(log: RunLog) -> None:
+    # The same tag written as simple_value by one job and as tensors by the next (TF1 code run
+    # eagerly under TF2 switches encodings, pitfall 30): one series, every point, in file order.
+    log.hand(event_file_name(W0, suffix=".1"), [
+        (s, W0 + s, [("loss", "simple_value", 1.0 / (s + 1))]) for s in range(4)])
+    log.hand(event_file_name(W0 + 10, suffix=".2"), [
+        (s, W0 + 10 + s, [("loss", "tf2_tensor_content" if s < 7 else "double_tensor_content",
+                           1.0 / (s + 1))]) for s in range(3, 9)])
+
+
+def case_nan_last(log: RunLog) -> None:
+    # The last point of a series is NaN (the loss blew up): v_last_scalars shows it as NULL.
+    log.hand(event_file_name(W0), [
+        (s, W0 + s, [("loss", "simple_value", v), ("loss64", "torch_double_val", v)])
+        for s, v in enumerate([3.0, 2.0, NAN])])
+
+
 CASES: dict[str, Callable[[RunLog], None]] = {
     **{f"enc_{name}": encoding_case(name) for name in ENCODINGS},
     "tbx_curve": case_tbx_curve,
@@ -311,6 +329,8 @@ CASES: dict[str, Callable[[RunLog], None]] = {
     "tf1_filewriter": case_tf1_filewriter,
     "walltime_backwards": case_walltime_backwards,
     "no_file_version": case_no_file_version,
+    "one_tag_many_encodings": case_one_tag_many_encodings,
+    "nan_last": case_nan_last,
 }
 
 
@@ -336,7 +356,7 @@ FILE_ORDER_SQL = (
 
 
 def connect(store: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    return sqlite3.connect(Path(store).resolve().as_uri() + "?mode=ro", uri=True)
 
 
 def file_order(conn: sqlite3.Connection, run_path: str, tag: str) -> list[Point]:
@@ -344,7 +364,7 @@ def file_order(conn: sqlite3.Connection, run_path: str, tag: str) -> list[Point]
 
 
 def snapshot(store: Path) -> list[tuple[Any, ...]]:
-    with connect(store) as conn:
+    with closing(connect(store)) as conn:
         return conn.execute(
             "SELECT series_id, step, file_id, record_offset, value_index, wall_time, value "
             "FROM scalars ORDER BY series_id, file_id, record_offset, value_index").fetchall()
@@ -485,6 +505,17 @@ def test_second_conversion_adds_nothing(converted: Converted, tmp_path: Path) ->
     assert snapshot(store) == before
 
 
+def test_chunk_boundaries_change_nothing(converted: Converted, tmp_path: Path) -> None:
+    store = tmp_path / "chunked.db"
+    summary = convert(converted.logdir, store, chunk_points=7, progress=False)
+    assert summary.points == converted.summary.points
+    query = ("SELECT r.run_path, s.name, p.step, p.wall_time, p.value FROM scalars p "
+             "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
+             "ORDER BY r.run_path, s.name, p.file_id, p.record_offset, p.value_index")
+    with closing(connect(store)) as chunked, closing(connect(converted.store)) as whole:
+        assert chunked.execute(query).fetchall() == whole.execute(query).fetchall()
+
+
 def test_appended_points_are_read_once(tmp_path: Path) -> None:
     logdir, store = tmp_path / "logs", tmp_path / "store.db"
     log = RunLog(logdir / "run")
@@ -499,7 +530,7 @@ def test_appended_points_are_read_once(tmp_path: Path) -> None:
                              for s, w, vals in records[4:] for t, e, v in vals]
     second = convert(logdir, store, progress=False)
     assert second.points == Counter({"scalars": 12})
-    with connect(store) as conn:
+    with closing(connect(store)) as conn:
         for tag, series in log.expected().items():
             assert file_order(conn, "run", tag) == series.points
 
@@ -518,7 +549,7 @@ def test_tf1_metadata_from_first_occurrence_survives_an_incremental_read(tmp_pat
     append_events(path, events[3:])
     second = convert(logdir, store, progress=False)
     assert second.points == Counter({"scalars": 5}), second.to_dict()
-    with connect(store) as conn:
+    with closing(connect(store)) as conn:
         series = conn.execute("SELECT name, plugin, dtype FROM series").fetchall()
         assert series == [("tensor", "scalars", "float32")]
         assert file_order(conn, "run", "tensor") == [
@@ -537,9 +568,25 @@ def test_nonfinite_wall_times_are_kept(tmp_path: Path) -> None:
     ])
     summary = convert(logdir, store, progress=False)
     assert summary.points == Counter({"scalars": 4})
-    with connect(store) as conn:
+    with closing(connect(store)) as conn:
         rows = conn.execute("SELECT step, wall_time, value FROM v_scalars ORDER BY step").fetchall()
     assert rows == [(0, W0, 1.0), (1, None, 2.0), (2, INF, 3.0), (3, -INF, 4.0)]
+
+
+def test_legacy_node_name_tag_does_not_depend_on_what_came_before(tmp_path: Path) -> None:
+    """A value with an empty tag falls back to its node_name (old TF writers); whether an
+    empty-tag simple_value came earlier in the file must not change which series it joins."""
+    from tensorboard.compat.proto.summary_pb2 import Summary
+
+    logdir, store = tmp_path / "logs", tmp_path / "store.db"
+    write_events(logdir / "run" / event_file_name(W0), [
+        summary_event(0, W0, [Summary.Value(tag="", simple_value=5.0)]),
+        summary_event(1, W0 + 1, [Summary.Value(tag="", node_name="legacy", simple_value=7.0)]),
+    ])
+    convert(logdir, store, progress=False)
+    with closing(connect(store)) as conn:
+        rows = conn.execute("SELECT tag, step, value FROM v_scalars ORDER BY step").fetchall()
+    assert rows == [("", 0, 5.0), ("legacy", 1, 7.0)]
 
 
 def test_tensorboardx_add_scalars_subruns_are_contexts(tmp_path: Path) -> None:
@@ -554,20 +601,21 @@ def test_tensorboardx_add_scalars_subruns_are_contexts(tmp_path: Path) -> None:
     summary = convert(logdir, store, progress=False)
     assert summary.points == Counter({"scalars": 10})
     assert len(summary.orphans) == 1  # the main writer's file (file_version only) in the root
-    with connect(store) as conn:
+    with closing(connect(store)) as conn:
         rows = conn.execute("SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
                             "ORDER BY context, step").fetchall()
     assert rows == [("loss", ctx, "loss", s, W0 + s, as_float32(k / (s + 1)))
                     for ctx, k in (("train", 1.0), ("val", 2.0)) for s in range(5)]
 
 
-def test_same_bytes_under_another_logdir_give_the_same_points(converted: Converted, tmp_path: Path) -> None:
+def test_same_bytes_under_another_logdir_give_the_same_points(converted: Converted,
+                                                              tmp_path: Path) -> None:
     """The same bytes under another logdir path give the same points (run identity is relative)."""
     copy = tmp_path / "copy"
     shutil.copytree(converted.logdir, copy)
     store = tmp_path / "copy.db"
     convert(copy, store, progress=False)
-    with connect(store) as conn, connect(converted.store) as original:
+    with closing(connect(store)) as conn, closing(connect(converted.store)) as original:
         query = ("SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
                  "ORDER BY run_path, tag, step, wall_time, value")
         assert conn.execute(query).fetchall() == original.execute(query).fetchall()

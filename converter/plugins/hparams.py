@@ -7,17 +7,17 @@ Which record it is follows from the oneof that is set, never from the tag.
 * ``session_start_info`` -> table **params**, one row per entry of its ``hparams`` map, sorted
   by key, typed so SQL clients can filter and compare without parsing:
 
-  ========== ========================================== ============ ==========
+  ========== ========================================== ============= ==========
   Value kind ``value`` (text)                           ``value_num`` value_type
-  ========== ========================================== ============ ==========
-  number     ``repr(float)``: shortest exact text, e.g. the float    ``number``
+  ========== ========================================== ============= ==========
+  number     ``repr(float)``: shortest exact text, e.g. the float     ``number``
              ``0.1``, ``32.0``, ``nan``, ``inf``        (NaN: NULL)
-  string     the string                                 NULL         ``string``
-  bool       ``true`` / ``false``                       1.0 / 0.0    ``bool``
-  other      compact JSON (null, list, struct; keys     NULL         ``json``
+  string     the string                                 NULL          ``string``
+  bool       ``true`` / ``false``                       1.0 / 0.0     ``bool``
+  other      compact JSON (null, list, struct; keys     NULL          ``json``
              sorted; non-finite numbers as the proto3
              JSON strings ``"NaN"``, ``"Infinity"``)
-  ========== ========================================== ============ ==========
+  ========== ========================================== ============= ==========
 
   Types are kept as written: torch writes bools as numbers 1.0/0.0, tensorboardX as bools;
   this module does not guess.  ``params`` holds the hparams map and nothing else, because a

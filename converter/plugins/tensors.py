@@ -18,13 +18,17 @@ TABLE = "tensors"
 _DT_STRING = 7
 
 
-def decode(value: Any, _metadata: Any) -> Decoded:
+def decode(value: Any, metadata: Any) -> Decoded:
     """Keep a tensor value as (dtype, shape JSON, bytes)."""
     kind = value.WhichOneof("value")
     if kind == "tensor":
         return _tensor(value.tensor)
     if kind is None:
-        raise DecodeFailure("a value with metadata only has nothing to keep")
+        # Metadata-only values (hparams written by torch/tensorboardX) carry their data in
+        # the metadata: keep it whole.
+        if metadata is None:
+            raise DecodeFailure("a value with neither data nor metadata")
+        return raw_bytes(metadata.SerializeToString(), "summary_metadata")
     # A primitive that its own plugin could not read: keep the serialized oneof message.
     field = getattr(value, kind)
     data = field.SerializeToString() if hasattr(field, "SerializeToString") else repr(field)

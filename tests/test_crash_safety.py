@@ -1,0 +1,178 @@
+"""Real processes: kill -9 at random moments, concurrent converters, live writers, --watch.
+
+Each scenario ends by comparing the store's views, row for row, with one clean conversion of
+the final files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from converter.convert import convert
+from tests.eventfiles import simple_value, summary_event, write_events
+from tests.snapshots import view_rows, without_run_ids
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def tbconvert(*args: str) -> list[str]:
+    return [sys.executable, "-m", "converter", *args]
+
+
+@pytest.fixture(scope="module")
+def big_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 400k scalar points in 4 runs: several chunks, a few seconds to convert."""
+    root = tmp_path_factory.mktemp("big") / "logs"
+    rng = random.Random(7)
+    for run in range(4):
+        for part in range(2):
+            steps = range(part * 25_000, (part + 1) * 25_000)
+            write_events(
+                root / f"run_{run}" / f"events.out.tfevents.{part}.host",
+                [summary_event(step, 1e9 + step,
+                               [simple_value("loss", rng.random()), simple_value("acc", step)])
+                 for step in steps],
+            )
+    return root
+
+
+@pytest.fixture(scope="module")
+def big_clean(big_logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    store = tmp_path_factory.mktemp("clean") / "clean.db"
+    summary = convert(big_logdir, store)
+    assert summary.points["scalars"] == 400_000
+    return view_rows(store)
+
+
+def test_kill_9_at_random_moments_then_rerun_equals_clean(
+    big_logdir: Path, big_clean: dict, tmp_path: Path
+) -> None:
+    store = tmp_path / "killed.db"
+    rng = random.Random(11)
+    for _ in range(6):
+        process = subprocess.Popen(tbconvert("tf", "--logdir", str(big_logdir), "--store",
+                                             str(store), "-q"), env=ENV)
+        time.sleep(rng.uniform(0.4, 3.0))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    final = subprocess.run(tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store),
+                                     "-q"), env=ENV, check=False)
+    assert final.returncode == 0
+    assert view_rows(store) == big_clean
+
+
+def test_two_converters_at_once_on_one_store(
+    big_logdir: Path, big_clean: dict, tmp_path: Path
+) -> None:
+    store = tmp_path / "shared.db"
+    processes = [
+        subprocess.Popen(tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store),
+                                   "--json"), env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [process.communicate(timeout=300) for process in processes]
+    for process, (_stdout, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr
+        assert "locked" not in stderr
+    assert view_rows(store) == big_clean
+
+
+def test_converters_on_different_logdirs_share_a_store(tmp_path: Path) -> None:
+    logdirs = []
+    for name in ("a", "b", "c"):
+        root = tmp_path / name
+        for run in range(3):
+            write_events(root / f"run_{run}" / "events.out.tfevents.1.host",
+                         [summary_event(s, 1e9 + s, [simple_value("x", s)]) for s in range(3000)])
+        logdirs.append(root)
+    store = tmp_path / "shared.db"
+    processes = [subprocess.Popen(tbconvert("tf", "--logdir", str(root), "--store", str(store),
+                                            "-q"), env=ENV) for root in logdirs]
+    assert [process.wait(timeout=300) for process in processes] == [0, 0, 0]
+    sequential = tmp_path / "sequential.db"
+    for root in logdirs:
+        convert(root, sequential)
+    # Run ids depend on who got the lock first; compare everything else.
+    assert without_run_ids(view_rows(store)) == without_run_ids(view_rows(sequential))
+
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.record_writer import RecordWriter
+    import io
+
+    path, count = sys.argv[1], int(sys.argv[2])
+    with open(path, "ab") as handle:
+        for step in range(count):
+            event = Event(step=step, wall_time=1e9 + step,
+                          summary=Summary(value=[Summary.Value(tag="loss", simple_value=step)]))
+            buffer = io.BytesIO()
+            RecordWriter(buffer).write(event.SerializeToString())
+            record = buffer.getvalue()
+            # Flush in two halves, as a writer's buffer does: readers see torn records.
+            handle.write(record[:7]); handle.flush(); time.sleep(0.001)
+            handle.write(record[7:]); handle.flush()
+            if step % 50 == 0:
+                time.sleep(0.01)
+""")
+
+
+def _start_writer(path: Path, count: int) -> subprocess.Popen:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(count)], env=ENV)
+
+
+def test_converter_runs_repeatedly_while_a_writer_appends(tmp_path: Path) -> None:
+    logdir = tmp_path / "live"
+    store = tmp_path / "live.db"
+    writers = [_start_writer(logdir / f"run_{i}" / "events.out.tfevents.1.host", 3000)
+               for i in range(2)]
+    passes = 0
+    while any(writer.poll() is None for writer in writers):
+        convert(logdir, store) if logdir.exists() else None
+        passes += 1
+    assert all(writer.returncode == 0 for writer in writers)
+    convert(logdir, store)
+    assert passes > 1
+    # Which run's file appeared first decides the run ids; everything else must match.
+    assert without_run_ids(view_rows(store)) == without_run_ids(
+        view_rows(_clean_copy(logdir, tmp_path)))
+
+
+def test_watch_follows_a_live_writer_until_ctrl_c(tmp_path: Path) -> None:
+    logdir = tmp_path / "live"
+    store = tmp_path / "watch.db"
+    writer = _start_writer(logdir / "run_0" / "events.out.tfevents.1.host", 2000)
+    watcher = subprocess.Popen(
+        tbconvert("tf", "--logdir", str(logdir), "--store", str(store), "--watch",
+                  "--interval", "0.2", "--json"),
+        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert writer.wait(timeout=120) == 0
+    time.sleep(1.5)  # at least one whole pass after the last write
+    watcher.send_signal(signal.SIGINT)
+    stdout, stderr = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, stderr
+    summary = json.loads(stdout)
+    assert summary["points"]["scalars"] == 2000
+    assert "Converted" in stderr
+    assert view_rows(store) == view_rows(_clean_copy(logdir, tmp_path))
+
+
+def _clean_copy(logdir: Path, tmp_path: Path) -> Path:
+    store = tmp_path / f"clean-{time.monotonic_ns()}.db"
+    convert(logdir, store)
+    return store
