@@ -175,17 +175,21 @@ class FileDecoder:
 
     def _run_decoders(self, plugin: str, tag: str, value: Any, metadata: Any) -> Decoded | None:
         decoder = DECODERS.get(plugin)
+        failed = False
         if decoder is not None:
             try:
                 return decoder(value, metadata)
             except DecodeFailure:
-                # Kept raw below, so nothing is lost, but said in the summary.
-                self.stats.undecodable[(plugin, tag)] += 1
+                failed = True
         try:
-            return FALLBACK(value, metadata)
+            kept = FALLBACK(value, metadata)
         except DecodeFailure:
             self.stats.skipped[(plugin, tag)] += 1
             return None
+        if failed:
+            # Kept raw, so nothing is lost, but the summary says its plugin could not read it.
+            self.stats.undecodable[(plugin, tag)] += 1
+        return kept
 
     def _emit(
         self, tag: str, plugin: str, decoded: Decoded, metadata: Any, where: tuple[Any, ...]

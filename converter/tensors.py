@@ -34,11 +34,26 @@ def dtype_name(dtype: int) -> str:
     return _DTYPE_NAMES.get(dtype, f"dtype_{dtype}")
 
 
+# A TensorProto may declare a shape and give one value to repeat across it; refuse to
+# materialise more than this many elements from fewer values (a corrupt shape could ask for
+# terabytes).
+_MAX_FILL = 1 << 24
+
+
 def tensor_to_array(tensor: Any) -> np.ndarray:
-    """Decode a TensorProto into an array (any field, any dtype tensorboard knows)."""
+    """Decode a TensorProto into an array (any field, any dtype tensorboard knows).
+
+    Raises:
+        DecodeFailure: unknown dtype, inconsistent content, or a fill beyond reason.
+    """
     from tensorboard.util import tensor_util
 
+    elements = 1
+    for dim in tensor.tensor_shape.dim:
+        elements *= max(int(dim.size), 0)
+    if not tensor.tensor_content and elements > _MAX_FILL:
+        raise DecodeFailure(f"tensor declares {elements} elements without packed content")
     try:
         return np.asarray(tensor_util.make_ndarray(tensor))
-    except (TypeError, ValueError, KeyError) as error:
+    except (TypeError, ValueError, KeyError, MemoryError) as error:
         raise DecodeFailure(f"cannot decode {dtype_name(tensor.dtype)} tensor: {error}") from error

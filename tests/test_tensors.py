@@ -260,8 +260,6 @@ def _bfloat16() -> TensorProto:
     return TensorProto(dtype=14, half_val=[0x3F80])  # DT_BFLOAT16 1.0 as its bit pattern
 
 
-@pytest.mark.xfail(strict=True, reason="converter/plugins/tensors.py _tensor: dtypes that "
-                   "tensor_util.make_ndarray cannot read from *_val raise, the value is dropped")
 @pytest.mark.parametrize("make", [_uint32, _bfloat16], ids=["uint32_val", "bfloat16_half_val"])
 def test_tensor_numpy_cannot_read_is_still_kept(make: Any, tmp_path: Path) -> None:
     tensor = make()

@@ -15,6 +15,7 @@ from converter.tensors import dtype_name, tensor_to_array
 TABLE = "scalars"
 _DT_FLOAT = 1
 _DT_DOUBLE = 2
+_DT_BFLOAT16 = 14
 _FLOAT32 = struct.Struct("<f")
 _FLOAT64 = struct.Struct("<d")
 
@@ -40,6 +41,12 @@ def tensor_scalar(tensor: Any) -> float:
             return float(tensor.float_val[0])
     elif tensor.dtype == _DT_DOUBLE and len(content) == 8:
         return float(_FLOAT64.unpack(content)[0])
+    elif tensor.dtype == _DT_BFLOAT16:
+        # NumPy has no bfloat16: it is the upper half of a float32.
+        if len(content) == 2:
+            return float(_FLOAT32.unpack(b"\x00\x00" + content)[0])
+        if not content and len(tensor.half_val) == 1:
+            return float(_FLOAT32.unpack(struct.pack("<I", tensor.half_val[0] << 16))[0])
     array = tensor_to_array(tensor)
     if array.size != 1:
         raise DecodeFailure(f"a scalar tensor must hold one element, got shape {array.shape}")

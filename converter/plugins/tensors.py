@@ -3,7 +3,8 @@
 Used for pr_curves, custom_scalars, mesh, graph sub-plugins, unknown plugins, and values their
 own plugin could not read, so a later version can interpret them.  Numeric tensors keep their
 little-endian element bytes (C order); a one-element string tensor keeps the string's bytes;
-any other string tensor keeps the serialized TensorProto (dtype ``string_tensorproto``).
+any other string tensor keeps the serialized TensorProto (dtype ``string_tensorproto``), and
+so does a tensor NumPy cannot represent (dtype ``tensorproto``).
 """
 
 from __future__ import annotations
@@ -53,8 +54,13 @@ def _tensor(tensor: Any) -> Decoded:
     elif tensor.tensor_content:
         data = bytes(tensor.tensor_content)
     else:
-        array = tensor_to_array(tensor)
-        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
+        try:
+            array = tensor_to_array(tensor)
+        except DecodeFailure:
+            # NumPy cannot hold it (uint32/uint64 vals, bfloat16, ...): keep the proto itself.
+            data, dtype = tensor.SerializeToString(), "tensorproto"
+        else:
+            data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
     blobs: dict[str, bytes] = {}
     sha = blob(data, blobs)
     return Decoded(TABLE, [(dtype, json.dumps(shape), sha)], dtype, blobs)
