@@ -29,9 +29,12 @@ def sqlite_path(url: str) -> str | None:
         return None
     path = url.split("://", 1)[1]
     path = path[1:] if path.startswith("/") else path
+    path = path.split("?", 1)[0]
+    # sqlite:///file:/abs/path?mode=ro&uri=true names the same file through SQLite's URIs.
+    path = path[len("file:"):] if path.startswith("file:") else path
     if path in ("", ":memory:"):
         return None
-    return path.split("?", 1)[0]
+    return path
 
 
 def check_store_location(url: str) -> None:

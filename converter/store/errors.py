@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,9 +27,10 @@ _KNOWN = (
 )
 
 
-def describe(error: DBAPIError) -> tuple[str, str | None]:
-    """The one-line reason and fix for a database error."""
-    text = str(error.orig) if error.orig is not None else str(error)
+def describe(error: Exception) -> tuple[str, str | None]:
+    """The one-line reason and fix for a database error (wrapped by SQLAlchemy or raw)."""
+    original = getattr(error, "orig", None)
+    text = str(original) if original is not None else str(error)
     for needle, message, hint in _KNOWN:
         if needle in text:
             return message, hint
@@ -40,6 +42,7 @@ def translate_errors(store: str) -> Iterator[None]:
     """Re-raise driver errors as :class:`StoreError` naming the store."""
     try:
         yield
-    except DBAPIError as error:
+    except (DBAPIError, sqlite3.Error) as error:
+        # Bulk inserts go through the driver's cursor, so raw driver errors arrive here too.
         message, hint = describe(error)
         raise StoreError(message, path=store, hint=hint) from error

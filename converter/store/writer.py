@@ -94,7 +94,10 @@ class StoreWriter:
         path = sqlite_path(str(self.engine.url))
         if path is None:
             return False
-        probe = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            probe = sqlite3.connect(path, timeout=0, isolation_level=None)
+        except sqlite3.Error:
+            return False  # the real connection reports the problem properly
         try:
             probe.execute("BEGIN IMMEDIATE")
             probe.execute("ROLLBACK")
