@@ -101,6 +101,8 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
                   help="Only tags that match (repeatable).")
     @click.option("--exclude-tag", "exclude_tags", multiple=True, metavar="GLOB",
                   help="Skip tags that match (repeatable).")
+    @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+                  help="Decode files in this many worker processes (one writer).")
     @click.option("--watch", is_flag=True,
                   help="Convert again every --interval seconds until Ctrl-C, then summarise.")
     @click.option("--interval", type=click.FloatRange(min=0.0), default=5.0, show_default=True,
@@ -110,7 +112,8 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
     @click.option("-v", "--verbose", count=True, help="-v more detail, -vv tracebacks.")
     def tf(logdir: str, store: str, flat: bool, dry_run: bool, full: bool, plugins: str | None,
            runs: tuple[str, ...], tags: tuple[str, ...], exclude_tags: tuple[str, ...],
-           watch: bool, interval: float, as_json: bool, quiet: bool, verbose: int) -> None:
+           jobs: int, watch: bool, interval: float, as_json: bool, quiet: bool,
+           verbose: int) -> None:
         """Convert a TensorBoard logdir into the store (incremental: re-run any time).
 
         Directories are classified as groups, runs and contexts with Aim's rules
@@ -130,7 +133,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
             raise click.UsageError("--watch and --dry-run do not go together")
         options = dict(
             flat=flat, dry_run=dry_run, full=full, plugins=_parse_plugins(plugins), runs=runs,
-            tags=tags, exclude_tags=exclude_tags, progress=False if quiet else None,
+            tags=tags, exclude_tags=exclude_tags, jobs=jobs, progress=False if quiet else None,
             notify=None if quiet else lambda line: click.echo(line, err=True))
         if watch:
             summary = run_library(verbose, lambda: library.watch(

@@ -9,19 +9,16 @@ with the file's new offset, so a crash at any moment leaves a store the next run
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from converter import __version__, discovery
-from converter.decode import FileDecoder, Selection
-from converter.errors import StoreError
-from converter.records import RecordReader, open_event_file, read_first_record
+from converter.decode import Selection
+from converter.filepass import Chunk, FileTask, decode_all
 from converter.report import FileProblem, Summary, progress_bar
 from converter.store.engine import (
     DEFAULT_STORE,
@@ -33,9 +30,6 @@ from converter.store.engine import (
 from converter.store.writer import FileState, StoreWriter
 
 CHUNK_POINTS = 50_000
-_RECORD_BATCH = 2048
-# Images and audio make few points of many bytes: bound a transaction by bytes too.
-_CHUNK_BYTES = 64 << 20
 # Series plugins that were not taken from a SummaryMetadata, so there is nothing to remember.
 _NOT_FROM_METADATA = frozenset({"tensor", "unknown", "graphs", "graph_tagged_run_metadata"})
 
@@ -51,6 +45,7 @@ def convert(
     runs: Sequence[str] = (),
     tags: Sequence[str] = (),
     exclude_tags: Sequence[str] = (),
+    jobs: int = 1,
     progress: bool | None = None,
     chunk_points: int = CHUNK_POINTS,
     notify: Callable[[str], Any] | None = None,
@@ -65,6 +60,7 @@ def convert(
         full: Read every file again from its start (no duplicates result).
         plugins: Plugin names to convert (default: all).
         runs: Globs on run paths; tags / exclude_tags: globs on tags.
+        jobs: Worker processes decoding files (1: decode in this process).
         progress: Show a progress bar (None: only when stderr is a terminal).
         chunk_points: Points per transaction.
         notify: Called with a line to show the user while waiting (e.g. for a lock).
@@ -95,7 +91,7 @@ def convert(
     else:
         check_store_location(url)
         _convert_into(url, classification, summary, selection, full, progress, chunk_points,
-                      prune=not runs, notify=notify or (lambda _message: None))
+                      prune=not runs, notify=notify or (lambda _message: None), jobs=jobs)
     summary.elapsed = time.monotonic() - started
     return summary
 
@@ -144,6 +140,7 @@ def _convert_into(
     chunk_points: int,
     prune: bool,
     notify: Callable[[str], Any],
+    jobs: int,
 ) -> None:
     from converter.store.errors import translate_errors
     from converter.store.migrate import ensure_schema
@@ -160,27 +157,15 @@ def _convert_into(
             writer = StoreWriter(engine)
             try:
                 job = _Job(writer, classification, summary, selection, full, chunk_points)
-                job.run(progress, prune, notify)
+                job.run(progress, prune, notify, jobs)
             finally:
                 writer.close()
     finally:
         engine.dispose()
 
 
-@dataclass
-class _FilePass:
-    """The reading of one file in this conversion, carried from chunk to chunk."""
-
-    source: discovery.EventFileSource
-    reader: RecordReader
-    records: Iterator[tuple[int, bytes]]
-    decoder: FileDecoder
-    state: FileState
-    base_records: int
-
-
 class _Job:
-    """One conversion into an open store."""
+    """One conversion into an open store: plan the files, then apply their chunks in order."""
 
     def __init__(
         self,
@@ -200,15 +185,35 @@ class _Job:
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()
+        self._stats: dict[str, os.stat_result] = {}
+        self._runs: dict[str, discovery.RunSource] = {}
 
-    def run(self, progress: bool | None, prune: bool, notify: Callable[[str], Any]) -> None:
-        """Convert every file of the classification, then record the conversion."""
+    def run(self, progress: bool | None, prune: bool, notify: Callable[[str], Any],
+            jobs: int = 1) -> None:
+        """Convert every changed file of the classification, then record the conversion."""
         logdir = self.classification.logdir
         if self.writer.is_busy():
             notify("another process is writing to the store; waiting for it to finish ...")
-        known = self._known_files(logdir)
-        todo: list[tuple[discovery.RunSource, discovery.EventFileSource, os.stat_result]] = []
-        total_bytes = 0
+        tasks = self._plan(logdir)
+        conversion_id = self._start_conversion()
+        total = sum(task.size - (0 if task.full else min(task.offset, task.size))
+                    for task in tasks)
+        with progress_bar(total, enabled=progress) as bar:
+            self._apply_all(decode_all(tasks, jobs), bar.update)
+        if prune:
+            self._mark_gone(logdir)
+        self.summary.contexts = len(self.contexts)
+        self.summary.runs_created = len(self.writer.created_runs)
+        self.summary.runs_extended = len(self.touched_runs - self.writer.created_runs)
+        self.summary.series_created = len(self.writer.created_series)
+        self.summary.series_extended = len(self.touched_series - self.writer.created_series)
+        self._finish_conversion(conversion_id)
+
+    def _plan(self, logdir: str) -> list[FileTask]:
+        with self.writer.transaction():
+            known = self.writer.file_states_of_logdir(logdir)
+        tasks: list[FileTask] = []
+        seeds: dict[tuple[str, str], dict[str, bytes]] = {}
         for run in self.classification.runs:
             for source in run.files:
                 self.contexts.add(source.context)
@@ -219,157 +224,131 @@ class _Job:
                 if not self.full and state is not None and _unchanged(state, stat):
                     self.summary.files_unchanged += 1
                     continue
-                todo.append((run, source, stat))
-                start = state.offset_consumed if state is not None and not self.full else 0
-                total_bytes += max(stat.st_size - start, 0) if start <= stat.st_size else stat.st_size
-        conversion_id = self._start_conversion()
-        with progress_bar(total_bytes, enabled=progress) as bar:
-            for run, source, stat in todo:
-                self._convert_file(run, source, stat, bar.update)
-        if prune:
-            self._mark_gone(logdir)
-        self.summary.contexts = len(self.contexts)
-        self.summary.runs_created = len(self.writer.created_runs)
-        self.summary.runs_extended = len(self.touched_runs - self.writer.created_runs)
-        self.summary.series_created = len(self.writer.created_series)
-        self.summary.series_extended = len(self.touched_series - self.writer.created_series)
-        self._finish_conversion(conversion_id)
-
-    def _known_files(self, logdir: str) -> dict[tuple[str, str], FileState]:
-        with self.writer.transaction():
-            return self.writer.file_states_of_logdir(logdir)
+                group = (run.run_path, source.context)
+                if group not in seeds:
+                    seeds[group] = self._remembered_metadata(logdir, *group)
+                tasks.append(FileTask(
+                    index=len(tasks), path=source.path, rel_path=source.rel_path,
+                    run_path=run.run_path, context=source.context, size=stat.st_size,
+                    offset=0 if state is None else state.offset_consumed,
+                    stored_size=None if state is None else state.size,
+                    stored_digest=None if state is None else state.head_digest,
+                    full=self.full, seeds=seeds[group], selection=self.selection,
+                    chunk_points=self.chunk_points))
+        self._runs = {run.run_path: run for run in self.classification.runs}
+        return tasks
 
     def _stat(self, source: discovery.EventFileSource) -> os.stat_result | None:
         try:
-            return os.stat(source.path)
+            stat = os.stat(source.path)
         except OSError as error:
             self.summary.problems.append(FileProblem(source.rel_path, _os_reason(error)))
             return None
+        self._stats[source.rel_path] = stat
+        return stat
 
-    def _convert_file(
-        self,
-        run: discovery.RunSource,
-        source: discovery.EventFileSource,
-        stat: os.stat_result,
-        advance: Callable[[int], Any],
-    ) -> None:
-        try:
-            handle = open_event_file(source.path)
-        except OSError as error:
-            self.summary.problems.append(FileProblem(source.rel_path, _os_reason(error)))
-            return
-        with handle:
-            head = read_first_record(handle)
-            digest = hashlib.sha256(head).hexdigest() if head is not None else None
-            handle.seek(0)
+    def _apply_all(self, chunks: Iterator[tuple[FileTask, Chunk]],
+                   advance: Callable[[int], Any]) -> None:
+        state: FileState | None = None
+        ids: list[int] = []
+        base_records = 0
+        for task, chunk in chunks:
+            if chunk.error is not None:
+                self.summary.problems.append(FileProblem(task.rel_path, chunk.error))
+                continue
             with self.writer.transaction():
-                state, start = self._open_state(run, source, stat, digest)
-                reader = RecordReader(handle, start, end=stat.st_size)
-                decoder = FileDecoder(state.id or 0, self._resolver(state), self.selection)
-                decoder.seed_metadata(self._remembered_metadata(state))
-                pass_ = _FilePass(source, reader, iter(reader), decoder, state, state.records)
-                done = self._chunk(pass_, advance)
-            while not done:
-                with self.writer.transaction():
-                    done = self._chunk(pass_, advance)
-        self.summary.files_read += 1
-        self._finish_file(pass_)
+                if state is None or state.path != task.rel_path:
+                    state = self._open_state(task, chunk)
+                    ids, base_records = [], state.records
+                before = state.offset_consumed
+                state = self._apply(task, chunk, state, ids, base_records)
+            advance(max(state.offset_consumed - before, 0))
+            if chunk.done:
+                self._finish_file(task, chunk, state, ids)
+                state = None
 
-    def _open_state(
-        self,
-        run: discovery.RunSource,
-        source: discovery.EventFileSource,
-        stat: os.stat_result,
-        digest: str | None,
-    ) -> tuple[FileState, int]:
+    def _open_state(self, task: FileTask, chunk: Chunk) -> FileState:
         writer = self.writer
-        run_id = writer.run_id(self.classification.logdir, run.run_path, run.group_path,
-                               _run_name(self.classification.logdir, run.run_path))
-        context_id = writer.context_id(source.context)
+        run = self._runs[task.run_path]
+        logdir = self.classification.logdir
+        run_id = writer.run_id(logdir, run.run_path, run.group_path,
+                               _run_name(logdir, run.run_path))
+        context_id = writer.context_id(task.context)
+        stat = self._stats[task.rel_path]
         # Read again under the write lock: another converter may have moved the offset.
-        state = writer.file_state(run_id, source.rel_path)
+        state = writer.file_state(run_id, task.rel_path)
         if state is None:
-            state = writer.save_file(FileState(None, run_id, context_id, source.rel_path))
-            start = 0
-        elif self.full or stat.st_size < state.offset_consumed or (
-            state.head_digest is not None and digest != state.head_digest
-        ):
+            state = writer.save_file(FileState(None, run_id, context_id, task.rel_path))
+        elif chunk.restart:
             writer.delete_file_points(state.id or 0)
-            if not self.full:
+            if not task.full:
                 self.summary.files_replaced += 1
             state = replace(state, offset_consumed=0, records=0, damaged_records=0,
                             first_wall_time=None, last_wall_time=None)
-            start = 0
-        else:
-            start = state.offset_consumed
-        state = replace(state, size=stat.st_size, mtime_ns=stat.st_mtime_ns, head_digest=digest)
-        return state, start
+        return replace(state, size=stat.st_size, mtime_ns=stat.st_mtime_ns,
+                       head_digest=chunk.digest)
 
-    def _chunk(self, pass_: _FilePass, advance: Callable[[int], Any]) -> bool:
-        reader, decoder = pass_.reader, pass_.decoder
-        before = reader.consumed
-        damage_seen = len(reader.damage)
-        done = False
-        while (decoder.pending() < self.chunk_points
-               and reader.consumed - before < _CHUNK_BYTES):
-            batch = list(itertools.islice(pass_.records, _RECORD_BATCH))
-            if batch:
-                decoder.feed_all(batch)
-            if len(batch) < _RECORD_BATCH:
-                done = True
-                break
-        rows, blobs = decoder.take()
-        self.writer.insert_blobs(blobs)
-        for table, table_rows in rows.items():
-            self.writer.insert_points(table, table_rows)
-        new_damage = reader.damage[damage_seen:]
-        self.summary.add_damage(pass_.source.rel_path, new_damage)
-        invalid = done and reader.records == 0 and any(d.offset == 0 for d in reader.damage)
-        pass_.state = self.writer.save_file(replace(
-            pass_.state,
-            offset_consumed=reader.consumed,
-            records=pass_.base_records + reader.records,
-            damaged_records=pass_.state.damaged_records + len(new_damage),
-            status=_status(reader, done, invalid),
-            last_error=new_damage[-1].reason if new_damage else pass_.state.last_error,
-            first_wall_time=_extreme(min, pass_.state.first_wall_time,
-                                     decoder.stats.first_wall_time),
-            last_wall_time=_extreme(max, pass_.state.last_wall_time,
-                                    decoder.stats.last_wall_time),
+    def _apply(self, task: FileTask, chunk: Chunk, state: FileState, ids: list[int],
+               base_records: int) -> FileState:
+        from tensorboard.compat.proto.summary_pb2 import SummaryMetadata
+
+        writer = self.writer
+        for _local, tag, plugin, dtype, content in chunk.new_series:
+            metadata = SummaryMetadata.FromString(content) if content is not None else None
+            ids.append(writer.series_id(state.run_id, state.context_id, tag, plugin, dtype,
+                                        metadata))
+        writer.insert_blobs(chunk.blobs)
+        file_id = state.id
+        for table, rows in chunk.rows.items():
+            writer.insert_points(table, [(ids[row[0]], row[1], file_id, *row[3:])
+                                         for row in rows])
+        self.summary.add_damage(task.rel_path, chunk.damage)
+        invalid = (chunk.done and base_records + chunk.records == 0
+                   and any(region.offset == 0 for region in chunk.damage))
+        return writer.save_file(replace(
+            state,
+            offset_consumed=chunk.consumed,
+            records=base_records + chunk.records,
+            damaged_records=state.damaged_records + len(chunk.damage),
+            status=_status(chunk, invalid, state.damaged_records + len(chunk.damage)),
+            last_error=chunk.damage[-1].reason if chunk.damage else state.last_error,
+            first_wall_time=_extreme(min, state.first_wall_time, chunk.first_wall_time),
+            last_wall_time=_extreme(max, state.last_wall_time, chunk.last_wall_time),
         ))
-        self.summary.bytes_read += reader.consumed - before
-        advance(reader.consumed - before)
-        return done
 
-    def _finish_file(self, pass_: _FilePass) -> None:
-        stats = pass_.decoder.stats
+    def _finish_file(self, task: FileTask, chunk: Chunk, state: FileState,
+                     ids: list[int]) -> None:
+        stats = chunk.stats
         summary = self.summary
-        path = pass_.source.rel_path
-        summary.records_read += pass_.reader.records
-        summary.points.update(stats.points)
-        summary.add_counts(summary.skipped, stats.skipped)
-        summary.add_counts(summary.undecodable, stats.undecodable)
-        summary.filtered_values += stats.filtered_values
-        summary.lossy_records += stats.lossy_records
-        for offset in stats.unparseable:
-            summary.damaged_records += 1
-            summary.problems.append(FileProblem(path, "record is not an Event", offset))
-        if pass_.state.status == "invalid":
-            summary.problems.append(FileProblem(path, "not an event file (no valid record)"))
-        series = pass_.decoder.series_ids()
-        self.touched_series |= series
-        if series:
-            self.touched_runs.add(pass_.state.run_id)
-        if pass_.state.status == "partial":
+        summary.files_read += 1
+        summary.bytes_read += max(chunk.consumed - (0 if chunk.restart else task.offset), 0)
+        summary.records_read += chunk.records
+        if stats is not None:
+            summary.points.update(stats.points)
+            summary.add_counts(summary.skipped, stats.skipped)
+            summary.add_counts(summary.undecodable, stats.undecodable)
+            summary.filtered_values += stats.filtered_values
+            summary.lossy_records += stats.lossy_records
+            for offset in stats.unparseable:
+                summary.damaged_records += 1
+                summary.problems.append(
+                    FileProblem(task.rel_path, "record is not an Event", offset))
+        if state.status == "invalid":
+            summary.problems.append(FileProblem(task.rel_path,
+                                                "not an event file (no valid record)"))
+        if state.status == "partial":
             summary.files_partial += 1
+        self.touched_series.update(ids)
+        if ids:
+            self.touched_runs.add(state.run_id)
 
-    def _remembered_metadata(self, state: FileState) -> dict[str, Any]:
+    def _remembered_metadata(self, logdir: str, run_path: str, context: str) -> dict[str, bytes]:
         from tensorboard.compat.proto import summary_pb2
 
-        remembered: dict[str, Any] = {}
-        for tag, plugin, display, description, content in self.writer.series_metadata(
-            state.run_id, state.context_id
-        ):
+        remembered: dict[str, bytes] = {}
+        with self.writer.transaction():
+            rows = self.writer.series_metadata(logdir, run_path, context)
+        for tag, plugin, display, description, content in rows:
             if tag in remembered or plugin in _NOT_FROM_METADATA:
                 continue
             remembered[tag] = summary_pb2.SummaryMetadata(
@@ -377,16 +356,8 @@ class _Job:
                 summary_description=description or "",
                 plugin_data=summary_pb2.SummaryMetadata.PluginData(
                     plugin_name=plugin, content=content or b""),
-            )
+            ).SerializeToString()
         return remembered
-
-    def _resolver(self, state: FileState) -> Callable[[str, str, str | None, Any], int]:
-        writer, run_id, context_id = self.writer, state.run_id, state.context_id
-
-        def resolve(tag: str, plugin: str, dtype: str | None, metadata: Any) -> int:
-            return writer.series_id(run_id, context_id, tag, plugin, dtype, metadata)
-
-        return resolve
 
     def _mark_gone(self, logdir: str) -> None:
         present = {(run.run_path, f.rel_path) for run in self.classification.runs for f in run.files}
@@ -420,12 +391,12 @@ def _unchanged(state: FileState, stat: os.stat_result) -> bool:
     return state.size == stat.st_size and state.mtime_ns == stat.st_mtime_ns
 
 
-def _status(reader: RecordReader, done: bool, invalid: bool) -> str:
+def _status(chunk: Chunk, invalid: bool, damaged: int) -> str:
     if invalid:
         return "invalid"
-    if not done or reader.torn:
+    if not chunk.done or chunk.torn:
         return "partial"
-    return "damaged" if reader.damage else "ok"
+    return "damaged" if damaged else "ok"
 
 
 def _run_name(logdir: str, run_path: str) -> str:

@@ -143,6 +143,10 @@ class FileDecoder:
         blobs, self.blobs = self.blobs, {}
         return taken, blobs
 
+    def metadata(self) -> dict[str, Any]:
+        """The first metadata of every tag seen in this file."""
+        return dict(self._metadata)
+
     def series_ids(self) -> set[int]:
         """Ids of every series this file has given points to so far."""
         return set(self._series.values())

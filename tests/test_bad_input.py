@@ -104,7 +104,7 @@ def test_non_event_file_named_like_one(logdir: Path, tmp_path: Path) -> None:
 
 
 def test_unreadable_file(logdir: Path, tmp_path: Path, monkeypatch) -> None:
-    import converter.convert as module
+    import converter.filepass as module
 
     bad = logdir / "other" / "events.out.tfevents.1.host"
     write_events(bad, scalars(range(3)))

@@ -44,7 +44,7 @@ def test_no_change_rerun_reports_every_file_unchanged(logdir: Path, tmp_path: Pa
 def test_unchanged_files_are_not_opened(logdir: Path, tmp_path: Path, monkeypatch) -> None:
     store = tmp_path / "s.db"
     convert(logdir, store)
-    import converter.convert as module
+    import converter.filepass as module
 
     def refuse(path: str):
         raise AssertionError(f"opened {path}")

@@ -1,19 +1,126 @@
-"""Reading a store: the Python API behind ``tbconvert runs`` and friends (SPEC §10)."""
+"""Reading a store: the Python API behind ``tbconvert runs``, ``show`` and ``export`` (SPEC §10).
+
+A run is named by its path relative to its logdir (``run_path``, ``.`` for the logdir itself)
+or by its ``run_id``.  Filters on runs, contexts and tags are shell globs matched with
+``fnmatch.fnmatchcase`` (``*`` also crosses ``/``), as in ``tbconvert tf --run/--tag``.
+Points come back in step order; equal steps (resumed runs) keep the order they were written.
+"""
 
 from __future__ import annotations
 
+import difflib
+import io
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from converter.errors import StoreError
+from converter.errors import StoreError, UsageError
 from converter.store.engine import create_store_engine, sqlite_path, store_url
 from converter.store.errors import translate_errors
 from converter.store.writer import FileState, select_file_states
+
+if TYPE_CHECKING:
+    import numpy
+    import pandas
+    from PIL import Image
+
+Globs = str | Sequence[str] | None
+POINT_TABLES = ("scalars", "images", "audio", "histograms", "texts", "params", "tensors")
+WRITTEN = "file_id, record_offset, value_index"
+_LAST = "step DESC, file_id DESC, record_offset DESC, value_index DESC"
+POINT_SQL = {
+    "scalars": f"SELECT step, wall_time, value FROM scalars WHERE series_id = :id "
+               f"ORDER BY step, {WRITTEN}",
+    "texts": f"SELECT step, wall_time, idx, value FROM texts WHERE series_id = :id "
+             f"ORDER BY step, {WRITTEN}, idx",
+    "params": f"SELECT key, value, value_num, value_type FROM params WHERE series_id = :id "
+              f"ORDER BY key, step, {WRITTEN}",
+}
+_RUNS_SQL = "SELECT * FROM v_runs ORDER BY logdir, run_path"
+_FILES_SQL = (
+    "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
+    "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
+    "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run "
+    "ORDER BY f.path")
+_CONTEXTS_SQL = (
+    "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series UNION "
+    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id "
+    "ORDER BY u.run_id, c.name")
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series: the points of one tag and plugin in one (run, context)."""
+
+    id: int
+    run_id: int
+    run_path: str
+    context: str
+    tag: str
+    plugin: str
+
+
+@dataclass(frozen=True)
+class StoredImage:
+    """One stored image and where it was logged; its bytes are read only when asked for."""
+
+    run_id: int
+    run_path: str
+    context: str
+    tag: str
+    step: int
+    wall_time: float | None
+    idx: int
+    format: str | None
+    width: int | None
+    height: int | None
+    blob_id: int
+    store: Store = field(repr=False, compare=False)
+
+    @property
+    def data(self) -> bytes:
+        """The encoded bytes exactly as logged (PNG, GIF, JPEG...)."""
+        with self.store.connect() as conn:
+            return bytes(conn.execute(text("SELECT data FROM blobs WHERE id = :id"),
+                                      {"id": self.blob_id}).scalar_one())
+
+    def open(self) -> Image.Image:
+        """Decode the image with Pillow (lazily: pixels are decoded when first used)."""
+        from PIL import Image
+
+        return Image.open(io.BytesIO(self.data))
+
+
+def typed_param(value: str | None, value_num: float | None, value_type: str) -> Any:
+    """A ``v_params`` value as Python: float, bool, str, or parsed JSON."""
+    if value is None:
+        return None
+    if value_type == "number":
+        return value_num if value_num is not None else float(value)
+    if value_type == "bool":
+        return value == "true"
+    return json.loads(value) if value_type == "json" else value
+
+
+def globs(patterns: Globs) -> tuple[str, ...]:
+    """Normalise a glob argument: None, one pattern, or several."""
+    if patterns is None:
+        return ()
+    return (patterns,) if isinstance(patterns, str) else tuple(patterns)
+
+
+def matches(name: str, patterns: tuple[str, ...], *aliases: str) -> bool:
+    """True when there are no patterns or ``name`` (or an alias) matches one of them."""
+    return not patterns or any(fnmatchcase(candidate, pattern) for pattern in patterns
+                               for candidate in (name, *aliases))
+
 
 class Store:
     """A store opened for reading.  Use :func:`open_store`."""
@@ -22,6 +129,9 @@ class Store:
         """Wrap an engine whose schema is current."""
         self.engine = engine
         self.display = display
+
+    def __repr__(self) -> str:
+        return f"Store({self.display!r})"
 
     def close(self) -> None:
         """Release the store's connections."""
@@ -35,36 +145,258 @@ class Store:
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        """A read connection, with driver errors turned into StoreError."""
+        """A read connection (one snapshot), with driver errors turned into StoreError."""
         with translate_errors(self.display), self.engine.connect() as conn:
             yield conn
 
-    def runs(self) -> list[dict[str, Any]]:
-        """Every run with its group, contexts and series/point counts, sorted by logdir, path."""
-        sql = text(
-            "SELECT r.run_id, r.logdir, r.run_path, r.group_path, r.name, "
-            "r.first_wall_time, r.last_wall_time, "
-            "(SELECT count(*) FROM series AS s WHERE s.run_id = r.run_id) AS series, "
-            "(SELECT count(*) FROM scalars AS p JOIN series AS s ON s.id = p.series_id "
-            " WHERE s.run_id = r.run_id) AS scalar_points "
-            "FROM v_runs AS r ORDER BY r.logdir, r.run_path"
-        )
-        contexts_sql = text(
-            "SELECT DISTINCT s.run_id, c.name FROM series AS s JOIN contexts AS c "
-            "ON c.id = s.context_id ORDER BY s.run_id, c.name"
-        )
+    def runs(self, run: Globs = None) -> list[dict[str, Any]]:
+        """Every run, or those whose path matches ``run``, sorted by logdir and path.
+
+        Returns:
+            Dicts with the columns of ``v_runs`` plus ``contexts`` (sorted), ``series``,
+            ``points`` (rows per point table, non-zero only), ``scalar_points`` and ``params``
+            (``{context: {key: value}}``: one entry per hparams session).
+        """
         with self.connect() as conn:
-            rows = [dict(row._mapping) for row in conn.execute(sql)]
+            rows = [dict(row._mapping) for row in conn.execute(text(_RUNS_SQL))]
+            rows = [row for row in rows if matches(row["run_path"], globs(run))]
+            counts = self._counts(conn, "s.run_id")
+            series = dict(conn.execute(text(
+                "SELECT run_id, count(*) FROM series GROUP BY run_id")).all())
             contexts: dict[int, list[str]] = {}
-            for run_id, name in conn.execute(contexts_sql):
+            for run_id, name in conn.execute(text(_CONTEXTS_SQL)):
                 contexts.setdefault(run_id, []).append(name)
+            params = self.param_sessions(conn=conn)
         for row in rows:
-            row["contexts"] = contexts.get(row["run_id"], [])
+            run_id = row["run_id"]
+            row["contexts"] = contexts.get(run_id, [])
+            row["series"] = series.get(run_id, 0)
+            row["points"] = {table: by_run[run_id][0] for table, by_run in counts.items()
+                             if run_id in by_run}
+            row["scalar_points"] = row["points"].get("scalars", 0)
+            row["params"] = params.get(run_id, {})
         return rows
+
+    def describe(self, run: str | int) -> dict[str, Any]:
+        """One run in full: its ``v_runs`` row, series, params and event files.
+
+        Returns:
+            ``{"run": {...}, "series": [...], "params": {context: {key: value}},
+            "files": [...]}``.  Each series has its plugin, the table holding its points,
+            the number of points, first and last step, and for scalars and texts the last
+            value (highest step, then last written); each file its read state.
+
+        Raises:
+            UsageError: no run (or several runs in different logdirs) has that path.
+        """
+        with self.connect() as conn:
+            row = self._resolve_run(conn, run)
+            run_id = row["run_id"]
+            counts = self._counts(conn, "p.series_id", run_id)
+            series = [self._series_entry(conn, s, counts) for s in self.series(run=run_id)]
+            files = [dict(file._mapping) for file in conn.execute(text(_FILES_SQL),
+                                                                   {"run": run_id})]
+            params = self.param_sessions(run_id, conn=conn).get(run_id, {})
+        return {"run": row, "series": series, "params": params, "files": files}
+
+    def series(self, run: Globs | int = None, tag: Globs = None, context: Globs = None,
+               plugin: Globs = None) -> list[Series]:
+        """The series matching the filters (globs; an int ``run`` is a run id), sorted.
+
+        Text tags also match without the ``/text_summary`` suffix torch and tensorboardX add.
+        """
+        sql = text(
+            "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin FROM series AS s "
+            "JOIN runs AS r ON r.id = s.run_id JOIN contexts AS c ON c.id = s.context_id "
+            "ORDER BY r.logdir, r.run_path, c.name, s.name, s.plugin")
+        with self.connect() as conn:
+            found = [Series(*row) for row in conn.execute(sql)]
+        if isinstance(run, int):
+            found, run = [s for s in found if s.run_id == run], None
+        runs, tags, contexts, plugins = (globs(g) for g in (run, tag, context, plugin))
+        return [s for s in found if matches(s.run_path, runs) and matches(s.context, contexts)
+                and matches(s.tag, tags, s.tag.removesuffix("/text_summary"))
+                and matches(s.plugin, plugins)]
+
+    def scalars(self, run: str | int, tag: str, context: str | None = None) -> numpy.ndarray:
+        """The learning curve of one scalar series as a NumPy structured array.
+
+        Args:
+            run: The run's path (``run_path``) or id.
+            tag: The tag, exactly as logged.
+            context: The context (``''`` for files in the run directory itself); may be left
+                out when only one context of the run has the tag.
+
+        Returns:
+            Fields ``step`` (int64), ``wall_time`` and ``value`` (float64; NaN where the store
+            holds NULL, i.e. a NaN was logged), in step order.  Every record is one element:
+            a resumed run repeats the steps it logged twice, in the order written.
+
+        Raises:
+            UsageError: no such run or series, or the tag is in several contexts.
+        """
+        import numpy as np
+
+        series = self._one_series(run, tag, context)
+        with self.connect() as conn:
+            rows = conn.execute(text(POINT_SQL["scalars"]), {"id": series.id}).all()
+        dtype = np.dtype([("step", "<i8"), ("wall_time", "<f8"), ("value", "<f8")])
+        array = np.empty(len(rows), dtype=dtype)
+        for name, column in zip(dtype.names or (), zip(*rows)):
+            array[name] = np.array(column, dtype=dtype[name])  # None becomes NaN
+        return array
+
+    def params(self, run: str | int, context: str | None = None) -> dict[str, Any]:
+        """A run's hyper-parameters, typed (float, bool, str, or parsed JSON).
+
+        Args:
+            run: The run's path or id.
+            context: The hparams session (tensorboardX and torch write each ``add_hparams``
+                into its own sub-directory); may be left out when the sessions agree.
+
+        Raises:
+            UsageError: no such run, or its sessions disagree and no context was given.
+        """
+        with self.connect() as conn:
+            row = self._resolve_run(conn, run)
+            sessions = self.param_sessions(row["run_id"], conn=conn).get(row["run_id"], {})
+        if context is not None:
+            return dict(sessions.get(context, {}))
+        merged: dict[str, Any] = {}
+        for values in sessions.values():
+            for key, value in values.items():
+                if merged.get(key, value) != value:
+                    raise UsageError(
+                        f"the hparams sessions of run {row['run_path']!r} disagree on {key!r}",
+                        path=self.display,
+                        hint=f"pass context= one of {sorted(sessions)}, or use hparams_table()")
+                merged[key] = value
+        return merged
+
+    def param_sessions(self, run_id: int | None = None, *,
+                       conn: Connection | None = None) -> dict[int, dict[str, dict[str, Any]]]:
+        """Typed params of every run (or one) as ``{run_id: {context: {key: value}}}``.
+
+        Each context holds one hparams session, as every writer lays them out; should one
+        hold several, the last written value of a key wins.
+        """
+        if conn is None:
+            with self.connect() as own:
+                return self.param_sessions(run_id, conn=own)
+        sql = ("SELECT s.run_id, c.name, p.key, p.value, p.value_num, p.value_type "
+               "FROM params AS p JOIN series AS s ON s.id = p.series_id "
+               "JOIN contexts AS c ON c.id = s.context_id"
+               + ("" if run_id is None else " WHERE s.run_id = :run")
+               + " ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key")
+        result: dict[int, dict[str, dict[str, Any]]] = {}
+        for owner, context, key, value, value_num, value_type in conn.execute(
+                text(sql), {"run": run_id}):
+            session = result.setdefault(owner, {}).setdefault(context, {})
+            session[key] = typed_param(value, value_num, value_type)
+        return result
+
+    def images(self, run: Globs | int = None, tag: Globs = None, context: Globs = None,
+               step: int | None = None) -> Iterator[StoredImage]:
+        """The stored images matching the filters, in step order; ``.open()`` decodes one."""
+        sql = ("SELECT step, wall_time, idx, format, width, height, blob_id FROM images "
+               "WHERE series_id = :id" + ("" if step is None else " AND step = :step")
+               + f" ORDER BY step, {WRITTEN}, idx")
+        for series in self.series(run=run, tag=tag, context=context, plugin="images"):
+            with self.connect() as conn:
+                rows = conn.execute(text(sql), {"id": series.id, "step": step}).all()
+            for row in rows:
+                yield StoredImage(series.run_id, series.run_path, series.context, series.tag,
+                                  *row, store=self)
+
+    def points(self, table: str, chosen: Sequence[Series]) -> Iterator[tuple[Any, ...]]:
+        """Long-format rows of ``scalars``, ``texts`` or ``params`` (the views' columns),
+        streamed series by series from one snapshot."""
+        with self.connect() as conn:
+            for series in chosen:
+                owner = (series.run_id, series.run_path, series.context)
+                owner += () if table == "params" else (series.tag,)
+                for row in conn.execute(text(POINT_SQL[table]), {"id": series.id}):
+                    yield (*owner, *row)
+
+    def to_pandas(self, kind: str = "scalars", **filters: Any) -> pandas.DataFrame:
+        """A pandas DataFrame; see :func:`converter.export.to_pandas` for kinds and filters.
+
+        Raises:
+            MissingDependency: pandas is not installed (``pip install 'tbconvert[pandas]'``).
+        """
+        from converter import export
+
+        return export.to_pandas(self, kind, **filters)
+
+    def _counts(self, conn: Connection, key: str,
+                run_id: int | None = None) -> dict[str, dict[int, tuple[int, int, int]]]:
+        # table -> run or series id -> (points, first step, last step); index scans only.
+        where = "" if run_id is None else " WHERE s.run_id = :run"
+        result = {}
+        for table in POINT_TABLES:
+            sql = (f"SELECT {key}, count(*), min(p.step), max(p.step) FROM {table} AS p "
+                   f"JOIN series AS s ON s.id = p.series_id{where} GROUP BY {key}")
+            result[table] = {row[0]: tuple(row[1:]) for row in conn.execute(text(sql),
+                                                                             {"run": run_id})}
+        return result
+
+    def _series_entry(self, conn: Connection, series: Series,
+                      counts: dict[str, dict[int, tuple[int, int, int]]]) -> dict[str, Any]:
+        entry: dict[str, Any] = {"context": series.context, "tag": series.tag,
+                                 "plugin": series.plugin, "table": None, "points": 0,
+                                 "first_step": None, "last_step": None}
+        for table, by_series in counts.items():
+            if series.id in by_series:
+                points, first, last = by_series[series.id]
+                entry.update(table=table, points=points, first_step=first, last_step=last)
+        if entry["table"] in ("scalars", "texts"):
+            entry["last_value"] = conn.execute(text(
+                f"SELECT value FROM {entry['table']} WHERE series_id = :id ORDER BY {_LAST}"
+                + (", idx DESC" if entry["table"] == "texts" else "") + " LIMIT 1"),
+                {"id": series.id}).scalar()
+        return entry
+
+    def _one_series(self, run: str | int, tag: str, context: str | None) -> Series:
+        with self.connect() as conn:
+            run_id = self._resolve_run(conn, run)["run_id"]
+        scalars = self.series(run=run_id, plugin="scalars")
+        found = [s for s in scalars if s.tag == tag and context in (None, s.context)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise UsageError(f"tag {tag!r} of run {run!r} is in several contexts",
+                             path=self.display, hint="pass context= one of "
+                             + ", ".join(repr(s.context) for s in found))
+        tags = sorted({s.tag for s in scalars if context in (None, s.context)})
+        close = difflib.get_close_matches(tag, tags, n=3)
+        where = "" if context is None else f", context {context!r}"
+        raise UsageError(f"no scalar series {tag!r} in run {run!r}{where}", path=self.display,
+                         hint=f"did you mean {', '.join(close)}?" if close
+                         else f"its scalar tags: {', '.join(tags) or '(none)'}")
+
+    def _resolve_run(self, conn: Connection, run: str | int) -> dict[str, Any]:
+        rows = [dict(row._mapping) for row in conn.execute(text(_RUNS_SQL))]
+        found = [row for row in rows if run in (row["run_path"], row["run_id"])]
+        if not found and isinstance(run, str) and run.isdigit():
+            found = [row for row in rows if row["run_id"] == int(run)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise UsageError(f"run {run!r} exists in several logdirs", path=self.display,
+                             hint="name it by id: " + ", ".join(
+                                 f"{row['run_id']} ({row['logdir']})" for row in found))
+        close = difflib.get_close_matches(str(run), [row["run_path"] for row in rows], n=3)
+        raise UsageError(f"no run {run!r} in the store", path=self.display,
+                         hint=(f"did you mean {', '.join(close)}? " if close else "")
+                         + "'tbconvert runs' lists the runs")
 
 
 def open_store(store: str | os.PathLike[str] | None = None) -> Store:
     """Open an existing store for reading (never creates or upgrades it).
+
+    Args:
+        store: A SQLite file or a SQLAlchemy URL; default ``$TBCONVERT_STORE``, else
+            ``./tbconvert.db``.
 
     Raises:
         StoreError: there is no store there, or its schema is not this version's.

@@ -174,13 +174,16 @@ class StoreWriter:
             self.created_series,
         )
 
-    def series_metadata(self, run_id: int, context_id: int) -> list[tuple[Any, ...]]:
-        """(tag, plugin, display_name, description, plugin_content) of a context's series,
-        oldest first."""
+    def series_metadata(self, logdir: str, run_path: str, context: str) -> list[tuple[Any, ...]]:
+        """(tag, plugin, display_name, description, plugin_content) of the series of one
+        (run, context), oldest first; empty when the run is new."""
         rows = self.conn.execute(
-            text("SELECT name, plugin, display_name, description, plugin_content FROM series "
-                 "WHERE run_id = :run_id AND context_id = :context_id ORDER BY id"),
-            {"run_id": run_id, "context_id": context_id},
+            text("SELECT s.name, s.plugin, s.display_name, s.description, s.plugin_content "
+                 "FROM series AS s JOIN runs AS r ON r.id = s.run_id "
+                 "JOIN contexts AS c ON c.id = s.context_id "
+                 "WHERE r.logdir = :logdir AND r.run_path = :run_path AND c.name = :context "
+                 "ORDER BY s.id"),
+            {"logdir": logdir, "run_path": run_path, "context": context},
         ).all()
         return [tuple(row) for row in rows]
 

@@ -1,0 +1,57 @@
+"""--jobs N decodes in worker processes; the store must equal the one --jobs 1 makes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from converter.cli import cli
+from converter.convert import convert
+from tests.eventfiles import (
+    simple_value,
+    strip_repeated_metadata,
+    summary_event,
+    tf2_scalar,
+    write_events,
+)
+from tests.snapshots import view_rows
+
+
+def _logdir(root: Path) -> Path:
+    for run in range(5):
+        for context in ("train", "validate"):
+            write_events(root / "group" / f"run_{run}" / context / "events.out.tfevents.1.h",
+                         [summary_event(s, 1e9 + s, [simple_value("loss", s / 7.0)])
+                          for s in range(2000)])
+    # TF1 FileWriter.reopen: metadata only in the first of two files of one (run, context).
+    tf1 = strip_repeated_metadata(
+        summary_event(s, 2e9 + s, [tf2_scalar("acc", s / 3.0)]) for s in range(40))
+    write_events(root / "group" / "run_9" / "eval" / "events.out.tfevents.1.h", tf1[:20])
+    write_events(root / "group" / "run_9" / "eval" / "events.out.tfevents.2.h", tf1[20:])
+    return root
+
+
+def test_jobs_2_gives_the_same_store_as_jobs_1(tmp_path: Path) -> None:
+    logdir = _logdir(tmp_path / "logs")
+    one = convert(logdir, tmp_path / "one.db", jobs=1, chunk_points=700)
+    two = convert(logdir, tmp_path / "two.db", jobs=2, chunk_points=700)
+    assert two.points == one.points == {"scalars": 20_040}
+    assert two.exit_code == one.exit_code == 0
+    assert view_rows(tmp_path / "two.db") == view_rows(tmp_path / "one.db")
+    again = convert(logdir, tmp_path / "two.db", jobs=2)
+    assert again.total_points == 0 and again.files_unchanged == 12
+
+
+def test_jobs_option_on_the_command_line(tmp_path: Path) -> None:
+    logdir = _logdir(tmp_path / "logs")
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store",
+                                      str(tmp_path / "s.db"), "--jobs", "2", "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))
+
+
+def _reference(logdir: Path, tmp_path: Path) -> Path:
+    store = tmp_path / "reference.db"
+    convert(logdir, store)
+    return store
