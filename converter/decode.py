@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from converter.events import UnparseableEvent, parse_event
+from google.protobuf.message import DecodeError
+
+from converter.events import Event, UnparseableEvent, parse_event
 from converter.plugins import DECODERS, FALLBACK, Decoded, DecodeFailure, plugin_for
 
 # Event-level payloads kept as raw tensors: event field -> (plugin, tag); tagged run metadata
@@ -90,46 +92,62 @@ class FileDecoder:
 
     def feed_all(self, records: Sequence[tuple[int, bytes]]) -> None:
         """Decode a batch of (offset, payload) records."""
+        # The hot loop of the whole converter: locals only, one attribute read per field.
         file_id = self.file_id
         simple = self._simple
         scalars = self.rows["scalars"]
+        append = scalars.append
         stats = self.stats
-        first = stats.first_wall_time
-        last = stats.last_wall_time
+        from_string = Event.FromString
+        inf = float("inf")
+        first = inf if stats.first_wall_time is None else stats.first_wall_time
+        last = -inf if stats.last_wall_time is None else stats.last_wall_time
         for offset, payload in records:
             try:
-                event, lossy = parse_event(payload)
-            except UnparseableEvent:
-                stats.unparseable.append(offset)
-                continue
-            if lossy:
-                stats.lossy_records += 1
+                event = from_string(payload)
+            except DecodeError:
+                event = self._parse_leniently(offset, payload)
+                if event is None:
+                    continue
             wall_time = event.wall_time
-            if wall_time == wall_time:  # NaN wall times are kept in rows, not in the run's span
-                if first is None or wall_time < first:
-                    first = wall_time
-                if last is None or wall_time > last:
-                    last = wall_time
-            if not event.HasField("summary"):
-                what = event.WhichOneof("what") or "empty"
-                if what in _GRAPH_EVENTS:
-                    self._decode_graph(event, what, offset)
-                else:
-                    stats.other_events[what] += 1
+            # NaN compares false both ways: kept in rows, left out of the file's span.
+            if wall_time > last:
+                last = wall_time
+            if wall_time < first:
+                first = wall_time
+            values = event.summary.value
+            if not values:
+                self._non_summary(event, offset)
                 continue
             step = event.step
-            for index, value in enumerate(event.summary.value):
+            for index, value in enumerate(values):
                 kind = value.WhichOneof("value")
                 if kind == "simple_value":
                     series_id = simple.get(value.tag)
                     if series_id is not None:
-                        scalars.append(
-                            (series_id, step, file_id, offset, index, wall_time, value.simple_value)
-                        )
+                        append((series_id, step, file_id, offset, index, wall_time,
+                                value.simple_value))
                         continue
                 self._decode_value(value, kind, step, wall_time, offset, index)
-        stats.first_wall_time = first
-        stats.last_wall_time = last
+        stats.first_wall_time = None if first == inf else first
+        stats.last_wall_time = None if last == -inf else last
+
+    def _parse_leniently(self, offset: int, payload: bytes) -> Any:
+        try:
+            event, lossy = parse_event(payload)
+        except UnparseableEvent:
+            self.stats.unparseable.append(offset)
+            return None
+        if lossy:
+            self.stats.lossy_records += 1
+        return event
+
+    def _non_summary(self, event: Any, offset: int) -> None:
+        what = event.WhichOneof("what") or "empty"
+        if what in _GRAPH_EVENTS:
+            self._decode_graph(event, what, offset)
+        elif what != "summary":  # an empty summary is nothing to keep
+            self.stats.other_events[what] += 1
 
     def take(self) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, bytes]]:
         """Hand over the rows (and blobs they point to) decoded so far; start afresh."""

@@ -149,6 +149,11 @@ class Store:
         with translate_errors(self.display), self.engine.connect() as conn:
             yield conn
 
+    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run one SQL statement (named ``:parameters``) and return its rows as dicts."""
+        with self.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(text(sql), parameters or {})]
+
     def runs(self, run: Globs = None) -> list[dict[str, Any]]:
         """Every run, or those whose path matches ``run``, sorted by logdir and path.
 
