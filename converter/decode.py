@@ -182,11 +182,7 @@ class FileDecoder:
             self._metadata[tag] = own
         first = self._metadata.get(tag) or self._seed.get(tag)
         plugin = plugin_for(kind, first)
-        if not self._accepts_tag(tag):
-            self.stats.filtered_values += 1
-            return
-        if not self.selection.accepts_plugin(plugin):
-            self.stats.skipped[(plugin, tag)] += 1
+        if not self._admits(tag, plugin):
             return
         decoded = self._run_decoders(plugin, tag, value, own if own is not None else first)
         if decoded is not None:
@@ -236,15 +232,21 @@ class FileDecoder:
             tag, data = event.tagged_run_metadata.tag, event.tagged_run_metadata.run_metadata
         else:
             data = getattr(event, what)
-        if not self._accepts_tag(tag):
-            self.stats.filtered_values += 1
-            return
-        if not self.selection.accepts_plugin(plugin):
-            self.stats.skipped[(plugin, tag)] += 1
+        if not self._admits(tag, plugin):
             return
         decoded = raw_bytes(bytes(data), what)
         self._emit(tag, plugin, decoded, None, (event.step, self.file_id, offset, 0,
                                                 event.wall_time))
+
+    def _admits(self, tag: str, plugin: str) -> bool:
+        """Apply --tag/--exclude-tag and --plugins, counting what they leave out."""
+        if not self._accepts_tag(tag):
+            self.stats.filtered_values += 1
+            return False
+        if not self.selection.accepts_plugin(plugin):
+            self.stats.skipped[(plugin, tag)] += 1
+            return False
+        return True
 
     def _accepts_tag(self, tag: str) -> bool:
         accepted = self._tag_ok.get(tag)
