@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from converter.convert import convert
+    from converter.conversion import convert
     from converter.store.reader import open_store
 
 __all__ = ["__version__", "convert", "open_store"]
@@ -21,7 +21,7 @@ __all__ = ["__version__", "convert", "open_store"]
 
 def __getattr__(name: str) -> Any:
     if name == "convert":
-        from converter.convert import convert
+        from converter.conversion import convert
 
         return convert
     if name == "open_store":

@@ -126,7 +126,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
           tbconvert tf --logdir ~/logs --store ~/logs.db --run 'sweep*' --dry-run
           tbconvert tf --logdir ~/logs --store ~/logs.db --watch --interval 30
         """
-        from converter import convert as library
+        from converter import conversion as library
 
         if watch and dry_run:
             raise click.UsageError("--watch and --dry-run do not go together")
@@ -190,7 +190,8 @@ def read_store(store: str, read: Callable[[Any], T]) -> T:
         with open_store(store) as opened:
             return read(opened)
 
-    return run_library(0, call)  # type: ignore[no-any-return]
+    result: T = run_library(0, call)
+    return result
 
 
 def echo_data(text: str) -> None:
@@ -204,9 +205,10 @@ def echo_data(text: str) -> None:
 def _silence_stdout() -> None:
     # Python would report the broken pipe again when it flushes stdout at exit.
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (tests): nothing will be flushed
+        sys.exit(0)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), descriptor)
     sys.exit(0)
 
 
@@ -311,9 +313,12 @@ def datasette_metadata(store: str, output: str) -> None:
     """
     from converter import datasette, export
 
-    document = read_store(store, datasette.metadata_for)
-    with export.open_output(output) as out:
-        out.write(export.dumps(document, indent=2) + "\n")
+    def write(opened: Any) -> None:
+        document = datasette.metadata_for(opened)
+        with export.open_output(output) as out:
+            out.write(export.dumps(document, indent=2) + "\n")
+
+    read_store(store, write)
 
 
 @cli.group(context_settings=CONTEXT_SETTINGS)

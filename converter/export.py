@@ -62,6 +62,8 @@ def rows(store: Store, kind: str, run: Globs = None, tag: Globs = None,
          context: Globs = None) -> Iterator[tuple[Any, ...]]:
     """Long-format rows of one kind, in run, context, tag (or key) and step order.
 
+    The filters are checked now; the rows are read as they are consumed.
+
     Args:
         store: An open store.
         kind: ``scalars``, ``texts`` or ``params``.
@@ -80,9 +82,8 @@ def rows(store: Store, kind: str, run: Globs = None, tag: Globs = None,
     key_globs = globs(tag) if kind == "params" else ()
     chosen = store.series(run=run, tag=None if kind == "params" else tag, context=context,
                           plugin=_PLUGIN[kind])
-    for row in store.points(kind, chosen):
-        if kind != "params" or matches(row[3], key_globs):
-            yield row
+    points = store.points(kind, chosen)
+    return (row for row in points if kind != "params" or matches(row[3], key_globs))
 
 
 def dumps(value: Any, indent: int | None = None) -> str:
@@ -114,17 +115,18 @@ def write_rows(columns: Sequence[str], data: Iterable[Sequence[Any]], out: TextI
     Raises:
         UsageError: an unknown format.
     """
-    count = 0
-    if fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
-        for count, row in enumerate(data, start=1):
-            writer.writerow(row)
-    elif fmt == "jsonl":
-        for count, row in enumerate(data, start=1):
-            out.write(dumps(dict(zip(columns, row))) + "\n")
-    else:
+    if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", hint=f"choose from {', '.join(FORMATS)}")
+    count = 0
+    writer = csv.writer(out, lineterminator="\n")
+    if fmt == "csv":
+        writer.writerow(columns)
+    for row in data:
+        if fmt == "csv":
+            writer.writerow(row)
+        else:
+            out.write(dumps(dict(zip(columns, row, strict=True))) + "\n")
+        count += 1
     return count
 
 
@@ -169,7 +171,9 @@ def export(store: Store, kind: str, output: str = "-", fmt: str | None = None,
         kind: ``scalars``, ``texts`` or ``params``.
         output: A file name, or ``-`` for standard output.
         fmt: ``csv`` or ``jsonl``; default from the file name, else ``csv``.
-        run: Globs on run paths; tag: on tags (keys for params); context: on contexts.
+        run: Globs on run paths.
+        tag: Globs on tags (on keys, for params).
+        context: Globs on contexts.
 
     Returns:
         The number of rows written.
@@ -240,13 +244,15 @@ def to_pandas(store: Store, kind: str = "scalars", **filters: Any) -> pandas.Dat
         MissingDependency: pandas is not installed (``pip install 'tbconvert[pandas]'``).
         UsageError: an unknown kind.
     """
-    pandas = require_pandas()
+    library = require_pandas()
+    frame: pandas.DataFrame
     if kind == "runs":
-        return pandas.DataFrame(store.runs(**filters))
-    if kind == "hparams":
-        return pandas.DataFrame(hparams_table(store, **filters))
-    frame = pandas.DataFrame.from_records(list(rows(store, kind, **filters)),
-                                          columns=list(COLUMNS.get(kind, ())))
+        frame = library.DataFrame(store.runs(**filters))
+    elif kind == "hparams":
+        frame = library.DataFrame(hparams_table(store, **filters))
+    else:
+        frame = library.DataFrame.from_records(list(rows(store, kind, **filters)),
+                                               columns=list(COLUMNS[kind]))
     if kind == "scalars":
         frame = frame.astype({"step": "int64", "wall_time": "float64", "value": "float64"})
     return frame
@@ -262,7 +268,8 @@ def render_table(columns: Sequence[str], data: Sequence[Sequence[Any]],
     lines = [list(columns), *cells]
     return "\n".join(indent + "  ".join(
         value.rjust(width) if right else value.ljust(width)
-        for value, width, right in zip(line, widths, numeric)).rstrip() for line in lines)
+        for value, width, right in zip(line, widths, numeric, strict=True)).rstrip()
+        for line in lines)
 
 
 def render_runs(runs: Sequence[dict[str, Any]]) -> str:

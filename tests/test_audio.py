@@ -23,7 +23,7 @@ from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.plugins.audio import metadata as audio_metadata
 from tensorboard.plugins.audio.plugin_data_pb2 import AudioPluginData
 
-from converter.convert import convert
+from converter.conversion import convert
 from eventfiles import event_file_name, summary_event, write_events
 
 W0 = 1_795_000_000.0

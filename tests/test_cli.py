@@ -200,3 +200,11 @@ def test_python_dash_m_entry_point(tmp_path: Path) -> None:
                             text=True, check=False, env={**os.environ, "NO_COLOR": "1"})
     assert result.returncode == 0
     assert "tf" in result.stdout
+
+
+def test_package_level_api_stays_callable() -> None:
+    import converter
+
+    first, second = converter.convert, converter.convert
+    assert callable(first) and first is second
+    assert callable(converter.open_store)

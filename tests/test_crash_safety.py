@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from converter.convert import convert
+from converter.conversion import convert
 from tests.eventfiles import simple_value, summary_event, write_events
 from tests.snapshots import view_rows, without_run_ids
 

@@ -26,7 +26,7 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 
-from converter.convert import convert
+from converter.conversion import convert
 from converter.plugins import histograms
 from converter.plugins.base import DecodeFailure
 

@@ -22,7 +22,7 @@ from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
 from tensorboard.plugins.hparams import metadata as hp_metadata
 from tensorboard.plugins.hparams import summary_v2 as hp
 
-from converter.convert import convert
+from converter.conversion import convert
 from converter.plugins import hparams
 from converter.plugins.base import DecodeFailure
 from eventfiles import event_file_name, summary_event, tf2_scalar, write_events

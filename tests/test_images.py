@@ -28,7 +28,7 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.plugins.image import metadata as image_metadata
 
-from converter.convert import convert
+from converter.conversion import convert
 from eventfiles import event_file_name, summary_event, write_events
 
 W0 = 1_795_000_000.0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from converter.convert import convert
+from converter.conversion import convert
 from tests.eventfiles import append_events, simple_value, summary_event, write_events
 from tests.snapshots import file_states, point_count, view_rows
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from converter.cli import cli
-from converter.convert import convert
+from converter.conversion import convert
 from tests.eventfiles import (
     simple_value,
     strip_repeated_metadata,

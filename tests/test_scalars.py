@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
-from converter.convert import convert
+from converter.conversion import convert
 from eventfiles import (
     ScalarPoint,
     append_events,

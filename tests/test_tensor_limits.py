@@ -8,7 +8,7 @@ from pathlib import Path
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 
-from converter.convert import convert
+from converter.conversion import convert
 from tests.eventfiles import event_file_name, summary_event, write_events
 from tests.snapshots import view_rows
 

@@ -26,7 +26,7 @@ from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.plugins.custom_scalar import layout_pb2
 from tensorboard.plugins.mesh.plugin_data_pb2 import MeshPluginData
 
-from converter.convert import convert
+from converter.conversion import convert
 from eventfiles import event_file_name, summary_event, write_events
 
 W0 = 1_795_000_000.0

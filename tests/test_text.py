@@ -20,7 +20,7 @@ from eventfiles import event_file_name, strip_repeated_metadata, summary_event, 
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 
-from converter.convert import convert
+from converter.conversion import convert
 from converter.plugins import text
 from converter.plugins.base import DecodeFailure
 

@@ -131,6 +131,7 @@ class Store:
         self.display = display
 
     def __repr__(self) -> str:
+        """Name the store, as errors do."""
         return f"Store({self.display!r})"
 
     def close(self) -> None:
@@ -138,9 +139,11 @@ class Store:
         self.engine.dispose()
 
     def __enter__(self) -> Store:
+        """Use the store in a ``with`` block that closes it."""
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        """Close the store."""
         self.close()
 
     @contextmanager
@@ -166,8 +169,8 @@ class Store:
             rows = [dict(row._mapping) for row in conn.execute(text(_RUNS_SQL))]
             rows = [row for row in rows if matches(row["run_path"], globs(run))]
             counts = self._counts(conn, "s.run_id")
-            series = dict(conn.execute(text(
-                "SELECT run_id, count(*) FROM series GROUP BY run_id")).all())
+            series: dict[int, int] = {row[0]: row[1] for row in conn.execute(text(
+                "SELECT run_id, count(*) FROM series GROUP BY run_id"))}
             contexts: dict[int, list[str]] = {}
             for run_id, name in conn.execute(text(_CONTEXTS_SQL)):
                 contexts.setdefault(run_id, []).append(name)
@@ -247,8 +250,9 @@ class Store:
             rows = conn.execute(text(POINT_SQL["scalars"]), {"id": series.id}).all()
         dtype = np.dtype([("step", "<i8"), ("wall_time", "<f8"), ("value", "<f8")])
         array = np.empty(len(rows), dtype=dtype)
-        for name, column in zip(dtype.names or (), zip(*rows)):
-            array[name] = np.array(column, dtype=dtype[name])  # None becomes NaN
+        if rows:
+            for name, column in zip(dtype.names or (), zip(*rows, strict=True), strict=True):
+                array[name] = np.array(column, dtype=dtype[name])  # None becomes NaN
         return array
 
     def params(self, run: str | int, context: str | None = None) -> dict[str, Any]:
@@ -270,11 +274,11 @@ class Store:
         merged: dict[str, Any] = {}
         for values in sessions.values():
             for key, value in values.items():
-                if merged.get(key, value) != value:
+                if key in merged and not _same(merged[key], value):
                     raise UsageError(
                         f"the hparams sessions of run {row['run_path']!r} disagree on {key!r}",
-                        path=self.display,
-                        hint=f"pass context= one of {sorted(sessions)}, or use hparams_table()")
+                        path=self.display, hint=f"pass context= one of {sorted(sessions)}, or "
+                        "use converter.export.hparams_table(store)")
                 merged[key] = value
         return merged
 
@@ -309,16 +313,20 @@ class Store:
         for series in self.series(run=run, tag=tag, context=context, plugin="images"):
             with self.connect() as conn:
                 rows = conn.execute(text(sql), {"id": series.id, "step": step}).all()
-            for row in rows:
+            for point_step, wall_time, idx, encoding, width, height, blob_id in rows:
                 yield StoredImage(series.run_id, series.run_path, series.context, series.tag,
-                                  *row, store=self)
+                                  point_step, wall_time, idx, encoding, width, height, blob_id,
+                                  store=self)
 
     def points(self, table: str, chosen: Sequence[Series]) -> Iterator[tuple[Any, ...]]:
-        """Long-format rows of ``scalars``, ``texts`` or ``params`` (the views' columns),
-        streamed series by series from one snapshot."""
+        """Long-format rows of ``scalars``, ``texts`` or ``params`` (the views' columns).
+
+        Rows are streamed series by series, all from one snapshot of the store.
+        """
         with self.connect() as conn:
+            conn = conn.execution_options(stream_results=True)  # PostgreSQL: server cursor
             for series in chosen:
-                owner = (series.run_id, series.run_path, series.context)
+                owner: tuple[Any, ...] = (series.run_id, series.run_path, series.context)
                 owner += () if table == "params" else (series.tag,)
                 for row in conn.execute(text(POINT_SQL[table]), {"id": series.id}):
                     yield (*owner, *row)
@@ -351,9 +359,14 @@ class Store:
                                  "plugin": series.plugin, "table": None, "points": 0,
                                  "first_step": None, "last_step": None}
         for table, by_series in counts.items():
+            # Values a decoder could not read are kept raw, so a series may span two tables.
             if series.id in by_series:
                 points, first, last = by_series[series.id]
-                entry.update(table=table, points=points, first_step=first, last_step=last)
+                if entry["table"] is None:
+                    entry.update(table=table, first_step=first, last_step=last)
+                entry["points"] += points
+                entry["first_step"] = min(entry["first_step"], first)
+                entry["last_step"] = max(entry["last_step"], last)
         if entry["table"] in ("scalars", "texts"):
             entry["last_value"] = conn.execute(text(
                 f"SELECT value FROM {entry['table']} WHERE series_id = :id ORDER BY {_LAST}"
@@ -394,6 +407,11 @@ class Store:
         raise UsageError(f"no run {run!r} in the store", path=self.display,
                          hint=(f"did you mean {', '.join(close)}? " if close else "")
                          + "'tbconvert runs' lists the runs")
+
+
+def _same(first: Any, second: Any) -> bool:
+    # A NaN hyper-parameter agrees with itself.
+    return bool(first == second) or (first != first and second != second)
 
 
 def open_store(store: str | os.PathLike[str] | None = None) -> Store:
@@ -445,7 +463,7 @@ def read_file_states(url: str, logdir: str) -> dict[tuple[str, str], FileState]:
     try:
         with engine.connect() as conn:
             return select_file_states(conn, logdir)
-    except Exception:  # noqa: BLE001 - a store we cannot read plans as empty
+    except Exception:  # a store we cannot read plans as empty
         return {}
     finally:
         engine.dispose()

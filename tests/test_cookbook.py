@@ -1,0 +1,218 @@
+"""The README's SQL cookbook and Python API examples, run against a real converted store.
+
+The SQL blocks and Python blocks are EXTRACTED from README.md, so the documentation cannot go
+stale: every ``### heading`` of the cookbook needs a check here, and every check a heading.
+The datasette metadata is loaded by datasette itself, and its canned queries are run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_read_api import STEPS, SWEEP, build_store, sweep_pixels
+
+from converter.datasette import QUERIES, database_name, metadata
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+Rows = list[dict[str, Any]]
+
+
+def section(name: str) -> str:
+    """The text of one ``## name`` section of the README."""
+    text = README.read_text(encoding="utf-8")
+    match = re.search(rf"^## {re.escape(name)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"README has no '## {name}' section"
+    return match.group(1)
+
+
+def code_blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.M | re.S)
+
+
+def cookbook() -> dict[str, str]:
+    """``### heading`` -> the one SQL statement under it."""
+    recipes = {}
+    for part in re.split(r"^### ", section("SQL cookbook"), flags=re.M)[1:]:
+        heading, body = part.split("\n", 1)
+        blocks = code_blocks(body, "sql")
+        assert len(blocks) == 1, f"{heading!r}: one ```sql block per recipe"
+        recipes[heading.strip()] = blocks[0]
+    return recipes
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_store(tmp_path_factory.mktemp("cookbook"))
+
+
+def run_sql(store: Path, sql: str) -> Rows:
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(row) for row in conn.execute(sql)]
+
+
+def check_curve(rows: Rows, store: Path) -> None:
+    assert len(rows) == 350 and list(rows[0]) == ["step", "wall_time", "value"]
+    steps = [row["step"] for row in rows]
+    assert steps == sorted(steps) and steps[0] == 0 and steps[-1] == 299
+    assert sum(1 for step in steps if step == 170) == 2
+    assert rows[0]["value"] > rows[-1]["value"]  # a decaying loss
+
+
+def check_last_values(rows: Rows, store: Path) -> None:
+    (series,) = run_sql(store, "SELECT count(*) AS n FROM series WHERE plugin = 'scalars'")
+    assert len(rows) == series["n"]
+    last = {(r["run_path"], r["context"], r["tag"]): r for r in rows}
+    assert last[("run_1", "", "loss")]["step"] == 299
+    assert last[("sweep/lr_1.0", "", "loss")]["value"] is None
+    assert last[("group_1/run_2", "", "learning_rate")]["step"] == 2380
+
+
+def check_params_pivot(rows: Rows, store: Path) -> None:
+    assert [row["run_path"] for row in rows] == ["sweep/lr_0.1", "sweep/lr_0.01", "sweep/lr_1.0"]
+    for row in rows:
+        lr, optimizer, final, _ = SWEEP[row["run_path"].split("/")[1]]
+        assert (row["lr"], row["optimizer"], row["batch_size"]) == (lr, optimizer, 32.0)
+        assert row["final_accuracy"] == pytest.approx(final)
+
+
+def check_nan(rows: Rows, store: Path) -> None:
+    assert rows == [{"run_path": "sweep/lr_1.0", "context": "", "tag": "loss",
+                     "first_nan_step": 6, "nan_points": STEPS - 6}]
+
+
+def check_images(rows: Rows, store: Path) -> None:
+    assert [row["run_path"] for row in rows] == [f"sweep/{run}" for run in sorted(SWEEP)]
+    for row in rows:
+        height, width, _ = sweep_pixels(row["run_path"].split("/")[1], 2).shape
+        assert (row["format"], row["width"], row["height"], row["idx"]) == (
+            "PNG", width, height, 0)
+        assert row["bytes"] > 50
+
+
+def check_search(rows: Rows, store: Path) -> None:
+    assert [(r["run_path"], r["tag"], r["value"]) for r in rows] == [
+        ("sweep/lr_1.0", "notes/text_summary", "Diverged at step 6")]
+
+
+CHECKS: dict[str, Callable[[Rows, Path], None]] = {
+    "Learning curve of a tag": check_curve,
+    "Last value of every series": check_last_values,
+    "Final metric of every run next to its hyper-parameters": check_params_pivot,
+    "Runs whose loss went NaN": check_nan,
+    "Images of a tag at a step": check_images,
+    "Search the texts": check_search,
+}
+
+
+def test_every_recipe_has_a_check_and_every_check_a_recipe() -> None:
+    assert sorted(cookbook()) == sorted(CHECKS)
+
+
+@pytest.mark.parametrize("heading", sorted(CHECKS))
+def test_recipe(heading: str, store_path: Path) -> None:
+    sql = cookbook()[heading]
+    assert "v_" in sql, "recipes use the public views"
+    CHECKS[heading](run_sql(store_path, sql), store_path)
+
+
+def test_python_api_examples_run(store_path: Path, monkeypatch) -> None:
+    pytest.importorskip("pandas")
+    blocks = code_blocks(section("Python API"), "python")
+    assert len(blocks) == 2
+    monkeypatch.chdir(store_path.parent)
+    namespace: dict[str, Any] = {}
+    for block in blocks:
+        exec(compile(block, str(README), "exec"), namespace)  # our own README
+    assert namespace["hparams"] == {"batch_size": 32.0, "lr": 0.1, "optimizer": "adam"}
+    assert len(namespace["steps"]) == 350 and namespace["train_loss"].size == 25
+    assert namespace["best"].iloc[0]["run_path"] == "sweep/lr_0.1"
+    assert sorted(namespace["curves"].columns) == [f"sweep/{run}" for run in sorted(SWEEP)]
+    saved = sorted(p.name for p in store_path.parent.glob("sweep_*.png"))
+    assert saved == [f"sweep_{run}-step2.png" for run in sorted(SWEEP)]
+    namespace["store"].close()
+
+
+# --------------------------------------------------------------------------- datasette
+
+
+def datasette_get(store: Path, document: dict[str, Any], *paths: str) -> list[Any]:
+    """GET each path from an in-process datasette serving the store with the metadata."""
+    from datasette.app import Datasette
+
+    async def fetch() -> list[Any]:
+        app = Datasette([str(store)], metadata=document)
+        await app.invoke_startup()
+        responses = [await app.client.get(path) for path in paths]
+        for path, response in zip(paths, responses, strict=True):
+            assert response.status_code == 200, (path, response.text[:500])
+        return [response.json() if ".json" in path else response.text
+                for path, response in zip(paths, responses, strict=True)]
+
+    return asyncio.run(fetch())
+
+
+def test_datasette_loads_the_metadata(store_path: Path) -> None:
+    pytest.importorskip("datasette")
+    name = database_name(store_path)
+    document = json.loads(json.dumps(metadata(name)))  # what the command writes
+    served, runs_page, runs_json, last = datasette_get(
+        store_path, document, "/-/metadata.json", f"/{name}/v_runs",
+        f"/{name}/v_runs.json?_shape=objects&_extra=facet_results",
+        f"/{name}/v_last_scalars.json?_extra=facet_results&_shape=objects")
+    # Datasette adds keys of its own (and to the dict it is given): compare what we wrote.
+    written = metadata(name)["databases"][name]
+    served_database = served["databases"][name]
+    for kind in ("tables", "queries"):
+        assert set(served_database[kind]) == set(written[kind])
+        for key, entry in written[kind].items():
+            assert {k: served_database[kind][key][k] for k in entry} == entry
+    assert "One row per run" in runs_page and "relative to its logdir" in runs_page
+    facets = runs_json["facet_results"]
+    assert set(facets) == {"group_path", "logdir"}
+    assert {item["value"] for item in facets["group_path"]["results"]} >= {"group_1", "sweep"}
+    assert "tag" in last["facet_results"]
+
+
+def test_datasette_hides_internal_tables_and_labels_runs(store_path: Path) -> None:
+    pytest.importorskip("datasette")
+    name = database_name(store_path)
+    (database,) = datasette_get(store_path, metadata(name), f"/{name}.json")
+    hidden = {table["name"] for table in database["tables"] if table["hidden"]}
+    assert hidden == {"blobs", "tbconvert_alembic_version"}
+    (series,) = datasette_get(store_path, metadata(name),
+                              f"/{name}/series.json?_shape=objects&_labels=on&_size=1")
+    run = series["rows"][0]["run_id"]  # a label, not a bare id
+    (expected,) = run_sql(store_path, f"SELECT run_path FROM runs WHERE id = {run['value']}")
+    assert run["label"] == expected["run_path"]
+
+
+CANNED: dict[str, tuple[str, Callable[[Rows], bool]]] = {
+    "learning_curve": ("run_path=run_1&tag=loss", lambda rows: len(rows) == 350),
+    "last_values": ("", lambda rows: any(r["tag"] == "ema_decay" for r in rows)),
+    "final_metric_with_params": ("tag=accuracy", lambda rows: {r["key"] for r in rows}
+                                 == {"lr", "optimizer", "batch_size"}
+                                 and rows[0]["run_path"] == "sweep/lr_0.1"),
+    "nan_series": ("", lambda rows: [r["run_path"] for r in rows] == ["sweep/lr_1.0"]),
+    "images_at_step": ("tag=samples&step=0", lambda rows: len(rows) == len(SWEEP)),
+    "search_texts": ("words=DIVERGED", lambda rows: [r["run_path"] for r in rows]
+                     == ["sweep/lr_1.0"]),
+}
+
+
+def test_datasette_canned_queries(store_path: Path) -> None:
+    pytest.importorskip("datasette")
+    assert sorted(CANNED) == sorted(QUERIES)
+    name = database_name(store_path)
+    paths = [f"/{name}/{query}.json?_shape=objects&{arguments}"
+             for query, (arguments, _) in CANNED.items()]
+    results = datasette_get(store_path, metadata(name), *paths)
+    for (query, (_, check)), result in zip(CANNED.items(), results, strict=True):
+        assert check(result["rows"]), (query, result["rows"][:3])
