@@ -7,6 +7,7 @@ by far the most common record, take a fast path with no plugin call.
 
 from __future__ import annotations
 
+import struct
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from google.protobuf.message import DecodeError
 
 from converter.events import Event, UnparseableEvent, parse_event
 from converter.plugins import DECODERS, FALLBACK, Decoded, DecodeFailure, plugin_for
+
+_FLOAT32 = struct.Struct("<f")
 
 # Event-level payloads kept as raw tensors: event field -> (plugin, tag); tagged run metadata
 # uses its own tag.
@@ -81,6 +84,7 @@ class FileDecoder:
         self._seed: dict[str, Any] = {}
         self._series: dict[tuple[str, str], int] = {}
         self._simple: dict[str, int] = {}
+        self._float_tensors: dict[str, int] = {}
         self._tag_ok: dict[str, bool] = {}
         self._slow_scalar_rows = 0
 
@@ -95,6 +99,8 @@ class FileDecoder:
         # The hot loop of the whole converter: locals only, one attribute read per field.
         file_id = self.file_id
         simple = self._simple
+        float_tensors = self._float_tensors
+        unpack_float = _FLOAT32.unpack
         scalars = self.rows["scalars"]
         append = scalars.append
         stats = self.stats
@@ -128,6 +134,16 @@ class FileDecoder:
                         append((series_id, step, file_id, offset, index, wall_time,
                                 value.simple_value))
                         continue
+                elif kind == "tensor":
+                    # TF2 scalars: a rank-0 DT_FLOAT in 4 bytes of tensor_content.
+                    series_id = float_tensors.get(value.tag)
+                    if series_id is not None:
+                        tensor = value.tensor
+                        content = tensor.tensor_content
+                        if len(content) == 4 and tensor.dtype == 1:
+                            append((series_id, step, file_id, offset, index, wall_time,
+                                    unpack_float(content)[0]))
+                            continue
                 self._decode_value(value, kind, step, wall_time, offset, index)
         stats.first_wall_time = None if first == inf else first
         stats.last_wall_time = None if last == -inf else last
@@ -187,9 +203,12 @@ class FileDecoder:
         decoded = self._run_decoders(plugin, tag, value, own if own is not None else first)
         if decoded is not None:
             self._emit(tag, plugin, decoded, first, (step, self.file_id, offset, index, wall_time))
-            # The fast path keys on value.tag, so a node_name fallback must not be cached.
-            if kind == "simple_value" and plugin == "scalars" and value.tag:
-                self._simple[tag] = self._series[(tag, plugin)]
+            # The fast paths key on value.tag, so a node_name fallback must not be cached.
+            if plugin == "scalars" and value.tag:
+                if kind == "simple_value":
+                    self._simple[tag] = self._series[(tag, plugin)]
+                elif decoded.dtype == "float32":
+                    self._float_tensors[tag] = self._series[(tag, plugin)]
 
     def _run_decoders(self, plugin: str, tag: str, value: Any, metadata: Any) -> Decoded | None:
         decoder = DECODERS.get(plugin)
