@@ -13,7 +13,6 @@ metadata seen in earlier files to later ones (TF1 writers send it once per tag, 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
@@ -88,10 +87,10 @@ def read_file(task: FileTask, carry: Carry) -> Iterator[Chunk]:
         handle.seek(0)
         reader = RecordReader(handle, start, end=task.size)
         decoder, definitions = _decoder(task, carry)
-        records = iter(reader)
+        batches = reader.batches(_RECORD_BATCH)
         first = True
         while True:
-            chunk = _next_chunk(task, reader, records, decoder, definitions)
+            chunk = _next_chunk(task, reader, batches, decoder, definitions)
             if first:
                 chunk.restart, chunk.digest, first = restart, digest, False
             if chunk.done:
@@ -123,7 +122,7 @@ def _decoder(task: FileTask, carry: Carry) -> tuple[FileDecoder, list[Any]]:
 def _next_chunk(
     task: FileTask,
     reader: RecordReader,
-    records: Iterator[tuple[int, bytes]],
+    batches: Iterator[list[tuple[int, bytes]]],
     decoder: FileDecoder,
     definitions: list[Any],
 ) -> Chunk:
@@ -132,12 +131,11 @@ def _next_chunk(
     announced = len(definitions)
     done = False
     while decoder.pending() < task.chunk_points and reader.consumed - before < _CHUNK_BYTES:
-        batch = list(itertools.islice(records, _RECORD_BATCH))
-        if batch:
-            decoder.feed_all(batch)
-        if len(batch) < _RECORD_BATCH:
+        batch = next(batches, None)
+        if batch is None:
             done = True
             break
+        decoder.feed_all(batch)
     rows, blobs = decoder.take()
     stats = decoder.stats
     return Chunk(rows, blobs, definitions[announced:],

@@ -299,6 +299,15 @@ class RecordReader:
         Yields:
             The offset of each record's header and its payload bytes.
         """
+        for batch in self.batches(1):
+            yield from batch
+
+    def batches(self, size: int = 2048) -> Iterator[list[tuple[int, bytes]]]:
+        """Yield lists of up to ``size`` ``(record_offset, payload)`` pairs.
+
+        The attributes (``consumed``, ``records``) describe the stream just past the last record
+        of the batch when it is yielded; the per-record bookkeeping is what batching saves.
+        """
         self._f.seek(self._base)
         hdr = _HEADER.unpack_from
         u32 = _U32.unpack_from
@@ -306,6 +315,8 @@ class RecordReader:
         lengths = self._lengths
         delta, mask = _MASK_DELTA, _U32_MASK
         pos: int | None = self._base
+        batch: list[tuple[int, bytes]] = []
+        append = batch.append
         while pos is not None:
             buf, base = self._buf, self._base
             i = pos - base
@@ -327,11 +338,20 @@ class RecordReader:
                 c = crc(payload)
                 if (((c >> 15) | (c << 17)) + delta) & mask != u32(buf, j)[0]:
                     break
-                offset = base + i
+                append((base + i, payload))
                 i = j + 4
-                self.consumed = base + i
-                self.records += 1
-                yield offset, payload
+                if len(batch) >= size:
+                    self.consumed = base + i
+                    self.records += len(batch)
+                    yield batch
+                    batch = []
+                    append = batch.append
+            self.consumed = max(self.consumed, base + i)
+            self.records += len(batch)
+            if batch:
+                yield batch
+                batch = []
+                append = batch.append
             pos = self._slow(base + i)
 
 
