@@ -181,10 +181,6 @@ class FileDecoder:
         """The first metadata of every tag seen in this file."""
         return dict(self._metadata)
 
-    def series_ids(self) -> set[int]:
-        """Ids of every series this file has given points to so far."""
-        return set(self._series.values())
-
     def pending(self) -> int:
         """Rows decoded and not yet taken."""
         return sum(len(rows) for rows in self.rows.values())

@@ -8,7 +8,6 @@ store, is refused.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -181,9 +180,3 @@ def _backup_sqlite(path: str, revision: str) -> str:
 
 def _display(engine: Engine) -> str:
     return sqlite_path(str(engine.url)) or engine.url.render_as_string(hide_password=True)
-
-
-def store_exists(url: str) -> bool:
-    """True when a SQLite store file exists (other backends: assumed to exist)."""
-    path = sqlite_path(url)
-    return path is None or os.path.exists(path)
