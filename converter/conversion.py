@@ -18,7 +18,7 @@ from typing import Any
 
 from converter import __version__, discovery
 from converter.decode import Selection
-from converter.filepass import Chunk, FileTask, decode_all
+from converter.filepass import Chunk, FileTask, bytes_to_read, decode_all, unreadable_reason
 from converter.report import FileProblem, Summary, progress_bar
 from converter.store.engine import (
     DEFAULT_STORE,
@@ -71,7 +71,9 @@ def convert(
     """
     started = time.monotonic()
     classification = discovery.filter_runs(discovery.classify(logdir, flat=flat), runs)
-    url = store_url(store if store is not None else os.environ.get("TBCONVERT_STORE", DEFAULT_STORE))
+    if store is None:
+        store = os.environ.get("TBCONVERT_STORE", DEFAULT_STORE)
+    url = store_url(store)
     summary = Summary(
         logdir=classification.logdir,
         store=sqlite_path(url) or url,
@@ -185,7 +187,6 @@ class _Job:
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()
-        self._stats: dict[str, os.stat_result] = {}
         self._runs: dict[str, discovery.RunSource] = {}
 
     def run(self, progress: bool | None, prune: bool, notify: Callable[[str], Any],
@@ -196,8 +197,7 @@ class _Job:
             notify("another process is writing to the store; waiting for it to finish ...")
         tasks = self._plan(logdir)
         conversion_id = self._start_conversion()
-        total = sum(task.size - (0 if task.full else min(task.offset, task.size))
-                    for task in tasks)
+        total = sum(bytes_to_read(task) for task in tasks)
         with progress_bar(total, enabled=progress) as bar:
             self._apply_all(decode_all(tasks, jobs), bar.update)
         if prune:
@@ -230,7 +230,7 @@ class _Job:
                 tasks.append(FileTask(
                     index=len(tasks), path=source.path, rel_path=source.rel_path,
                     run_path=run.run_path, context=source.context, size=stat.st_size,
-                    offset=0 if state is None else state.offset_consumed,
+                    mtime_ns=stat.st_mtime_ns, offset=0 if state is None else state.offset_consumed,
                     stored_size=None if state is None else state.size,
                     stored_digest=None if state is None else state.head_digest,
                     full=self.full, seeds=seeds[group], selection=self.selection,
@@ -240,12 +240,10 @@ class _Job:
 
     def _stat(self, source: discovery.EventFileSource) -> os.stat_result | None:
         try:
-            stat = os.stat(source.path)
+            return os.stat(source.path)
         except OSError as error:
-            self.summary.problems.append(FileProblem(source.rel_path, _os_reason(error)))
+            self.summary.problems.append(FileProblem(source.rel_path, unreadable_reason(error)))
             return None
-        self._stats[source.rel_path] = stat
-        return stat
 
     def _apply_all(self, chunks: Iterator[tuple[FileTask, Chunk]],
                    advance: Callable[[int], Any]) -> None:
@@ -274,7 +272,6 @@ class _Job:
         run_id = writer.run_id(logdir, run.run_path, run.group_path,
                                _run_name(logdir, run.run_path))
         context_id = writer.context_id(task.context)
-        stat = self._stats[task.rel_path]
         # Read again under the write lock: another converter may have moved the offset.
         state = writer.file_state(run_id, task.rel_path)
         if state is None:
@@ -285,8 +282,7 @@ class _Job:
                 self.summary.files_replaced += 1
             state = replace(state, offset_consumed=0, records=0, damaged_records=0,
                             first_wall_time=None, last_wall_time=None)
-        return replace(state, size=stat.st_size, mtime_ns=stat.st_mtime_ns,
-                       head_digest=chunk.digest)
+        return replace(state, size=task.size, mtime_ns=task.mtime_ns, head_digest=chunk.digest)
 
     def _apply(self, task: FileTask, chunk: Chunk, state: FileState, ids: list[int],
                base_records: int) -> FileState:
@@ -360,7 +356,8 @@ class _Job:
         return remembered
 
     def _mark_gone(self, logdir: str) -> None:
-        present = {(run.run_path, f.rel_path) for run in self.classification.runs for f in run.files}
+        present = {(run.run_path, source.rel_path)
+                   for run in self.classification.runs for source in run.files}
         with self.writer.transaction():
             gone = [file_id for file_id, run_path, path in self.writer.files_of_logdir(logdir)
                     if (run_path, path) not in present]
@@ -401,11 +398,6 @@ def _status(chunk: Chunk, invalid: bool, damaged: int) -> str:
 
 def _run_name(logdir: str, run_path: str) -> str:
     return os.path.basename(logdir) if run_path == "." else run_path.rsplit("/", 1)[-1]
-
-
-def _os_reason(error: OSError) -> str:
-    reason = error.strerror or str(error)
-    return f"cannot read: {reason}"
 
 
 def _plan(classification: discovery.Classification, url: str) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ class FileTask:
     run_path: str
     context: str
     size: int
+    mtime_ns: int
     offset: int  # stored offset_consumed (0 when new or read in full)
     stored_size: int | None
     stored_digest: str | None
@@ -70,12 +71,24 @@ class Chunk:
     stats: DecodeStats | None = None  # last chunk only
 
 
+def unreadable_reason(error: OSError) -> str:
+    """The one-line reason a file could not be stat'ed or opened."""
+    return f"cannot read: {error.strerror or error}"
+
+
+def bytes_to_read(task: FileTask) -> int:
+    """What reading the task will cover, for the progress bar (a restart reads it all)."""
+    if task.full or task.size < task.offset:
+        return task.size
+    return task.size - task.offset
+
+
 def read_file(task: FileTask, carry: Carry) -> Iterator[Chunk]:
     """Yield the chunks of one file; the first tells whether it restarts from 0."""
     try:
         handle = open_event_file(task.path)
     except OSError as error:
-        yield _failed(task, f"cannot read: {error.strerror or error}")
+        yield _failed(task, unreadable_reason(error))
         return
     with handle:
         head = read_first_record(handle)
