@@ -102,6 +102,13 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
                   help="Skip tags that match (repeatable).")
     @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
                   help="Decode files in this many worker processes (one writer).")
+    @click.option("--source", envvar="TBCONVERT_SOURCE", metavar="NAME",
+                  help="The logdir's name in the store (default: its absolute path). Runs are "
+                  "(source, run path): give each machine's logdir its own name on a shared "
+                  "server, and the same name to one directory mounted at different paths.")
+    @click.option("--upgrade-store", is_flag=True,
+                  help="Upgrade an older PostgreSQL store's schema first (SQLite files are "
+                  "upgraded anyway, after a backup). Only when no older converter writes to it.")
     @click.option("--watch", is_flag=True,
                   help="Convert again every --interval seconds until Ctrl-C, then summarise.")
     @click.option("--interval", type=click.FloatRange(min=0.0), default=5.0, show_default=True,
@@ -111,7 +118,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
     @click.option("-v", "--verbose", count=True, help="-v more detail, -vv tracebacks.")
     def tf(logdir: str, store: str, flat: bool, dry_run: bool, full: bool, plugins: str | None,
            runs: tuple[str, ...], tags: tuple[str, ...], exclude_tags: tuple[str, ...],
-           jobs: int, watch: bool, interval: float, as_json: bool, quiet: bool,
+           jobs: int, source: str | None, upgrade_store: bool, watch: bool, interval: float, as_json: bool, quiet: bool,
            verbose: int) -> None:
         """Convert a TensorBoard logdir into the store (incremental: re-run any time).
 
@@ -125,6 +132,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
           tbconvert tf --logdir ~/logs --store ~/logs.db
           tbconvert tf --logdir ~/logs --store ~/logs.db --run 'sweep*' --dry-run
           tbconvert tf --logdir ~/logs --store ~/logs.db --watch --interval 30
+          tbconvert tf --logdir /data/tb --source gpu1 --store postgresql://me@db/tb
         """
         from converter import conversion as library
 
@@ -132,7 +140,8 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
             raise click.UsageError("--watch and --dry-run do not go together")
         options = dict(
             flat=flat, dry_run=dry_run, full=full, plugins=_parse_plugins(plugins), runs=runs,
-            tags=tags, exclude_tags=exclude_tags, jobs=jobs, progress=False if quiet else None,
+            tags=tags, exclude_tags=exclude_tags, jobs=jobs, source=source,
+            upgrade_store=upgrade_store, progress=False if quiet else None,
             notify=None if quiet else lambda line: click.echo(line, err=True))
         if watch:
             summary = run_library(verbose, lambda: library.watch(

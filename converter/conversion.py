@@ -11,25 +11,29 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from converter import __version__, discovery
 from converter.decode import Selection
+from converter.errors import StoreError, UsageError
 from converter.filepass import Chunk, FileTask, bytes_to_read, decode_all, unreadable_reason
 from converter.report import FileProblem, Summary, progress_bar
 from converter.store.engine import (
     DEFAULT_STORE,
     check_store_location,
     create_store_engine,
-    sqlite_path,
+    store_display,
     store_url,
 )
 from converter.store.writer import FileState, StoreWriter
 
 CHUNK_POINTS = 50_000
+# A chunk chosen as a server's deadlock victim is rolled back whole and applied again.
+_ATTEMPTS = 5
 # Series plugins that were not taken from a SummaryMetadata, so there is nothing to remember.
 _NOT_FROM_METADATA = frozenset({"tensor", "unknown", "graphs", "graph_tagged_run_metadata"})
 
@@ -46,6 +50,8 @@ def convert(
     tags: Sequence[str] = (),
     exclude_tags: Sequence[str] = (),
     jobs: int = 1,
+    source: str | None = None,
+    upgrade_store: bool = False,
     progress: bool | None = None,
     chunk_points: int = CHUNK_POINTS,
     notify: Callable[[str], Any] | None = None,
@@ -61,22 +67,29 @@ def convert(
         plugins: Plugin names to convert (default: all).
         runs: Globs on run paths; tags / exclude_tags: globs on tags.
         jobs: Worker processes decoding files (1: decode in this process).
+        source: The logdir's name in the store (default: its absolute path).  Runs are
+            identified by (source, run path); on a shared server, name each machine's logdir.
+        upgrade_store: Upgrade a server store's schema if it is older than this converter
+            (a SQLite file is upgraded anyway, after a backup).
         progress: Show a progress bar (None: only when stderr is a terminal).
         chunk_points: Points per transaction.
         notify: Called with a line to show the user while waiting (e.g. for a lock).
 
     Raises:
         LogdirError: the logdir is missing or unreadable.
-        StoreError: the store cannot be opened, created or written.
+        StoreError: the store cannot be opened, created or written, or ``source`` is taken
+            on a shared server by another machine's logdir of the same path.
     """
     started = time.monotonic()
     classification = discovery.filter_runs(discovery.classify(logdir, flat=flat), runs)
     if store is None:
         store = os.environ.get("TBCONVERT_STORE", DEFAULT_STORE)
     url = store_url(store)
+    if source is not None and not source.strip():
+        raise UsageError("the source name is empty", hint="give --source a name, or leave it out")
     summary = Summary(
         logdir=classification.logdir,
-        store=sqlite_path(url) or url,
+        store=store_display(url),
         dry_run=dry_run,
         runs=len(classification.runs),
         files_total=len(classification.files),
@@ -88,12 +101,15 @@ def convert(
         tags=tuple(tags),
         exclude_tags=tuple(exclude_tags),
     )
+    origin = Origin(source or classification.logdir, explicit=source is not None,
+                    host=socket.gethostname())
     if dry_run:
-        summary.plan = _plan(classification, url)
+        summary.plan = _plan(classification, url, origin.source)
     else:
         check_store_location(url)
         _convert_into(url, classification, summary, selection, full, progress, chunk_points,
-                      prune=not runs, notify=notify or (lambda _message: None), jobs=jobs)
+                      prune=not runs, notify=notify or (lambda _message: None), jobs=jobs,
+                      origin=origin, upgrade_store=upgrade_store)
     summary.elapsed = time.monotonic() - started
     return summary
 
@@ -143,6 +159,8 @@ def _convert_into(
     prune: bool,
     notify: Callable[[str], Any],
     jobs: int,
+    origin: Origin,
+    upgrade_store: bool,
 ) -> None:
     from converter.store.errors import translate_errors
     from converter.store.migrate import ensure_schema
@@ -150,7 +168,7 @@ def _convert_into(
     engine = create_store_engine(url)
     try:
         with translate_errors(summary.store):
-            change = ensure_schema(engine)
+            change = ensure_schema(engine, allow_upgrade=upgrade_store or None)
             if change is not None and change.from_revision is not None:
                 summary.schema_change = (
                     f"schema upgraded {change.from_revision} -> {change.to_revision}"
@@ -158,7 +176,8 @@ def _convert_into(
                 )
             writer = StoreWriter(engine)
             try:
-                job = _Job(writer, classification, summary, selection, full, chunk_points)
+                job = _Job(writer, classification, origin, summary, selection, full,
+                           chunk_points)
                 job.run(progress, prune, notify, jobs)
             finally:
                 writer.close()
@@ -173,6 +192,7 @@ class _Job:
         self,
         writer: StoreWriter,
         classification: discovery.Classification,
+        origin: Origin,
         summary: Summary,
         selection: Selection,
         full: bool,
@@ -180,6 +200,8 @@ class _Job:
     ) -> None:
         self.writer = writer
         self.classification = classification
+        self.source = origin.source
+        self.origin = origin
         self.summary = summary
         self.selection = selection
         self.full = full
@@ -195,13 +217,13 @@ class _Job:
         logdir = self.classification.logdir
         if self.writer.is_busy():
             notify("another process is writing to the store; waiting for it to finish ...")
-        tasks = self._plan(logdir)
+        tasks = self._plan()
         conversion_id = self._start_conversion()
         total = sum(bytes_to_read(task) for task in tasks)
         with progress_bar(total, enabled=progress) as bar:
             self._apply_all(decode_all(tasks, jobs), bar.update)
         if prune:
-            self._mark_gone(logdir)
+            self._mark_gone()
         self.summary.contexts = len(self.contexts)
         self.summary.runs_created = len(self.writer.created_runs)
         self.summary.runs_extended = len(self.touched_runs - self.writer.created_runs)
@@ -209,9 +231,10 @@ class _Job:
         self.summary.series_extended = len(self.touched_series - self.writer.created_series)
         self._finish_conversion(conversion_id)
 
-    def _plan(self, logdir: str) -> list[FileTask]:
+    def _plan(self) -> list[FileTask]:
         with self.writer.transaction():
-            known = self.writer.file_states_of_logdir(logdir)
+            self._check_source()
+            known = self.writer.file_states_of_source(self.source)
         tasks: list[FileTask] = []
         seeds: dict[tuple[str, str], dict[str, bytes]] = {}
         for run in self.classification.runs:
@@ -226,7 +249,7 @@ class _Job:
                     continue
                 group = (run.run_path, source.context)
                 if group not in seeds:
-                    seeds[group] = self._remembered_metadata(logdir, *group)
+                    seeds[group] = self._remembered_metadata(*group)
                 tasks.append(FileTask(
                     index=len(tasks), path=source.path, rel_path=source.rel_path,
                     run_path=run.run_path, context=source.context, size=stat.st_size,
@@ -238,6 +261,22 @@ class _Job:
         self._runs = {run.run_path: run for run in self.classification.runs}
         return tasks
 
+    def _check_source(self) -> None:
+        """On a shared server, refuse to mix two machines' logdirs that share a path."""
+        origin = self.origin
+        if origin.explicit or not self.writer.shared:
+            return
+        others = sorted(self.writer.hosts_of_source(origin.source) - {origin.host})
+        if others:
+            raise StoreError(
+                f"the store already has runs of {origin.source} written from "
+                f"{', '.join(others)}, and this is {origin.host}",
+                path=self.summary.store,
+                hint=f"name this logdir: --source {origin.host}:{origin.source} if it is "
+                     f"another one, or --source {origin.source} if it is the same (shared) "
+                     "directory",
+            )
+
     def _stat(self, source: discovery.EventFileSource) -> os.stat_result | None:
         try:
             return os.stat(source.path)
@@ -247,48 +286,68 @@ class _Job:
 
     def _apply_all(self, chunks: Iterator[tuple[FileTask, Chunk]],
                    advance: Callable[[int], Any]) -> None:
-        state: FileState | None = None
-        ids: list[int] = []
-        base_records = 0
+        open_file: _OpenFile | None = None
         for task, chunk in chunks:
             if chunk.error is not None:
                 self.summary.problems.append(FileProblem(task.rel_path, chunk.error))
                 continue
-            with self.writer.transaction():
-                if state is None or state.path != task.rel_path:
-                    state = self._open_state(task, chunk)
-                    ids, base_records = [], state.records
-                before = state.offset_consumed
-                state = self._apply(task, chunk, state, ids, base_records)
-            advance(max(state.offset_consumed - before, 0))
+            if open_file is not None and open_file.state.path != task.rel_path:
+                open_file = None
+            before, open_file = self._commit_chunk(task, chunk, open_file)
+            self.summary.add_damage(task.rel_path, chunk.damage)
+            advance(max(open_file.state.offset_consumed - before, 0))
             if chunk.done:
-                self._finish_file(task, chunk, state, ids)
-                state = None
+                self._finish_file(task, chunk, open_file.state, open_file.ids)
+                open_file = None
 
-    def _open_state(self, task: FileTask, chunk: Chunk) -> FileState:
+    def _commit_chunk(self, task: FileTask, chunk: Chunk,
+                      open_file: _OpenFile | None) -> tuple[int, _OpenFile]:
+        """Apply one chunk in one transaction; a server's deadlock victim tries again."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                with self.writer.transaction():
+                    self.writer.lock_run(self.source, task.run_path)
+                    if open_file is None:
+                        state, replaced = self._open_state(task, chunk)
+                        current = _OpenFile(state, [], state.records, replaced)
+                    else:
+                        current = replace(open_file, ids=list(open_file.ids), replaced=False)
+                    before = current.state.offset_consumed
+                    current.state = self._apply(task, chunk, current)
+            except Exception as error:  # driver errors come raw from COPY, wrapped otherwise
+                if attempt < _ATTEMPTS and self.writer.is_transient(error):
+                    continue
+                raise
+            if current.replaced and not task.full:
+                self.summary.files_replaced += 1
+            return before, current
+        raise AssertionError("unreachable")
+
+    def _open_state(self, task: FileTask, chunk: Chunk) -> tuple[FileState, bool]:
         writer = self.writer
         run = self._runs[task.run_path]
         logdir = self.classification.logdir
-        run_id = writer.run_id(logdir, run.run_path, run.group_path,
-                               _run_name(logdir, run.run_path))
+        run_id = writer.run_id(self.source, run.run_path, host=self.origin.host, logdir=logdir,
+                               group_path=run.group_path, name=_run_name(logdir, run.run_path))
         context_id = writer.context_id(task.context)
         # Read again under the write lock: another converter may have moved the offset.
         state = writer.file_state(run_id, task.rel_path)
+        replaced = False
         if state is None:
             state = writer.save_file(FileState(None, run_id, context_id, task.rel_path))
         elif chunk.restart:
             writer.delete_file_points(state.id or 0)
-            if not task.full:
-                self.summary.files_replaced += 1
+            replaced = True
             state = replace(state, offset_consumed=0, records=0, damaged_records=0,
                             first_wall_time=None, last_wall_time=None)
-        return replace(state, size=task.size, mtime_ns=task.mtime_ns, head_digest=chunk.digest)
+        state = replace(state, size=task.size, mtime_ns=task.mtime_ns, head_digest=chunk.digest)
+        return state, replaced
 
-    def _apply(self, task: FileTask, chunk: Chunk, state: FileState, ids: list[int],
-               base_records: int) -> FileState:
+    def _apply(self, task: FileTask, chunk: Chunk, open_file: _OpenFile) -> FileState:
         from tensorboard.compat.proto.summary_pb2 import SummaryMetadata
 
         writer = self.writer
+        state, ids, base_records = open_file.state, open_file.ids, open_file.base_records
         for _local, tag, plugin, dtype, content in chunk.new_series:
             metadata = SummaryMetadata.FromString(content) if content is not None else None
             ids.append(writer.series_id(state.run_id, state.context_id, tag, plugin, dtype,
@@ -298,7 +357,6 @@ class _Job:
         for table, rows in chunk.rows.items():
             writer.insert_points(table, [(ids[row[0]], row[1], file_id, *row[3:])
                                          for row in rows])
-        self.summary.add_damage(task.rel_path, chunk.damage)
         invalid = (chunk.done and base_records + chunk.records == 0
                    and any(region.offset == 0 for region in chunk.damage))
         return writer.save_file(replace(
@@ -338,12 +396,12 @@ class _Job:
         if ids:
             self.touched_runs.add(state.run_id)
 
-    def _remembered_metadata(self, logdir: str, run_path: str, context: str) -> dict[str, bytes]:
+    def _remembered_metadata(self, run_path: str, context: str) -> dict[str, bytes]:
         from tensorboard.compat.proto import summary_pb2
 
         remembered: dict[str, bytes] = {}
         with self.writer.transaction():
-            rows = self.writer.series_metadata(logdir, run_path, context)
+            rows = self.writer.series_metadata(self.source, run_path, context)
         for tag, plugin, display, description, content in rows:
             if tag in remembered or plugin in _NOT_FROM_METADATA:
                 continue
@@ -355,11 +413,11 @@ class _Job:
             ).SerializeToString()
         return remembered
 
-    def _mark_gone(self, logdir: str) -> None:
+    def _mark_gone(self) -> None:
         present = {(run.run_path, source.rel_path)
                    for run in self.classification.runs for source in run.files}
         with self.writer.transaction():
-            gone = [file_id for file_id, run_path, path in self.writer.files_of_logdir(logdir)
+            gone = [file_id for file_id, run_path, path in self.writer.files_of_source(self.source)
                     if (run_path, path) not in present]
             self.writer.mark_gone(gone)
         self.summary.files_gone = len(gone)
@@ -367,7 +425,7 @@ class _Job:
     def _start_conversion(self) -> int:
         with self.writer.transaction():
             return self.writer.start_conversion(self.classification.logdir, __version__, json.dumps(
-                {"flat": self.classification.flat, "full": self.full,
+                {"source": self.source, "flat": self.classification.flat, "full": self.full,
                  "plugins": sorted(self.selection.plugins) if self.selection.plugins else None,
                  "tags": list(self.selection.tags),
                  "exclude_tags": list(self.selection.exclude_tags)}))
@@ -375,6 +433,25 @@ class _Job:
     def _finish_conversion(self, conversion_id: int) -> None:
         with self.writer.transaction():
             self.writer.finish_conversion(conversion_id, self.summary.to_json())
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the logdir comes from: its name in the store, and the machine reading it."""
+
+    source: str
+    explicit: bool
+    host: str
+
+
+@dataclass
+class _OpenFile:
+    """The file whose chunks are being applied: its state and store ids of its series."""
+
+    state: FileState
+    ids: list[int]
+    base_records: int
+    replaced: bool
 
 
 def _extreme(pick: Callable[[float, float], float], old: float | None,
@@ -400,10 +477,11 @@ def _run_name(logdir: str, run_path: str) -> str:
     return os.path.basename(logdir) if run_path == "." else run_path.rsplit("/", 1)[-1]
 
 
-def _plan(classification: discovery.Classification, url: str) -> list[dict[str, Any]]:
+def _plan(classification: discovery.Classification, url: str,
+          source: str) -> list[dict[str, Any]]:
     from converter.store.reader import read_file_states
 
-    known = read_file_states(url, classification.logdir)
+    known = read_file_states(url, source)
     plan = []
     for run in classification.runs:
         for source in run.files:

@@ -1,19 +1,98 @@
-"""Compare stores through their public views, the contract SQL clients see."""
+"""Read stores of either backend in tests, and compare them through their public views."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 VIEWS = ("v_runs", "v_scalars", "v_last_scalars", "v_images", "v_histograms", "v_texts",
          "v_params", "v_audio", "v_tensors")
+POINT_TABLES = ("scalars", "images", "histograms", "texts", "params", "audio", "tensors")
 
 
-def view_rows(store: str | Path) -> dict[str, list[tuple[object, ...]]]:
+class StoreFactory:
+    """Makes empty stores of one backend: a file path for SQLite, a database URL otherwise."""
+
+    def __init__(self, backend: str, server: Any) -> None:
+        self.backend = backend
+        self.server = server
+
+    def __call__(self, directory: Path, name: str = "store") -> str:
+        if self.server is None:
+            return str(directory / f"{name}.db")
+        return self.server.new_database(name.replace("-", "_"))
+
+    def __repr__(self) -> str:
+        return f"StoreFactory({self.backend})"
+
+
+def is_server(store: str | os.PathLike[str]) -> bool:
+    """True when ``store`` is a database URL rather than a SQLite file."""
+    return "://" in os.fspath(store)
+
+
+class _ServerConnection:
+    """A psycopg connection that takes SQL written for sqlite3 (``?`` placeholders)."""
+
+    def __init__(self, url: str, *, read_only: bool) -> None:
+        import psycopg
+        from sqlalchemy.engine import make_url
+
+        parts = make_url(url)
+        self._connection = psycopg.connect(
+            host=parts.host, port=parts.port, user=parts.username, dbname=parts.database,
+            autocommit=True)
+        if read_only:
+            self._connection.execute("SET default_transaction_read_only = on")
+
+    def execute(self, sql: str, parameters: Any = None) -> Any:
+        if parameters is None or parameters == ():
+            return self._connection.execute(sql)  # type: ignore[arg-type]
+        return self._connection.execute(sql.replace("%", "%%").replace("?", "%s"), parameters)
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        with self._connection.cursor() as cursor:
+            cursor.executemany(sql.replace("%", "%%").replace("?", "%s"), rows)
+
+    def commit(self) -> None:
+        """Autocommit: nothing to do (sqlite3's API, for the same test code)."""
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> _ServerConnection:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def connect(store: str | os.PathLike[str], *, read_only: bool = True) -> Any:
+    """A DB-API connection to either backend that accepts ``?`` placeholders.
+
+    Closing it is the caller's job (``contextlib.closing`` works for both).
+    """
+    if is_server(store):
+        return _ServerConnection(os.fspath(store), read_only=read_only)
+    if read_only:
+        return sqlite3.connect(Path(store).resolve().as_uri() + "?mode=ro", uri=True)
+    return sqlite3.connect(store)
+
+
+def rows(connection: Any, sql: str, parameters: Any = None) -> list[tuple[Any, ...]]:
+    """All rows of a query as plain tuples (the same type from both drivers)."""
+    cursor = connection.execute(sql) if parameters is None else connection.execute(sql, parameters)
+    return [tuple(row) for row in cursor.fetchall()]
+
+
+def view_rows(store: str | os.PathLike[str]) -> dict[str, list[tuple[object, ...]]]:
     """Every row of every view, as a sorted multiset (repr order copes with NULLs)."""
-    connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    connection = connect(store)
     try:
-        return {view: sorted(connection.execute(f"SELECT * FROM {view}").fetchall(), key=repr)
+        return {view: sorted((tuple(row) for row in
+                              connection.execute(f"SELECT * FROM {view}").fetchall()), key=repr)
                 for view in VIEWS}
     finally:
         connection.close()
@@ -25,22 +104,21 @@ def without_run_ids(views: dict[str, list[tuple[object, ...]]]) -> dict[str, lis
     return {view: sorted((row[1:] for row in rows), key=repr) for view, rows in views.items()}
 
 
-def point_count(store: str | Path) -> int:
+def point_count(store: str | os.PathLike[str]) -> int:
     """Rows in all point tables together."""
-    connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    connection = connect(store)
     try:
         return sum(connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                   for table in ("scalars", "images", "histograms", "texts", "params", "audio",
-                                 "tensors"))
+                   for table in POINT_TABLES)
     finally:
         connection.close()
 
 
-def file_states(store: str | Path) -> dict[str, tuple[object, ...]]:
+def file_states(store: str | os.PathLike[str]) -> dict[str, tuple[object, ...]]:
     """path -> (status, offset_consumed, records) of every event file."""
-    connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    connection = connect(store)
     try:
-        return {row[0]: row[1:] for row in connection.execute(
-            "SELECT path, status, offset_consumed, records FROM event_files")}
+        return {row[0]: tuple(row[1:]) for row in connection.execute(
+            "SELECT path, status, offset_consumed, records FROM event_files").fetchall()}
     finally:
         connection.close()

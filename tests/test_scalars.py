@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import closing
@@ -21,6 +20,8 @@ import numpy as np
 import pytest
 
 from converter.conversion import convert
+
+from tests.snapshots import StoreFactory, connect, is_server, rows
 from eventfiles import (
     ScalarPoint,
     append_events,
@@ -355,41 +356,37 @@ FILE_ORDER_SQL = (
 )
 
 
-def connect(store: Path) -> sqlite3.Connection:
-    return sqlite3.connect(Path(store).resolve().as_uri() + "?mode=ro", uri=True)
-
-
-def file_order(conn: sqlite3.Connection, run_path: str, tag: str) -> list[Point]:
+def file_order(conn: Any, run_path: str, tag: str) -> list[Point]:
     return [Point(*row) for row in conn.execute(FILE_ORDER_SQL, (run_path, tag))]
 
 
-def snapshot(store: Path) -> list[tuple[Any, ...]]:
+def snapshot(store: str) -> list[tuple[Any, ...]]:
     with closing(connect(store)) as conn:
-        return conn.execute(
+        return [tuple(row) for row in conn.execute(
             "SELECT series_id, step, file_id, record_offset, value_index, wall_time, value "
-            "FROM scalars ORDER BY series_id, file_id, record_offset, value_index").fetchall()
+            "FROM scalars ORDER BY series_id, file_id, record_offset, value_index").fetchall()]
 
 
 @dataclass
 class Converted:
     logdir: Path
-    store: Path
+    store: str
     expected: dict[str, dict[str, Series]]
     summary: Any
 
 
 @pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> Converted:
+def converted(tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory) -> Converted:
     root = tmp_path_factory.mktemp("scalars")
     logdir = root / "logdir"
     expected = build_logdir(logdir)
-    store = root / "store.db"
+    store = make_store(root)
     summary = convert(logdir, store, progress=False)
     return Converted(logdir, store, expected, summary)
 
 
 @pytest.fixture(scope="module")
-def conn(converted: Converted) -> Iterable[sqlite3.Connection]:
+def conn(converted: Converted) -> Iterable[Any]:
     connection = connect(converted.store)
     yield connection
     connection.close()
@@ -409,26 +406,24 @@ def test_summary_counts_every_value_once(converted: Converted) -> None:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_points_exact_in_file_order(converted: Converted, conn: sqlite3.Connection,
+def test_points_exact_in_file_order(converted: Converted, conn: Any,
                                     case: str) -> None:
     for tag, series in converted.expected[case].items():
         assert file_order(conn, case, tag) == series.points, tag
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_series_dtype_and_no_extra_series(converted: Converted, conn: sqlite3.Connection,
+def test_series_dtype_and_no_extra_series(converted: Converted, conn: Any,
                                           case: str) -> None:
-    rows = conn.execute(
-        "SELECT s.name, s.plugin, s.dtype, c.name FROM series s JOIN runs r ON r.id = s.run_id "
-        "JOIN contexts c ON c.id = s.context_id WHERE r.run_path = ? ORDER BY s.name", (case,)
-    ).fetchall()
+    got = rows(conn,
+               "SELECT s.name, s.plugin, s.dtype, c.name FROM series s JOIN runs r "
+               "ON r.id = s.run_id JOIN contexts c ON c.id = s.context_id WHERE r.run_path = ? "
+               "ORDER BY s.name", (case,))
     expected = sorted((tag, "scalars", s.dtype, "") for tag, s in converted.expected[case].items())
-    assert rows == expected
+    assert got == expected
 
 
-def test_v_scalars_columns_and_multiset(converted: Converted, conn: sqlite3.Connection) -> None:
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(v_scalars)")]
-    assert columns == SPEC_SCALAR_COLUMNS
+def test_v_scalars_columns_and_multiset(converted: Converted, conn: Any) -> None:
     cursor = conn.execute("SELECT * FROM v_scalars")
     assert [d[0] for d in cursor.description] == SPEC_SCALAR_COLUMNS
     got = Counter((run_path, context, tag, step, wall, value)
@@ -444,12 +439,12 @@ def test_v_scalars_columns_and_multiset(converted: Converted, conn: sqlite3.Conn
 
 
 def test_v_last_scalars_highest_step_then_last_written(converted: Converted,
-                                                       conn: sqlite3.Connection) -> None:
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(v_last_scalars)")]
-    assert columns == SPEC_SCALAR_COLUMNS
+                                                       conn: Any) -> None:
+    cursor = conn.execute("SELECT * FROM v_last_scalars")
+    assert [d[0] for d in cursor.description] == SPEC_SCALAR_COLUMNS
     got = {(run_path, context, tag): (step, wall, value) for
            _run_id, run_path, context, tag, step, wall, value in
-           conn.execute("SELECT * FROM v_last_scalars")}
+           cursor}
     want = {}
     for case, series in converted.expected.items():
         for tag, s in series.items():
@@ -459,19 +454,25 @@ def test_v_last_scalars_highest_step_then_last_written(converted: Converted,
 
 
 def test_nan_is_null_and_infinities_stay_infinite(converted: Converted,
-                                                  conn: sqlite3.Connection) -> None:
+                                                  conn: Any) -> None:
+    sqlite = not is_server(converted.store)
     for case in ("tbx_nonfinite", "enc_simple_value", "enc_tf2_tensor_content",
                  "enc_torch_double_val", "enc_half_half_val", "enc_half_tensor_content"):
         values = [row[0] for row in conn.execute(
             "SELECT value FROM v_scalars WHERE run_path = ?", (case,))]
         assert values.count(None) == 1, case
         assert values.count(INF) == 1 and values.count(-INF) == 1, case
-        types = Counter(row[0] for row in conn.execute(
-            "SELECT typeof(value) FROM v_scalars WHERE run_path = ?", (case,)))
-        assert types["null"] == 1 and types["real"] == len(values) - 1, case
+        if sqlite:  # dynamic typing: every other value must be stored as REAL
+            types = Counter(row[0] for row in conn.execute(
+                "SELECT typeof(value) FROM v_scalars WHERE run_path = ?", (case,)))
+            assert types["null"] == 1 and types["real"] == len(values) - 1, case
+        else:  # PostgreSQL could hold NaN: it must not (value IS NULL means NaN)
+            nans = conn.execute("SELECT count(*) FROM scalars WHERE value = 'NaN' "
+                                "OR wall_time = 'NaN'").fetchone()[0]
+            assert nans == 0, case
 
 
-def test_float64_is_not_squeezed_through_float32(conn: sqlite3.Connection) -> None:
+def test_float64_is_not_squeezed_through_float32(conn: Any) -> None:
     for case in ("enc_torch_double_val", "enc_double_tensor_content",
                  "enc_shape1_double_content"):
         values = {row[0] for row in conn.execute(
@@ -481,15 +482,16 @@ def test_float64_is_not_squeezed_through_float32(conn: sqlite3.Connection) -> No
         "SELECT value FROM v_scalars WHERE run_path = 'enc_int64_int64_val'")}
 
 
-def test_steps_are_int64(conn: sqlite3.Connection) -> None:
+def test_steps_are_int64(conn: Any) -> None:
     for case, tag in (("tbx_steps", "x"), ("steps_extreme", "simple"), ("steps_extreme", "tf2")):
         steps = [p.step for p in file_order(conn, case, tag)]
         assert 2**62 in steps and -(2**62) in steps and 2**63 - 1 in steps and -(2**63) in steps
         assert all(type(s) is int for s in steps)
 
 
-def test_second_conversion_adds_nothing(converted: Converted, tmp_path: Path) -> None:
-    store = tmp_path / "again.db"
+def test_second_conversion_adds_nothing(converted: Converted, tmp_path: Path,
+                                        make_store: StoreFactory) -> None:
+    store = make_store(tmp_path, "again")
     first = convert(converted.logdir, store, progress=False)
     before = snapshot(store)
     assert len(before) == first.points["scalars"] > 0
@@ -505,19 +507,20 @@ def test_second_conversion_adds_nothing(converted: Converted, tmp_path: Path) ->
     assert snapshot(store) == before
 
 
-def test_chunk_boundaries_change_nothing(converted: Converted, tmp_path: Path) -> None:
-    store = tmp_path / "chunked.db"
+def test_chunk_boundaries_change_nothing(converted: Converted, tmp_path: Path,
+                                         make_store: StoreFactory) -> None:
+    store = make_store(tmp_path, "chunked")
     summary = convert(converted.logdir, store, chunk_points=7, progress=False)
     assert summary.points == converted.summary.points
     query = ("SELECT r.run_path, s.name, p.step, p.wall_time, p.value FROM scalars p "
              "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
              "ORDER BY r.run_path, s.name, p.file_id, p.record_offset, p.value_index")
     with closing(connect(store)) as chunked, closing(connect(converted.store)) as whole:
-        assert chunked.execute(query).fetchall() == whole.execute(query).fetchall()
+        assert rows(chunked, query) == rows(whole, query)
 
 
-def test_appended_points_are_read_once(tmp_path: Path) -> None:
-    logdir, store = tmp_path / "logs", tmp_path / "store.db"
+def test_appended_points_are_read_once(tmp_path: Path, store: str) -> None:
+    logdir = tmp_path / "logs"
     log = RunLog(logdir / "run")
     records = [(s, W0 + s, [("a", "simple_value", s * 0.5), ("b", "tf2_tensor_content", -s)])
                for s in range(10)]
@@ -535,11 +538,11 @@ def test_appended_points_are_read_once(tmp_path: Path) -> None:
             assert file_order(conn, "run", tag) == series.points
 
 
-def test_tf1_metadata_from_first_occurrence_survives_an_incremental_read(tmp_path: Path) -> None:
+def test_tf1_metadata_from_first_occurrence_survives_an_incremental_read(tmp_path: Path, store: str) -> None:
     """SPEC §4: plugin metadata is remembered per (file, tag) from its first occurrence; a file
     written by a TF1 FileWriter and read in two passes (it grew in between) must not lose the
     second pass's tensor scalars, which carry no metadata."""
-    logdir, store = tmp_path / "logs", tmp_path / "store.db"
+    logdir = tmp_path / "logs"
     records = [(s, W0 + s, [("tensor", "tf2_tensor_content", s * 0.25)]) for s in range(8)]
     events = strip_repeated_metadata(
         summary_event(s, w, [ENCODINGS[e].build(t, v) for t, e, v in vals])
@@ -550,15 +553,15 @@ def test_tf1_metadata_from_first_occurrence_survives_an_incremental_read(tmp_pat
     second = convert(logdir, store, progress=False)
     assert second.points == Counter({"scalars": 5}), second.to_dict()
     with closing(connect(store)) as conn:
-        series = conn.execute("SELECT name, plugin, dtype FROM series").fetchall()
+        series = rows(conn, "SELECT name, plugin, dtype FROM series")
         assert series == [("tensor", "scalars", "float32")]
         assert file_order(conn, "run", "tensor") == [
             point(s, w, as_float32(v)) for s, w, vals in records for _t, _e, v in vals]
 
 
-def test_nonfinite_wall_times_are_kept(tmp_path: Path) -> None:
+def test_nonfinite_wall_times_are_kept(tmp_path: Path, store: str) -> None:
     """Pitfall 10: NaN or infinite wall times are stored, not fatal; ordering never uses them."""
-    logdir, store = tmp_path / "logs", tmp_path / "store.db"
+    logdir = tmp_path / "logs"
     log = RunLog(logdir / "run")
     log.hand(event_file_name(W0), [
         (0, W0, [("s", "simple_value", 1.0)]),
@@ -569,31 +572,31 @@ def test_nonfinite_wall_times_are_kept(tmp_path: Path) -> None:
     summary = convert(logdir, store, progress=False)
     assert summary.points == Counter({"scalars": 4})
     with closing(connect(store)) as conn:
-        rows = conn.execute("SELECT step, wall_time, value FROM v_scalars ORDER BY step").fetchall()
-    assert rows == [(0, W0, 1.0), (1, None, 2.0), (2, INF, 3.0), (3, -INF, 4.0)]
+        got = rows(conn, "SELECT step, wall_time, value FROM v_scalars ORDER BY step")
+    assert got == [(0, W0, 1.0), (1, None, 2.0), (2, INF, 3.0), (3, -INF, 4.0)]
 
 
-def test_legacy_node_name_tag_does_not_depend_on_what_came_before(tmp_path: Path) -> None:
+def test_legacy_node_name_tag_does_not_depend_on_what_came_before(tmp_path: Path, store: str) -> None:
     """A value with an empty tag falls back to its node_name (old TF writers); whether an
     empty-tag simple_value came earlier in the file must not change which series it joins."""
     from tensorboard.compat.proto.summary_pb2 import Summary
 
-    logdir, store = tmp_path / "logs", tmp_path / "store.db"
+    logdir = tmp_path / "logs"
     write_events(logdir / "run" / event_file_name(W0), [
         summary_event(0, W0, [Summary.Value(tag="", simple_value=5.0)]),
         summary_event(1, W0 + 1, [Summary.Value(tag="", node_name="legacy", simple_value=7.0)]),
     ])
     convert(logdir, store, progress=False)
     with closing(connect(store)) as conn:
-        rows = conn.execute("SELECT tag, step, value FROM v_scalars ORDER BY step").fetchall()
-    assert rows == [("", 0, 5.0), ("legacy", 1, 7.0)]
+        got = rows(conn, "SELECT tag, step, value FROM v_scalars ORDER BY step")
+    assert got == [("", 0, 5.0), ("legacy", 1, 7.0)]
 
 
-def test_tensorboardx_add_scalars_subruns_are_contexts(tmp_path: Path) -> None:
+def test_tensorboardx_add_scalars_subruns_are_contexts(tmp_path: Path, store: str) -> None:
     """tensorboardX add_scalars writes <logdir>/<main>/<key>/: run <main>, contexts <key>."""
     from tensorboardX import SummaryWriter
 
-    logdir, store = tmp_path / "logs", tmp_path / "store.db"
+    logdir = tmp_path / "logs"
     with SummaryWriter(logdir=str(logdir), flush_secs=3600) as writer:
         for step in range(5):
             writer.add_scalars("loss", {"train": 1.0 / (step + 1), "val": 2.0 / (step + 1)},
@@ -602,20 +605,20 @@ def test_tensorboardx_add_scalars_subruns_are_contexts(tmp_path: Path) -> None:
     assert summary.points == Counter({"scalars": 10})
     assert len(summary.orphans) == 1  # the main writer's file (file_version only) in the root
     with closing(connect(store)) as conn:
-        rows = conn.execute("SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
-                            "ORDER BY context, step").fetchall()
-    assert rows == [("loss", ctx, "loss", s, W0 + s, as_float32(k / (s + 1)))
+        got = rows(conn, "SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
+                         "ORDER BY context, step")
+    assert got == [("loss", ctx, "loss", s, W0 + s, as_float32(k / (s + 1)))
                     for ctx, k in (("train", 1.0), ("val", 2.0)) for s in range(5)]
 
 
 def test_same_bytes_under_another_logdir_give_the_same_points(converted: Converted,
-                                                              tmp_path: Path) -> None:
+                                                              tmp_path: Path,
+                                                              store: str) -> None:
     """The same bytes under another logdir path give the same points (run identity is relative)."""
     copy = tmp_path / "copy"
     shutil.copytree(converted.logdir, copy)
-    store = tmp_path / "copy.db"
     convert(copy, store, progress=False)
     with closing(connect(store)) as conn, closing(connect(converted.store)) as original:
         query = ("SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
                  "ORDER BY run_path, tag, step, wall_time, value")
-        assert conn.execute(query).fetchall() == original.execute(query).fetchall()
+        assert rows(conn, query) == rows(original, query)

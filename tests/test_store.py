@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
 from converter.errors import StoreError, StoreVersionError
 from converter.store import migrate
@@ -30,11 +30,29 @@ SPEC_VIEW_COLUMNS = {
 }
 
 
+# Columns beyond SPEC §6, documented in the README: a view may grow at its end only.
+EXTRA_VIEW_COLUMNS = {"v_runs": ["source", "host"]}
+
+
 @pytest.fixture
-def engine(tmp_path: Path):
+def engine(store: str):
+    """An engine on an empty store of each backend."""
+    engine = create_store_engine(store_url(store))
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: Path):
     engine = create_store_engine(store_url(tmp_path / "store.db"))
     yield engine
     engine.dispose()
+
+
+def _relations(conn) -> list[str]:
+    found = inspect(conn)
+    return sorted(name for name in found.get_table_names() + found.get_view_names()
+                  if name != migrate.VERSION_TABLE)
 
 
 def test_empty_store_gets_every_migration_and_no_drift(engine) -> None:
@@ -56,11 +74,12 @@ def test_views_have_exactly_the_spec_columns(engine) -> None:
     migrate.ensure_schema(engine)
     with engine.connect() as conn:
         for view, columns in SPEC_VIEW_COLUMNS.items():
-            found = [row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({view})")]
-            assert found == columns, view
+            found = list(conn.exec_driver_sql(f"SELECT * FROM {view} LIMIT 0").keys())
+            assert found == columns + EXTRA_VIEW_COLUMNS.get(view, []), view
 
 
-def test_sqlite_pragmas_and_physical_layout(engine, tmp_path: Path) -> None:
+def test_sqlite_pragmas_and_physical_layout(sqlite_engine, tmp_path: Path) -> None:
+    engine = sqlite_engine
     migrate.ensure_schema(engine)
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
@@ -82,11 +101,7 @@ def test_upgrade_downgrade_roundtrip(engine) -> None:
     with engine.begin() as conn:
         command.downgrade(migrate.alembic_config(conn), "base")
     with engine.connect() as conn:
-        left = conn.exec_driver_sql(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-            f"AND name NOT LIKE 'sqlite_%' AND name <> '{migrate.VERSION_TABLE}'"
-        )
-        assert [row[0] for row in left] == []
+        assert _relations(conn) == []
     assert migrate.ensure_schema(engine) is not None
     migrate.check(engine)
 
@@ -115,11 +130,10 @@ def test_foreign_sqlite_database_is_refused_and_untouched(tmp_path: Path) -> Non
     raw.close()
 
 
-def test_failed_migration_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> None:
+def test_failed_migration_leaves_nothing_behind(engine, monkeypatch) -> None:
     """DDL is transactional: a migration that fails midway leaves an empty store."""
     from alembic import op
 
-    engine = create_store_engine(store_url(tmp_path / "store.db"))
     real_execute = op.execute
 
     def failing_execute(sql, *args, **kwargs):
@@ -131,10 +145,8 @@ def test_failed_migration_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> 
     with pytest.raises(RuntimeError, match="boom"):
         migrate.ensure_schema(engine)
     with engine.connect() as conn:
-        names = [row[0] for row in conn.exec_driver_sql(
-            "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")]
-    engine.dispose()
-    assert names == []
+        assert _relations(conn) == []
+        assert migrate.current_revision(conn) is None
 
 
 def test_store_from_revision_0001_upgrades_with_data_kept(tmp_path: Path) -> None:
@@ -173,3 +185,56 @@ def test_store_from_revision_0001_upgrades_with_data_kept(tmp_path: Path) -> Non
     assert backup.execute(f"SELECT version_num FROM {migrate.VERSION_TABLE}").fetchone() == (
         "0001",)
     backup.close()
+
+
+def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_asked(
+        engine, store: str) -> None:
+    """0003 names each run's source after its logdir; a shared server is upgraded only by an
+    explicit request (other converters may run the older code), a SQLite file at once."""
+    from alembic import command
+
+    with engine.begin() as conn:
+        command.upgrade(migrate.alembic_config(conn), "0002")
+        conn.execute(text("INSERT INTO runs (id, logdir, run_path, group_path, name) "
+                          "VALUES (1, '/logs', 'a', '', 'a'), (2, '/other', 'a', '', 'a')"))
+        conn.execute(text("INSERT INTO contexts (id, name) VALUES (1, '')"))
+        conn.execute(text("INSERT INTO series (id, run_id, context_id, name, plugin) "
+                          "VALUES (1, 1, 1, 'loss', 'scalars')"))
+        conn.execute(text(
+            "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
+            "offset_consumed, records, damaged_records, status) "
+            "VALUES (1, 1, 1, 'a/events', 100, 1, 100, 2, 0, 'ok')"))
+        conn.execute(text("INSERT INTO scalars VALUES (1, 5, 1, 0, 0, 1000.0, 0.5), "
+                          "(1, 5, 1, 40, 0, 1001.0, 0.25)"))
+    if "://" in store:
+        with pytest.raises(StoreError, match="tbconvert db upgrade"):
+            migrate.ensure_schema(engine)
+        change = migrate.upgrade(engine)
+    else:
+        change = migrate.ensure_schema(engine)
+        assert change is not None and change.backup is not None
+    assert change is not None and (change.from_revision, change.to_revision) == ("0002", "0003")
+    with engine.connect() as conn:
+        runs = conn.execute(text("SELECT run_id, logdir, source, host FROM v_runs "
+                                 "ORDER BY run_id")).all()
+        assert [tuple(row) for row in runs] == [(1, "/logs", "/logs", None),
+                                                (2, "/other", "/other", None)]
+        last = conn.execute(text("SELECT run_path, tag, step, wall_time, value "
+                                 "FROM v_last_scalars")).all()
+        assert [tuple(row) for row in last] == [("a", "loss", 5, 1001.0, 0.25)]
+    migrate.check(engine)
+
+
+def test_foreign_server_database_is_refused_and_untouched(pg_server) -> None:
+    url = pg_server.new_database("foreign")
+    database = url.rsplit("/", 1)[1]
+    pg_server.execute("CREATE TABLE notes (body TEXT)", database)
+    engine = create_store_engine(url)
+    try:
+        with pytest.raises(StoreError, match="not a tbconvert store"):
+            migrate.ensure_schema(engine)
+    finally:
+        engine.dispose()
+    tables = pg_server.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'",
+                               database)
+    assert tables == [("notes",)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 from typing import Any
@@ -19,6 +20,10 @@ def store_url(store: str | os.PathLike[str]) -> str:
     """Turn a ``--store`` value into a SQLAlchemy URL (a value with ``://`` already is one)."""
     text = os.fspath(store)
     if "://" in text:
+        scheme, rest = text.split("://", 1)
+        # Plain postgresql:// would pick psycopg2, which tbconvert does not install.
+        if scheme in ("postgres", "postgresql"):
+            return f"postgresql+psycopg://{rest}"
         return text
     return "sqlite:///" + os.path.abspath(text)
 
@@ -37,6 +42,13 @@ def sqlite_path(url: str) -> str | None:
     return path
 
 
+def store_display(url: str) -> str:
+    """How to name a store in messages: its file, or its URL without the password."""
+    from sqlalchemy.engine import make_url
+
+    return sqlite_path(url) or make_url(url).render_as_string(hide_password=True)
+
+
 def check_store_location(url: str) -> None:
     """Fail early, with the fix, when a SQLite store cannot be created where asked."""
     path = sqlite_path(url)
@@ -53,6 +65,12 @@ def check_store_location(url: str) -> None:
         raise StoreError("the store path is a directory", path=path, hint="give a file name")
 
 
+def advisory_key(*parts: str) -> int:
+    """A signed 64-bit PostgreSQL advisory lock key naming ``parts`` (stable across hosts)."""
+    digest = hashlib.blake2b("\0".join(("tbconvert", *parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 def create_store_engine(url: str) -> Engine:
     """Create an engine; SQLite gets WAL, synchronous=NORMAL, foreign keys, a busy timeout.
 
@@ -63,7 +81,7 @@ def create_store_engine(url: str) -> Engine:
     writers queue on the busy timeout instead of failing to upgrade a read lock.
     """
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
+        return _server_engine(url)
     engine = create_engine(
         url,
         connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
@@ -71,6 +89,18 @@ def create_store_engine(url: str) -> Engine:
     event.listen(engine, "connect", _on_sqlite_connect)
     event.listen(engine, "begin", _on_sqlite_begin)
     return engine
+
+
+def _server_engine(url: str) -> Engine:
+    # The application name shows in pg_stat_activity: an admin can tell converters apart.
+    connect_args = {"application_name": "tbconvert"} if url.startswith("postgresql") else {}
+    try:
+        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    except ModuleNotFoundError as error:
+        raise StoreError(
+            f"the database driver for this store is not installed ({error.name})",
+            hint="install PostgreSQL support: pip install 'tbconvert[postgres]'",
+        ) from None
 
 
 def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:

@@ -24,7 +24,22 @@ _KNOWN = (
      "wait for the other converter to finish, or stop it"),
     ("disk I/O error", "the disk failed while writing the store",
      "check the disk; the next run resumes from the last commit"),
+    # PostgreSQL (psycopg)
+    ("Connection refused", "cannot connect to the PostgreSQL server",
+     "check the host and port in --store, and that the server is running"),
+    ("could not translate host name", "the PostgreSQL server's host name is unknown",
+     "check the host in --store"),
+    ("password authentication failed", "the PostgreSQL server refused the user or password",
+     "check the user and password in --store (or ~/.pgpass)"),
+    ("no password supplied", "the PostgreSQL server wants a password",
+     "put it in ~/.pgpass or PGPASSWORD rather than in the URL"),
+    ("permission denied", "the PostgreSQL user lacks a privilege on the store",
+     "ask the database owner to grant it CREATE and write access"),
+    ("No space left on device", "the server's disk is full",
+     "free some space and run again: the store is consistent and the next run resumes"),
 )
+_KNOWN_DATABASE_MISSING = ("does not exist", "the PostgreSQL database does not exist",
+                           "create it first: createdb NAME (tbconvert creates the tables)")
 
 
 def describe(error: Exception) -> tuple[str, str | None]:
@@ -34,6 +49,8 @@ def describe(error: Exception) -> tuple[str, str | None]:
     for needle, message, hint in _KNOWN:
         if needle in text:
             return message, hint
+    if 'database "' in text and _KNOWN_DATABASE_MISSING[0] in text:
+        return _KNOWN_DATABASE_MISSING[1:]
     return f"database error: {text.splitlines()[0] if text else type(error).__name__}", None
 
 
@@ -42,7 +59,17 @@ def translate_errors(store: str) -> Iterator[None]:
     """Re-raise driver errors as :class:`StoreError` naming the store."""
     try:
         yield
-    except (DBAPIError, sqlite3.Error) as error:
+    except Exception as error:
         # Bulk inserts go through the driver's cursor, so raw driver errors arrive here too.
+        if not _is_database_error(error):
+            raise
         message, hint = describe(error)
         raise StoreError(message, path=store, hint=hint) from error
+
+
+def _is_database_error(error: Exception) -> bool:
+    if isinstance(error, (DBAPIError, sqlite3.Error)):
+        return True
+    # psycopg is an optional extra: recognise its errors without importing it.
+    return any(cls.__module__.startswith("psycopg") and cls.__name__ == "Error"
+               for cls in type(error).__mro__)

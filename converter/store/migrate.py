@@ -19,11 +19,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from converter.errors import StoreError, StoreVersionError
-from converter.store.engine import sqlite_path
+from converter.store.engine import advisory_key, sqlite_path, store_display
 
 VERSION_TABLE = "tbconvert_alembic_version"
 # Objects the migrations manage with raw SQL, which autogenerate must not try to drop.
@@ -75,8 +75,11 @@ class SchemaChange:
     backup: str | None = None
 
 
-def ensure_schema(engine: Engine, *, allow_upgrade: bool = True) -> SchemaChange | None:
+def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> SchemaChange | None:
     """Create or upgrade the store's schema; return what changed (None when current).
+
+    ``allow_upgrade`` None upgrades a SQLite file (after a backup) but not a shared server,
+    where other converters may be running older code against it.
 
     Raises:
         StoreVersionError: the store was written by a newer converter.
@@ -87,10 +90,16 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool = True) -> SchemaChange
         if current_revision(probe) == head:
             return None
     sqlite_file = sqlite_path(str(engine.url))
+    if allow_upgrade is None:
+        allow_upgrade = sqlite_file is not None
     with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
         _foreign_keys(conn, on=False)
         try:
             with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    # Converters starting together on a server take turns here.
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                 {"key": advisory_key("schema")})
                 # Re-read under the write lock: another converter may have just migrated.
                 current = current_revision(conn)
                 if current == head:
@@ -98,12 +107,14 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool = True) -> SchemaChange
                 _refuse_foreign(conn, current, head)
                 backup = None
                 if current is not None:
-                    if sqlite_file is None and not allow_upgrade:
+                    if not allow_upgrade:
                         raise StoreError(
                             f"the store is at schema revision {current}, this converter needs "
                             f"{head}",
                             path=_display(engine),
-                            hint="run 'tbconvert db upgrade' once, when no converter is writing",
+                            hint="upgrade it explicitly once, when no older converter is "
+                                 "writing: tbconvert db upgrade --store URL (or tf "
+                                 "--upgrade-store)",
                         )
                     if sqlite_file is not None:
                         backup = _backup_sqlite(sqlite_file, current)
@@ -179,4 +190,4 @@ def _backup_sqlite(path: str, revision: str) -> str:
 
 
 def _display(engine: Engine) -> str:
-    return sqlite_path(str(engine.url)) or engine.url.render_as_string(hide_password=True)
+    return store_display(engine.url.render_as_string(hide_password=False))

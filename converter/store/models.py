@@ -47,12 +47,19 @@ class Base(DeclarativeBase):
 
 
 class Run(Base):
-    """A run directory of a logdir: identity is (logdir, run_path)."""
+    """A run directory of a logdir: identity is (source, run_path).
+
+    ``source`` names the logdir in the store: its absolute path unless the user gave a name
+    (``--source``), so that logdirs of several machines never collide in a shared server.
+    ``host`` is the machine that first wrote the run.
+    """
 
     __tablename__ = "runs"
-    __table_args__ = (UniqueConstraint("logdir", "run_path"),)
+    __table_args__ = (UniqueConstraint("source", "run_path"),)
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
+    source: Mapped[str] = mapped_column(Text)
+    host: Mapped[str | None] = mapped_column(Text)
     logdir: Mapped[str] = mapped_column(Text)
     run_path: Mapped[str] = mapped_column(Text)
     group_path: Mapped[str] = mapped_column(Text, index=True)

@@ -22,7 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from converter.errors import StoreError, UsageError
-from converter.store.engine import create_store_engine, sqlite_path, store_url
+from converter.store.engine import create_store_engine, sqlite_path, store_display, store_url
 from converter.store.errors import translate_errors
 from converter.store.writer import FileState, select_file_states
 
@@ -429,7 +429,7 @@ def open_store(store: str | os.PathLike[str] | None = None) -> Store:
     url = store_url(store if store is not None else os.environ.get("TBCONVERT_STORE",
                                                                     "tbconvert.db"))
     path = sqlite_path(url)
-    display = path or url
+    display = store_display(url)
     if path is not None and not os.path.exists(path):
         raise StoreError("no store here", path=path,
                          hint="convert a logdir first: tbconvert tf --logdir DIR --store PATH")
@@ -449,8 +449,8 @@ def open_store(store: str | os.PathLike[str] | None = None) -> Store:
     return Store(engine, display)
 
 
-def read_file_states(url: str, logdir: str) -> dict[tuple[str, str], FileState]:
-    """Stored file states of a logdir, read without creating or changing anything.
+def read_file_states(url: str, source: str) -> dict[tuple[str, str], FileState]:
+    """Stored file states of a source (logdir), read without creating or changing anything.
 
     A missing store, or one that cannot be read, gives an empty dict (everything is new).
     """
@@ -462,7 +462,7 @@ def read_file_states(url: str, logdir: str) -> dict[tuple[str, str], FileState]:
     engine = create_store_engine(url)
     try:
         with engine.connect() as conn:
-            return select_file_states(conn, logdir)
+            return select_file_states(conn, source)
     except Exception:  # a store we cannot read plans as empty
         return {}
     finally:

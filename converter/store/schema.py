@@ -9,7 +9,13 @@ from contextlib import contextmanager
 from sqlalchemy.engine import Engine
 
 from converter.errors import StoreError
-from converter.store.engine import check_store_location, create_store_engine, sqlite_path, store_url
+from converter.store.engine import (
+    check_store_location,
+    create_store_engine,
+    sqlite_path,
+    store_display,
+    store_url,
+)
 from converter.store.errors import translate_errors
 
 
@@ -22,7 +28,7 @@ def _engine(store: str, *, must_exist: bool = False) -> Iterator[Engine]:
     check_store_location(url)
     engine = create_store_engine(url)
     try:
-        with translate_errors(path or url):
+        with translate_errors(store_display(url)):
             yield engine
     finally:
         engine.dispose()

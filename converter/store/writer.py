@@ -8,6 +8,7 @@ are tuples handed to the DBAPI cursor.  ``ON CONFLICT DO NOTHING`` on the point 
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -18,7 +19,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from converter.store.engine import sqlite_path
+from converter.store.engine import advisory_key, sqlite_path
 
 KEY_COLUMNS = ("series_id", "step", "file_id", "record_offset", "value_index", "wall_time")
 # Rows are the key columns followed by these; a ``blob_id`` column arrives holding the
@@ -34,6 +35,10 @@ PAYLOAD_COLUMNS: dict[str, tuple[str, ...]] = {
     "tensors": ("dtype", "shape", "blob_id"),
 }
 POINT_COLUMNS = {table: KEY_COLUMNS + payload for table, payload in PAYLOAD_COLUMNS.items()}
+
+
+# PostgreSQL's deadlock_detected and serialization_failure.
+_RETRY_SQLSTATES = frozenset({"40P01", "40001"})
 
 
 @dataclass(frozen=True)
@@ -62,13 +67,13 @@ _FILE_COLUMNS = (
 )
 
 
-def select_file_states(conn: Connection, logdir: str) -> dict[tuple[str, str], FileState]:
-    """Every stored file state of one logdir, keyed by (run_path, path)."""
+def select_file_states(conn: Connection, source: str) -> dict[tuple[str, str], FileState]:
+    """Every stored file state of one source (logdir), keyed by (run_path, path)."""
     columns = ", ".join(f"f.{column}" for column in _FILE_COLUMNS)
     rows = conn.execute(
         text(f"SELECT r.run_path, f.id, {columns} FROM event_files AS f "
-             "JOIN runs AS r ON r.id = f.run_id WHERE r.logdir = :logdir"),
-        {"logdir": logdir},
+             "JOIN runs AS r ON r.id = f.run_id WHERE r.source = :source"),
+        {"source": source},
     ).all()
     return {(row[0], row[4]): FileState(*row[1:]) for row in rows}
 
@@ -81,11 +86,23 @@ class StoreWriter:
         self.engine = engine
         self.conn = engine.connect().execution_options(sqlite_begin="IMMEDIATE")
         self._placeholder = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        self._server = engine.dialect.name == "postgresql"
         self._ids: dict[tuple[Any, ...], int] = {}
         self._blob_ids: dict[str, int] = {}
         self._new_in_transaction: list[tuple[Any, ...]] = []
         self.created_runs: set[int] = set()
         self.created_series: set[int] = set()
+
+    @property
+    def shared(self) -> bool:
+        """True for a server store that other machines may write to as well."""
+        return self._server
+
+    @staticmethod
+    def is_transient(error: BaseException) -> bool:
+        """A deadlock victim or serialisation failure: the transaction can simply run again."""
+        original = getattr(error, "orig", error)
+        return getattr(original, "sqlstate", None) in _RETRY_SQLSTATES
 
     def is_busy(self) -> bool:
         """True when another process holds the store's write lock right now (SQLite only)."""
@@ -126,16 +143,34 @@ class StoreWriter:
         finally:
             self._new_in_transaction.clear()
 
-    def run_id(self, logdir: str, run_path: str, group_path: str, name: str) -> int:
-        """Get or create the run (logdir, run_path)."""
+    def run_id(self, source: str, run_path: str, *, host: str, logdir: str, group_path: str,
+               name: str) -> int:
+        """Get or create the run (source, run_path)."""
         return self._get_or_create(
-            ("runs", logdir, run_path),
-            "INSERT INTO runs (logdir, run_path, group_path, name) "
-            "VALUES (:logdir, :run_path, :group_path, :name) ON CONFLICT DO NOTHING",
-            "SELECT id FROM runs WHERE logdir = :logdir AND run_path = :run_path",
-            {"logdir": logdir, "run_path": run_path, "group_path": group_path, "name": name},
+            ("runs", source, run_path),
+            "INSERT INTO runs (source, host, logdir, run_path, group_path, name) "
+            "VALUES (:source, :host, :logdir, :run_path, :group_path, :name) "
+            "ON CONFLICT DO NOTHING",
+            "SELECT id FROM runs WHERE source = :source AND run_path = :run_path",
+            {"source": source, "host": host, "logdir": logdir, "run_path": run_path,
+             "group_path": group_path, "name": name},
             self.created_runs,
         )
+
+    def lock_run(self, source: str, run_path: str) -> None:
+        """Hold the run until the transaction ends (PostgreSQL; SQLite's write lock already
+        does): concurrent converters then never interleave inside one run's rows."""
+        if self._server:
+            self.conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                              {"key": advisory_key("run", source, run_path)})
+
+    def hosts_of_source(self, source: str) -> set[str]:
+        """The hosts that wrote the runs of a source so far."""
+        rows = self.conn.execute(
+            text("SELECT DISTINCT host FROM runs WHERE source = :source AND host IS NOT NULL"),
+            {"source": source},
+        ).all()
+        return {row[0] for row in rows}
 
     def context_id(self, name: str) -> int:
         """Get or create the context called ``name``."""
@@ -174,16 +209,16 @@ class StoreWriter:
             self.created_series,
         )
 
-    def series_metadata(self, logdir: str, run_path: str, context: str) -> list[tuple[Any, ...]]:
+    def series_metadata(self, source: str, run_path: str, context: str) -> list[tuple[Any, ...]]:
         """(tag, plugin, display_name, description, plugin_content) of the series of one
         (run, context), oldest first; empty when the run is new."""
         rows = self.conn.execute(
             text("SELECT s.name, s.plugin, s.display_name, s.description, s.plugin_content "
                  "FROM series AS s JOIN runs AS r ON r.id = s.run_id "
                  "JOIN contexts AS c ON c.id = s.context_id "
-                 "WHERE r.logdir = :logdir AND r.run_path = :run_path AND c.name = :context "
+                 "WHERE r.source = :source AND r.run_path = :run_path AND c.name = :context "
                  "ORDER BY s.id"),
-            {"logdir": logdir, "run_path": run_path, "context": context},
+            {"source": source, "run_path": run_path, "context": context},
         ).all()
         return [tuple(row) for row in rows]
 
@@ -198,7 +233,7 @@ class StoreWriter:
 
     def save_file(self, state: FileState) -> FileState:
         """Insert or update a file's state; returns it with its id."""
-        values = {column: getattr(state, column) for column in _FILE_COLUMNS}
+        values = {column: _finite_or_none(getattr(state, column)) for column in _FILE_COLUMNS}
         values["updated_at"] = time.time()
         if state.id is None:
             columns = ", ".join(values)
@@ -213,9 +248,9 @@ class StoreWriter:
         )
         return state
 
-    def file_states_of_logdir(self, logdir: str) -> dict[tuple[str, str], FileState]:
-        """Every stored file state of one logdir, keyed by (run_path, path)."""
-        return select_file_states(self.conn, logdir)
+    def file_states_of_source(self, source: str) -> dict[tuple[str, str], FileState]:
+        """Every stored file state of one source, keyed by (run_path, path)."""
+        return select_file_states(self.conn, source)
 
     def start_conversion(self, logdir: str, tool_version: str, options: str) -> int:
         """Record the start of a conversion; returns its id."""
@@ -233,13 +268,13 @@ class StoreWriter:
             {"id": conversion_id, "now": time.time(), "summary": summary},
         )
 
-    def files_of_logdir(self, logdir: str) -> list[tuple[int, str, str]]:
-        """(file id, run_path, path) of every file not yet marked gone, for one logdir."""
+    def files_of_source(self, source: str) -> list[tuple[int, str, str]]:
+        """(file id, run_path, path) of every file not yet marked gone, for one source."""
         rows = self.conn.execute(
             text("SELECT f.id, r.run_path, f.path FROM event_files AS f "
                  "JOIN runs AS r ON r.id = f.run_id "
-                 "WHERE r.logdir = :logdir AND f.status <> 'gone'"),
-            {"logdir": logdir},
+                 "WHERE r.source = :source AND f.status <> 'gone' ORDER BY f.id"),
+            {"source": source},
         ).all()
         return [(row[0], row[1], row[2]) for row in rows]
 
@@ -254,16 +289,22 @@ class StoreWriter:
     def insert_points(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Insert point rows, ignoring rows already stored from the same bytes."""
         columns = POINT_COLUMNS[table]
-        marks = ", ".join([self._placeholder] * len(columns))
-        sql = (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
-               "ON CONFLICT DO NOTHING")
         if "blob_id" in columns:
             rows = self._with_blob_ids(columns.index("blob_id"), rows)
-        self._executemany(sql, rows)
+        if self._server:
+            from converter.store.pgcopy import copy_points
+
+            copy_points(self._dbapi(), table, columns, rows)
+            return
+        marks = ", ".join([self._placeholder] * len(columns))
+        self._executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
+                          "ON CONFLICT DO NOTHING", rows)
 
     def insert_blobs(self, blobs: dict[str, bytes]) -> None:
         """Store content-addressed bytes once each; remembers sha256 -> id for the rows."""
-        missing = {sha: data for sha, data in blobs.items() if sha not in self._blob_ids}
+        # Sorted: blobs are shared between runs, and converters that take row locks in one
+        # order cannot deadlock each other on a server.
+        missing = {sha: blobs[sha] for sha in sorted(blobs) if sha not in self._blob_ids}
         if not missing:
             return
         mark = self._placeholder
@@ -285,8 +326,11 @@ class StoreWriter:
         ids = self._blob_ids
         return [row[:position] + (ids[row[position]],) + row[position + 1:] for row in rows]
 
+    def _dbapi(self) -> Any:
+        return self.conn.connection.dbapi_connection
+
     def _executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        cursor = self.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        cursor = self._dbapi().cursor()
         try:
             cursor.executemany(sql, rows)
         finally:
@@ -322,3 +366,8 @@ class StoreWriter:
         self._ids[key] = new_id
         self._new_in_transaction.append(key)
         return new_id
+
+
+def _finite_or_none(value: Any) -> Any:
+    # SQLite stores NaN as NULL by itself; PostgreSQL would keep it.
+    return None if isinstance(value, float) and math.isnan(value) else value
