@@ -104,6 +104,14 @@ def without_run_ids(views: dict[str, list[tuple[object, ...]]]) -> dict[str, lis
     return {view: sorted((row[1:] for row in rows), key=repr) for view, rows in views.items()}
 
 
+def comparable_rows(store: str | os.PathLike[str]) -> dict[str, list[tuple[object, ...]]]:
+    """:func:`view_rows` as two equivalent stores of one backend share them: on a server the
+    id sequences skip the numbers that rolled-back or conflicting inserts drew, so run ids
+    (not the runs) differ between equal stores."""
+    views = view_rows(store)
+    return without_run_ids(views) if is_server(store) else views
+
+
 def point_count(store: str | os.PathLike[str]) -> int:
     """Rows in all point tables together."""
     connection = connect(store)

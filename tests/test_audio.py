@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import sqlite3
 import wave
 from contextlib import closing
 from pathlib import Path
@@ -25,6 +24,8 @@ from tensorboard.plugins.audio.plugin_data_pb2 import AudioPluginData
 
 from converter.conversion import convert
 from eventfiles import event_file_name, summary_event, write_events
+
+from tests.snapshots import connect, rows
 
 W0 = 1_795_000_000.0
 WAV = AudioPluginData.WAV
@@ -67,26 +68,26 @@ def tf2_audio(tag: str, clips: list[tuple[bytes, ...]], encoding: int | None = W
     return value
 
 
-def stored(store: Path) -> dict[Key, Row]:
-    with closing(sqlite3.connect(store)) as conn:
-        view = conn.execute(
-            "SELECT tag, step, idx, data, sample_rate, wall_time FROM v_audio").fetchall()
-        extra = conn.execute(
-            "SELECT s.name, a.step, a.idx, a.num_channels, a.length_frames, a.content_type, "
-            "a.label FROM audio AS a JOIN series AS s ON s.id = a.series_id").fetchall()
+def stored(store: str) -> dict[Key, Row]:
+    with closing(connect(store)) as conn:
+        view = rows(conn, "SELECT tag, step, idx, data, sample_rate, wall_time FROM v_audio")
+        extra = rows(conn,
+                     "SELECT s.name, a.step, a.idx, a.num_channels, a.length_frames, "
+                     "a.content_type, a.label FROM audio AS a "
+                     "JOIN series AS s ON s.id = a.series_id")
     details = {(t, s, i): rest for t, s, i, *rest in extra}
     assert len(view) == len(details) == len(extra), "one row per (tag, step, idx)"
     return {(t, s, i): (sha(d), rate, *details[(t, s, i)], wall_time)
             for t, s, i, d, rate, wall_time in view}
 
 
-def convert_ok(logdir: Path, store: Path) -> Any:
+def convert_ok(logdir: Path, store: str) -> Any:
     summary = convert(logdir, store, progress=False)
     assert summary.exit_code == 0
     return summary
 
 
-def test_summary_audio_keeps_writer_fields(tmp_path: Path) -> None:
+def test_summary_audio_keeps_writer_fields(tmp_path: Path, store: str) -> None:
     mono, stereo, opaque = wav(1, 16_000, 1, 800), wav(2, 44_100, 2, 441), b"OggS not a wav"
     events = [summary_event(step, W0 + step / 2, [
         audio_value("torch", mono, 16_000.0, 1, 800, "audio/wav"),
@@ -94,7 +95,7 @@ def test_summary_audio_keeps_writer_fields(tmp_path: Path) -> None:
         audio_value("ogg", opaque, 22_050.0, 1, 10, "audio/ogg"),
     ]) for step in range(3)]
     write_events(tmp_path / "logs" / event_file_name(W0), events)
-    summary = convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    summary = convert_ok(tmp_path / "logs", store)
     assert summary.to_dict()["undecodable"] == {}
     expected = {}
     for step in range(3):
@@ -103,10 +104,10 @@ def test_summary_audio_keeps_writer_fields(tmp_path: Path) -> None:
         expected[("unset_fields", step, 0)] = (
             sha(stereo), 44_100.0, 2, 441, "audio/wav", None, wall_time)
         expected[("ogg", step, 0)] = (sha(opaque), 22_050.0, 1, 10, "audio/ogg", None, wall_time)
-    assert stored(tmp_path / "s.db") == expected
+    assert stored(store) == expected
 
 
-def test_tf2_audio_tensors_with_labels(tmp_path: Path) -> None:
+def test_tf2_audio_tensors_with_labels(tmp_path: Path, store: str) -> None:
     steps = [0, 3, 7]
     clips = {step: [wav(10 + step, 8_000, 1, 100 + step), wav(20 + step, 22_050, 2, 50)]
              for step in steps}
@@ -117,7 +118,7 @@ def test_tf2_audio_tensors_with_labels(tmp_path: Path) -> None:
     ]) for n, step in enumerate(steps)]
     events.append(summary_event(8, W0 + 8, [tf2_audio("every", [])]))  # k = 0: no rows
     write_events(tmp_path / "logs" / event_file_name(W0), events)
-    summary = convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    summary = convert_ok(tmp_path / "logs", store)
     assert summary.to_dict()["undecodable"] == {}
     expected = {}
     for tag in ("every", "first_only"):
@@ -127,14 +128,14 @@ def test_tf2_audio_tensors_with_labels(tmp_path: Path) -> None:
                                         W0 + step)
             expected[(tag, step, 1)] = (sha(second), 22_050.0, 2, 50, "audio/wav",
                                         "caf\u00e9 \u266a", W0 + step)
-    assert stored(tmp_path / "s.db") == expected
-    with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
+    assert stored(store) == expected
+    with closing(connect(store)) as conn:
         assert conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 2 * len(steps)
-        plugins = conn.execute("SELECT DISTINCT plugin FROM series").fetchall()
+        plugins = rows(conn, "SELECT DISTINCT plugin FROM series")
     assert plugins == [("audio",)]
 
 
-def test_unusual_clips_are_stored_never_fatal(tmp_path: Path) -> None:
+def test_unusual_clips_are_stored_never_fatal(tmp_path: Path, store: str) -> None:
     good = wav(5, 16_000, 1, 64)
     broken_wav = good[:12] + b"\xff" * 30  # RIFF....WAVE, then garbage
     events = [summary_event(1, W0, [
@@ -143,9 +144,9 @@ def test_unusual_clips_are_stored_never_fatal(tmp_path: Path) -> None:
         tf2_audio("clips_only", [(good,)], shape=(1,)),
     ])]
     write_events(tmp_path / "logs" / event_file_name(W0), events)
-    summary = convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    summary = convert_ok(tmp_path / "logs", store)
     assert summary.to_dict()["undecodable"] == {}
-    assert stored(tmp_path / "s.db") == {
+    assert stored(store) == {
         ("declared_wav", 1, 0): (sha(broken_wav), None, None, None, "audio/wav",
                                  "\ufffdbad utf-8", W0),
         ("unknown_encoding", 1, 0): (sha(b"raw pcm?"), None, None, None, None, "x", W0),
@@ -154,12 +155,11 @@ def test_unusual_clips_are_stored_never_fatal(tmp_path: Path) -> None:
     }
 
 
-def test_malformed_audio_tensor_is_kept_raw_and_counted(tmp_path: Path) -> None:
+def test_malformed_audio_tensor_is_kept_raw_and_counted(tmp_path: Path, store: str) -> None:
     value = tf2_audio("odd", [(b"a", b"b", b"c")], shape=(1, 3))
     write_events(tmp_path / "logs" / event_file_name(W0), [summary_event(0, W0, [value])])
-    summary = convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    summary = convert_ok(tmp_path / "logs", store)
     assert summary.to_dict()["undecodable"] == {"audio": {"odd": 1}}
-    with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
+    with closing(connect(store)) as conn:
         assert conn.execute("SELECT count(*) FROM audio").fetchone()[0] == 0
-        assert conn.execute("SELECT plugin FROM v_tensors WHERE tag='odd'").fetchall() == [
-            ("audio",)]
+        assert rows(conn, "SELECT plugin FROM v_tensors WHERE tag='odd'") == [("audio",)]

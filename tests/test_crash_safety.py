@@ -1,7 +1,7 @@
 """Real processes: kill -9 at random moments, concurrent converters, live writers, --watch.
 
 Each scenario ends by comparing the store's views, row for row, with one clean conversion of
-the final files.
+the final files.  Every scenario runs on SQLite and on a PostgreSQL server.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 
 from converter.conversion import convert
 from tests.eventfiles import simple_value, summary_event, write_events
-from tests.snapshots import view_rows, without_run_ids
+from tests.snapshots import StoreFactory, comparable_rows, view_rows, without_run_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -48,17 +48,17 @@ def big_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def big_clean(big_logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    store = tmp_path_factory.mktemp("clean") / "clean.db"
+def big_clean(big_logdir: Path, tmp_path_factory: pytest.TempPathFactory,
+              make_store: StoreFactory) -> dict:
+    store = make_store(tmp_path_factory.mktemp("clean"), "clean")
     summary = convert(big_logdir, store)
     assert summary.points["scalars"] == 400_000
-    return view_rows(store)
+    return comparable_rows(store)
 
 
 def test_kill_9_at_random_moments_then_rerun_equals_clean(
-    big_logdir: Path, big_clean: dict, tmp_path: Path
+    big_logdir: Path, big_clean: dict, store: str
 ) -> None:
-    store = tmp_path / "killed.db"
     rng = random.Random(11)
     for _ in range(6):
         process = subprocess.Popen(tbconvert("tf", "--logdir", str(big_logdir), "--store",
@@ -69,13 +69,12 @@ def test_kill_9_at_random_moments_then_rerun_equals_clean(
     final = subprocess.run(tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store),
                                      "-q"), env=ENV, check=False)
     assert final.returncode == 0
-    assert view_rows(store) == big_clean
+    assert comparable_rows(store) == big_clean
 
 
 def test_two_converters_at_once_on_one_store(
-    big_logdir: Path, big_clean: dict, tmp_path: Path
+    big_logdir: Path, big_clean: dict, store: str
 ) -> None:
-    store = tmp_path / "shared.db"
     processes = [
         subprocess.Popen(tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store),
                                    "--json"), env=ENV, stdout=subprocess.PIPE,
@@ -86,10 +85,11 @@ def test_two_converters_at_once_on_one_store(
     for process, (_stdout, stderr) in zip(processes, outputs):
         assert process.returncode == 0, stderr
         assert "locked" not in stderr
-    assert view_rows(store) == big_clean
+    assert comparable_rows(store) == big_clean
 
 
-def test_converters_on_different_logdirs_share_a_store(tmp_path: Path) -> None:
+def test_converters_on_different_logdirs_share_a_store(tmp_path: Path,
+                                                      make_store: StoreFactory) -> None:
     logdirs = []
     for name in ("a", "b", "c"):
         root = tmp_path / name
@@ -97,11 +97,11 @@ def test_converters_on_different_logdirs_share_a_store(tmp_path: Path) -> None:
             write_events(root / f"run_{run}" / "events.out.tfevents.1.host",
                          [summary_event(s, 1e9 + s, [simple_value("x", s)]) for s in range(3000)])
         logdirs.append(root)
-    store = tmp_path / "shared.db"
+    store = make_store(tmp_path, "shared")
     processes = [subprocess.Popen(tbconvert("tf", "--logdir", str(root), "--store", str(store),
                                             "-q"), env=ENV) for root in logdirs]
     assert [process.wait(timeout=300) for process in processes] == [0, 0, 0]
-    sequential = tmp_path / "sequential.db"
+    sequential = make_store(tmp_path, "sequential")
     for root in logdirs:
         convert(root, sequential)
     # Run ids depend on who got the lock first; compare everything else.
@@ -136,9 +136,10 @@ def _start_writer(path: Path, count: int) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(count)], env=ENV)
 
 
-def test_converter_runs_repeatedly_while_a_writer_appends(tmp_path: Path) -> None:
+def test_converter_runs_repeatedly_while_a_writer_appends(tmp_path: Path,
+                                                         make_store: StoreFactory) -> None:
     logdir = tmp_path / "live"
-    store = tmp_path / "live.db"
+    store = make_store(tmp_path, "live")
     writers = [_start_writer(logdir / f"run_{i}" / "events.out.tfevents.1.host", 3000)
                for i in range(2)]
     passes = 0
@@ -150,12 +151,13 @@ def test_converter_runs_repeatedly_while_a_writer_appends(tmp_path: Path) -> Non
     assert passes > 1
     # Which run's file appeared first decides the run ids; everything else must match.
     assert without_run_ids(view_rows(store)) == without_run_ids(
-        view_rows(_clean_copy(logdir, tmp_path)))
+        view_rows(_clean_copy(logdir, tmp_path, make_store)))
 
 
-def test_watch_follows_a_live_writer_until_ctrl_c(tmp_path: Path) -> None:
+def test_watch_follows_a_live_writer_until_ctrl_c(tmp_path: Path,
+                                                 make_store: StoreFactory) -> None:
     logdir = tmp_path / "live"
-    store = tmp_path / "watch.db"
+    store = make_store(tmp_path, "watch")
     writer = _start_writer(logdir / "run_0" / "events.out.tfevents.1.host", 2000)
     watcher = subprocess.Popen(
         tbconvert("tf", "--logdir", str(logdir), "--store", str(store), "--watch",
@@ -169,10 +171,10 @@ def test_watch_follows_a_live_writer_until_ctrl_c(tmp_path: Path) -> None:
     summary = json.loads(stdout)
     assert summary["points"]["scalars"] == 2000
     assert "Converted" in stderr
-    assert view_rows(store) == view_rows(_clean_copy(logdir, tmp_path))
+    assert comparable_rows(store) == comparable_rows(_clean_copy(logdir, tmp_path, make_store))
 
 
-def _clean_copy(logdir: Path, tmp_path: Path) -> Path:
-    store = tmp_path / f"clean-{time.monotonic_ns()}.db"
+def _clean_copy(logdir: Path, tmp_path: Path, make_store: StoreFactory) -> str:
+    store = make_store(tmp_path, f"clean_{time.monotonic_ns()}")
     convert(logdir, store)
     return store

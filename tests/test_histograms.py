@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import sys
+from contextlib import closing
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -29,6 +29,8 @@ from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from converter.conversion import convert
 from converter.plugins import histograms
 from converter.plugins.base import DecodeFailure
+
+from tests.snapshots import StoreFactory, connect, is_server, rows
 
 W0 = 1_795_000_000.0
 DBL_MAX = sys.float_info.max
@@ -57,9 +59,13 @@ def exact(x: Any) -> Any:
     return (float(x), math.copysign(1.0, x)) if isinstance(x, float) else x
 
 
-def as_stored(row: Row) -> Row:
+def as_stored(row: Row, store: str) -> Row:
     """SQLite keeps integral REAL values as integers, so -0.0 comes back as 0.0 from the REAL
-    columns (count, min, max, sum, sum_squares); the JSON buckets keep the sign."""
+    columns (count, min, max, sum, sum_squares); the JSON buckets keep the sign.  PostgreSQL's
+    float8 keeps the sign everywhere."""
+    if is_server(store):
+        return row
+
     def real(x: float | None) -> float | None:
         return 0.0 if x == 0 else x
 
@@ -104,7 +110,13 @@ def tf2_rows(rng: np.random.Generator, k: int = 30) -> np.ndarray:
 
 
 Expected = dict[str, dict[str, list[Row]]]  # run -> tag -> rows in file order
-Converted = tuple[Expected, Any, sqlite3.Connection]  # expected, summary, store
+
+
+class Converted(NamedTuple):
+    expected: Expected
+    summary: Any
+    store: str
+    conn: Any  # read-only connection to ``store``
 
 
 def write_tbx(run: Path, expected: dict[str, list[Row]]) -> None:
@@ -194,15 +206,16 @@ CASES = [(run, tag) for run, tags in
 
 
 @pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Converted]:
+def converted(tmp_path_factory: pytest.TempPathFactory,
+              make_store: StoreFactory) -> Iterator[Converted]:
     root = tmp_path_factory.mktemp("histograms")
     expected: Expected = {}
     for run, write in WRITERS.items():
         write(root / "logdir" / run, expected.setdefault(run, {}))
-    summary = convert(root / "logdir", root / "store.db", progress=False)
-    conn = sqlite3.connect(f"file:{root / 'store.db'}?mode=ro", uri=True)
-    yield expected, summary, conn
-    conn.close()
+    store = make_store(root)
+    summary = convert(root / "logdir", store, progress=False)
+    with closing(connect(store)) as conn:
+        yield Converted(expected, summary, store, conn)
 
 
 def written(expected: Expected) -> int:
@@ -210,7 +223,7 @@ def written(expected: Expected) -> int:
 
 
 def test_every_value_is_one_row(converted: Converted) -> None:
-    expected, summary, conn = converted
+    expected, summary, _, conn = converted
     assert summary.exit_code == 0 and summary.undecodable == {} and summary.skipped == {}
     assert summary.points == Counter({"histograms": written(expected)})
     assert conn.execute("SELECT COUNT(*) FROM histograms").fetchone()[0] == written(expected)
@@ -223,47 +236,59 @@ def test_every_value_is_one_row(converted: Converted) -> None:
 @pytest.mark.parametrize(("run", "tag"), CASES)
 def test_rows_exact(converted: Converted, run: str,
                     tag: str) -> None:
-    expected, _, conn = converted
-    stored = conn.execute(
+    expected, _, store, conn = converted
+    stored = rows(
+        conn,
         "SELECT p.step, p.wall_time, p.count, p.min, p.max, p.sum, p.sum_squares, p.buckets "
         "FROM histograms p JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
         "WHERE r.run_path = ? AND s.name = ? AND s.plugin = 'histograms' "
-        "ORDER BY p.file_id, p.record_offset, p.value_index", (run, tag)).fetchall()
-    rows = [Row(*row[:-1], json.loads(row[-1])) for row in stored]
-    assert exact(rows) == exact([as_stored(row) for row in expected[run][tag]])
-    view = conn.execute("SELECT step, wall_time, count, min, max, buckets FROM v_histograms "
-                        "WHERE run_path = ? AND context = '' AND tag = ? ORDER BY step",
-                        (run, tag)).fetchall()
+        "ORDER BY p.file_id, p.record_offset, p.value_index", (run, tag))
+    got = [Row(*row[:-1], json.loads(row[-1])) for row in stored]
+    assert exact(got) == exact([as_stored(row, store) for row in expected[run][tag]])
+    view = rows(conn, "SELECT step, wall_time, count, min, max, buckets FROM v_histograms "
+                      "WHERE run_path = ? AND context = '' AND tag = ? ORDER BY step",
+                (run, tag))
     assert exact(view) == exact([(r.step, r.wall_time, r.count, r.min, r.max, b)
-                                 for r, (*_, b) in zip(rows, stored, strict=True)])
+                                 for r, (*_, b) in zip(got, stored, strict=True)])
 
 
 def test_buckets_are_strict_json(converted: Converted) -> None:
     def refuse(token: str) -> None:
         raise ValueError(f"non-standard JSON token {token}")
 
-    _, _, conn = converted
+    expected, _, store, conn = converted
     for (text,) in conn.execute("SELECT buckets FROM histograms"):
         json.loads(text, parse_constant=refuse)
-    assert conn.execute("SELECT COUNT(*) FROM histograms WHERE NOT json_valid(buckets)"
-                        ).fetchone()[0] == 0
+    # The database's own JSON parser reads every row as an array (PostgreSQL's cast raises on
+    # invalid JSON; PostgreSQL 15 has no IS JSON predicate).
+    arrays = ("SELECT COUNT(*) FROM histograms WHERE json_typeof(buckets::json) = 'array'"
+              if is_server(store) else
+              "SELECT COUNT(*) FROM histograms WHERE json_valid(buckets) "
+              "AND json_type(buckets) = 'array'")
+    assert conn.execute(arrays).fetchone()[0] == written(expected)
 
 
 def test_nonfinite_and_dbl_max_edges(converted: Converted) -> None:
-    _, _, conn = converted
+    _, _, store, conn = converted
     (text,) = conn.execute("SELECT buckets FROM v_histograms WHERE tag = 'nonfinite' LIMIT 1"
                            ).fetchone()
     assert text == "[[-1e999,-1.0,1.0],[-1.0,1.0,null],[1.0,1e999,2.0]]"
-    sql = ("SELECT json_extract(buckets, '$[0][0]'), json_extract(buckets, '$[4][1]'), "
-           "json_extract(buckets, '$[1][0]'), min, max FROM v_histograms "
+    if is_server(store):
+        # PostgreSQL's JSON numbers are numeric, and 1e999 overflows a float8 cast: the edges
+        # come out as the JSON number text, which must read back as the same floats.
+        edges = "buckets::json -> 0 ->> 0, buckets::json -> 4 ->> 1, buckets::json -> 1 ->> 0"
+    else:  # SQLite's JSON functions overflow 1e999 to infinity themselves
+        edges = ("json_extract(buckets, '$[0][0]'), json_extract(buckets, '$[4][1]'), "
+                 "json_extract(buckets, '$[1][0]')")
+    sql = (f"SELECT {edges}, min, max FROM v_histograms "
            "WHERE tag = 'ladder' ORDER BY step LIMIT 1")
-    assert conn.execute(sql).fetchone() == (-INF, DBL_MAX, -DBL_MAX, -INF, 2.0)
+    *found, low, high = conn.execute(sql).fetchone()
+    assert [float(edge) for edge in found] + [low, high] == [-INF, DBL_MAX, -DBL_MAX, -INF, 2.0]
 
 
 def test_series_plugin(converted: Converted) -> None:
-    _, _, conn = converted
-    got = set(conn.execute("SELECT r.run_path, s.name, s.plugin FROM series s "
-                           "JOIN runs r ON r.id = s.run_id"))
+    got = set(rows(converted.conn, "SELECT r.run_path, s.name, s.plugin FROM series s "
+                                   "JOIN runs r ON r.id = s.run_id"))
     assert got == {(run, tag, "histograms") for run, tag in CASES}
 
 
@@ -291,13 +316,12 @@ def test_unreadable_values_raise_decode_failure(case: str) -> None:
         histograms.decode(BAD[case], hist_metadata())
 
 
-def test_unreadable_values_are_kept_raw(tmp_path: Path) -> None:
+def test_unreadable_values_are_kept_raw(tmp_path: Path, store: str) -> None:
     values = [BAD["rank1"], BAD["lengths"]]
     write_events(tmp_path / "logdir" / event_file_name(W0), [summary_event(1, W0, values)])
-    summary = convert(tmp_path / "logdir", tmp_path / "store.db", progress=False)
+    summary = convert(tmp_path / "logdir", store, progress=False)
     assert summary.undecodable == {"histograms": {"bad": 2}}
-    conn = sqlite3.connect(tmp_path / "store.db")
-    assert conn.execute("SELECT dtype, shape FROM v_tensors ORDER BY dtype").fetchall() == [
-        ("float64", "[6]"), ("histo_proto", "[]")]
-    assert conn.execute("SELECT COUNT(*) FROM histograms").fetchone()[0] == 0
-    conn.close()
+    with closing(connect(store)) as conn:
+        assert rows(conn, "SELECT dtype, shape FROM v_tensors ORDER BY dtype") == [
+            ("float64", "[6]"), ("histo_proto", "[]")]
+        assert conn.execute("SELECT COUNT(*) FROM histograms").fetchone()[0] == 0

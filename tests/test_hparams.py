@@ -9,7 +9,7 @@ written; ``experiment`` and ``session_end_info`` are kept byte for byte in ``v_t
 from __future__ import annotations
 
 import math
-import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ from converter.plugins import hparams
 from converter.plugins.base import DecodeFailure
 from eventfiles import event_file_name, summary_event, tf2_scalar, write_events
 
+from tests.snapshots import StoreFactory, connect, rows
+
 W0 = 1_795_000_000.0
 EXP, START, END = (hp_metadata.EXPERIMENT_TAG, hp_metadata.SESSION_START_INFO_TAG,
                    hp_metadata.SESSION_END_INFO_TAG)
@@ -40,23 +42,19 @@ RAW_SQL = ("SELECT plugin, dtype, shape, data FROM v_tensors "
            "WHERE run_path = ? AND context = ? AND tag = ?")
 
 
-def connect(store: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{store}?mode=ro", uri=True)
-
-
-def params(store: Path, run_path: str, context: str) -> list[tuple[Any, ...]]:
-    with connect(store) as conn:
-        return conn.execute(PARAMS_SQL, (run_path, context)).fetchall()
+def params(store: str, run_path: str, context: str) -> list[tuple[Any, ...]]:
+    with closing(connect(store)) as conn:
+        return rows(conn, PARAMS_SQL, (run_path, context))
 
 
 def raw_record(
-    store: Path, run_path: str, context: str, tag: str
+    store: str, run_path: str, context: str, tag: str
 ) -> plugin_data_pb2.HParamsPluginData:
     """The one v_tensors row of a tag, checked to be a raw hparams record, parsed back."""
-    with connect(store) as conn:
-        rows = conn.execute(RAW_SQL, (run_path, context, tag)).fetchall()
-    assert len(rows) == 1, rows
-    plugin, dtype, shape, data = rows[0]
+    with closing(connect(store)) as conn:
+        found = rows(conn, RAW_SQL, (run_path, context, tag))
+    assert len(found) == 1, found
+    plugin, dtype, shape, data = found[0]
     assert (plugin, dtype, shape) == ("hparams", "hparams_plugin_data", "[]")
     return plugin_data_pb2.HParamsPluginData.FromString(data)
 
@@ -75,7 +73,8 @@ def hparams_value(
 
 
 @pytest.fixture(scope="module")
-def tbx(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, list[str]]:
+def tbx(tmp_path_factory: pytest.TempPathFactory,
+        make_store: StoreFactory) -> tuple[str, Any, list[str]]:
     """logs/exp/run_1 holds the SummaryWriter; add_hparams twice -> two timestamp sub-dirs."""
     from tensorboardX import SummaryWriter
 
@@ -85,23 +84,22 @@ def tbx(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, list[str]]
         writer.add_hparams(HPARAMS, {"hparam/acc": 0.9})
         writer.add_hparams(HPARAMS, {"hparam/acc": 0.9})
     sessions = sorted(p.name for p in run_dir.iterdir() if p.is_dir())
-    store = root / "store.db"
+    store = make_store(root)
     summary = convert(root / "logs", store, progress=False)
     return store, summary, sessions
 
 
-def test_tbx_sessions_are_contexts_of_the_writers_run(tbx: tuple[Path, Any, list[str]]) -> None:
+def test_tbx_sessions_are_contexts_of_the_writers_run(tbx: tuple[str, Any, list[str]]) -> None:
     store, summary, sessions = tbx
     assert len(sessions) == 2
     assert summary.runs == 1 and summary.orphans == []
-    with connect(store) as conn:
-        assert conn.execute("SELECT run_path, group_path FROM v_runs").fetchall() == [
-            ("exp/run_1", "exp")]
-        contexts = conn.execute("SELECT DISTINCT context FROM v_params ORDER BY 1").fetchall()
+    with closing(connect(store)) as conn:
+        assert rows(conn, "SELECT run_path, group_path FROM v_runs") == [("exp/run_1", "exp")]
+        contexts = rows(conn, "SELECT DISTINCT context FROM v_params ORDER BY 1")
     assert [c for (c,) in contexts] == sessions
 
 
-def test_tbx_params_typed_per_session(tbx: tuple[Path, Any, list[str]]) -> None:
+def test_tbx_params_typed_per_session(tbx: tuple[str, Any, list[str]]) -> None:
     store, summary, sessions = tbx
     expected = [("bs", "32.0", 32.0, "number"), ("lr", "0.1", 0.1, "number"),
                 ("nesterov", "true", 1.0, "bool"), ("opt", "adam", None, "string")]
@@ -113,15 +111,15 @@ def test_tbx_params_typed_per_session(tbx: tuple[Path, Any, list[str]]) -> None:
     assert summary.points["hparams"] == 2 * 6
 
 
-def test_tbx_metric_is_a_scalar_of_each_session(tbx: tuple[Path, Any, list[str]]) -> None:
+def test_tbx_metric_is_a_scalar_of_each_session(tbx: tuple[str, Any, list[str]]) -> None:
     store, _, sessions = tbx
-    with connect(store) as conn:
-        rows = conn.execute("SELECT context, step, value FROM v_scalars WHERE tag = 'hparam/acc' "
-                            "ORDER BY context").fetchall()
-    assert rows == [(session, 0, float(np.float32(0.9))) for session in sessions]
+    with closing(connect(store)) as conn:
+        got = rows(conn, "SELECT context, step, value FROM v_scalars WHERE tag = 'hparam/acc' "
+                         "ORDER BY context")
+    assert got == [(session, 0, float(np.float32(0.9))) for session in sessions]
 
 
-def test_tbx_experiment_and_session_end_kept_exactly(tbx: tuple[Path, Any, list[str]]) -> None:
+def test_tbx_experiment_and_session_end_kept_exactly(tbx: tuple[str, Any, list[str]]) -> None:
     from tensorboardX.summary import hparams as tbx_hparams
 
     store, _, sessions = tbx
@@ -137,7 +135,7 @@ def test_tbx_experiment_and_session_end_kept_exactly(tbx: tuple[Path, Any, list[
 # --------------------------------------------------------------------------- torch
 
 
-def test_torch_bools_stay_numbers(tmp_path: Path) -> None:
+def test_torch_bools_stay_numbers(tmp_path: Path, store: str) -> None:
     """torch writes a bool as number_value 1.0 typed DATA_TYPE_FLOAT64: kept as a number."""
     experiment = plugin_data_pb2.HParamsPluginData(experiment=api_pb2.Experiment(
         hparam_infos=[api_pb2.HParamInfo(name="flag", type=api_pb2.DATA_TYPE_FLOAT64),
@@ -152,7 +150,6 @@ def test_torch_bools_stay_numbers(tmp_path: Path) -> None:
     events = [summary_event(0, W0 + i, [hparams_value(tag, data, null_tensor=False)])
               for i, (tag, data) in enumerate(((EXP, experiment), (START, start), (END, end)))]
     write_events(sub / event_file_name(W0), events)
-    store = tmp_path / "store.db"
     summary = convert(tmp_path / "logs", store, progress=False)
     assert params(store, "run", "1795246946.4808772") == [
         ("flag", "1.0", 1.0, "number"), ("lr", "0.001", 0.001, "number")]
@@ -192,17 +189,15 @@ def write_tf2(parent: Path) -> dict[str, Any]:
     return written
 
 
-def test_tf2_trials_experiment_and_session_ends(tmp_path: Path) -> None:
+def test_tf2_trials_experiment_and_session_ends(tmp_path: Path, store: str) -> None:
     """logs/tuning: the experiment in context '', each trial a context of run 'tuning'."""
     written = write_tf2(tmp_path / "logs" / "tuning")
-    store = tmp_path / "store.db"
     summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.undecodable == {} and summary.skipped == {} and summary.orphans == []
     assert raw_record(store, "tuning", "", EXP) == \
         plugin_data_pb2.HParamsPluginData.FromString(written["experiment"])
     for name, (values, _) in TRIALS.items():
-        rows = params(store, "tuning", name)
-        assert rows == [
+        assert params(store, "tuning", name) == [
             ("dropout", "true" if values["dropout"] else "false", float(values["dropout"]), "bool"),
             ("lr", repr(values["lr"]), values["lr"], "number"),
             ("opt", values["opt"], None, "string"),
@@ -210,24 +205,22 @@ def test_tf2_trials_experiment_and_session_ends(tmp_path: Path) -> None:
         start_content, end = written[name]
         assert raw_record(store, "tuning", name, END) == end
         # group_name and start_time_secs are kept as the series' plugin content.
-        with connect(store) as conn:
-            (content,) = conn.execute(SERIES_CONTENT_SQL, ("tuning", name, START)).fetchone()
+        with closing(connect(store)) as conn:
+            ((content,),) = rows(conn, SERIES_CONTENT_SQL, ("tuning", name, START))
         assert content == start_content
         info = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info
         assert (info.group_name, info.start_time_secs) == (f"group-{name}", TRIALS[name][1])
 
 
-def test_tf2_experiment_in_the_logdir_root_is_an_orphan(tmp_path: Path) -> None:
+def test_tf2_experiment_in_the_logdir_root_is_an_orphan(tmp_path: Path, store: str) -> None:
     """`tensorboard --logdir logs/tuning` as the TF2 tutorial does: SPEC §3 makes the root's
     experiment file an orphan (reported, not converted); the trials are runs."""
     write_tf2(tmp_path / "tuning")
-    store = tmp_path / "store.db"
     summary = convert(tmp_path / "tuning", store, progress=False)
     assert summary.orphans == [event_file_name(W0)]
     assert [row[0] for row in params(store, "trial_0", "")] == ["dropout", "lr", "opt", "units"]
-    with connect(store) as conn:
-        assert conn.execute("SELECT count(*) FROM v_tensors WHERE tag = ?", (EXP,)).fetchone() \
-            == (0,)
+    with closing(connect(store)) as conn:
+        assert rows(conn, "SELECT count(*) FROM v_tensors WHERE tag = ?", (EXP,)) == [(0,)]
 
 
 # --------------------------------------------------------------------------- decoder
@@ -281,32 +274,31 @@ def test_tensor_data_is_a_decode_failure() -> None:
         hparams.decode(value, start_metadata(a=struct_pb2.Value(number_value=1)))
 
 
-def test_unreadable_tf2_record_is_kept_raw_and_counted(tmp_path: Path) -> None:
+def test_unreadable_tf2_record_is_kept_raw_and_counted(tmp_path: Path, store: str) -> None:
     """A NULL-tensor value with broken content: undecodable, kept by the generic decoder."""
     broken = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
         plugin_name="hparams", content=b"\xff\xff\xff"))
     value = Summary.Value(tag=START, metadata=broken, tensor=hp_metadata.NULL_TENSOR)
     write_events(tmp_path / "logs" / "run" / event_file_name(W0), [summary_event(0, W0, [value])])
-    store = tmp_path / "store.db"
     summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.undecodable == {"hparams": {START: 1}}
-    with connect(store) as conn:
-        assert conn.execute("SELECT plugin, dtype, shape, data FROM v_tensors").fetchall() == [
+    with closing(connect(store)) as conn:
+        assert rows(conn, "SELECT plugin, dtype, shape, data FROM v_tensors") == [
             ("hparams", "float32", "[0]", b"")]
-        assert conn.execute("SELECT plugin_content FROM series").fetchall() == [(b"\xff\xff\xff",)]
+        assert rows(conn, "SELECT plugin_content FROM series") == [(b"\xff\xff\xff",)]
 
 
-def test_unreadable_metadata_only_record_is_kept_raw_and_counted(tmp_path: Path) -> None:
+def test_unreadable_metadata_only_record_is_kept_raw_and_counted(tmp_path: Path,
+                                                                   store: str) -> None:
     """A metadata-only value with broken content: undecodable, its metadata kept whole."""
     broken = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
         plugin_name="hparams", content=b"\xff\xff\xff"))
     value = Summary.Value(tag=START, metadata=broken)
     write_events(tmp_path / "logs" / "run" / event_file_name(W0), [summary_event(0, W0, [value])])
-    store = tmp_path / "store.db"
     summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.undecodable == {"hparams": {START: 1}}
     assert summary.skipped == {}
-    with connect(store) as conn:
-        assert conn.execute("SELECT plugin_content FROM series").fetchall() == [(b"\xff\xff\xff",)]
-        ((plugin, data),) = conn.execute("SELECT plugin, data FROM v_tensors").fetchall()
+    with closing(connect(store)) as conn:
+        assert rows(conn, "SELECT plugin_content FROM series") == [(b"\xff\xff\xff",)]
+        ((plugin, data),) = rows(conn, "SELECT plugin, data FROM v_tensors")
     assert plugin == "hparams" and SummaryMetadata.FromString(data) == broken

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import io
 import resource
-import sqlite3
 import struct
 import zlib
 from contextlib import closing
@@ -30,6 +29,8 @@ from tensorboard.plugins.image import metadata as image_metadata
 
 from converter.conversion import convert
 from eventfiles import event_file_name, summary_event, write_events
+
+from tests.snapshots import connect, rows
 
 W0 = 1_795_000_000.0
 Key = tuple[str, int, int]  # (tag, step, idx)
@@ -79,29 +80,28 @@ def tf2_images(tag: str, width: int, height: int, images: list[bytes], md: bool 
     return value
 
 
-def stored(store: Path) -> dict[Key, Row]:
-    with closing(sqlite3.connect(store)) as conn:
-        rows = conn.execute(
-            "SELECT tag, step, idx, data, format, width, height, wall_time FROM v_images"
-        ).fetchall()
-    result = {(t, s, i): (sha(d), f, w, h, wt) for t, s, i, d, f, w, h, wt in rows}
-    assert len(result) == len(rows), "one row per (tag, step, idx)"
+def stored(store: str) -> dict[Key, Row]:
+    with closing(connect(store)) as conn:
+        found = rows(conn, "SELECT tag, step, idx, data, format, width, height, wall_time "
+                           "FROM v_images")
+    result = {(t, s, i): (sha(d), f, w, h, wt) for t, s, i, d, f, w, h, wt in found}
+    assert len(result) == len(found), "one row per (tag, step, idx)"
     return result
 
 
-def count(store: Path, sql: str) -> int:
-    with closing(sqlite3.connect(store)) as conn:
+def count(store: str, sql: str) -> int:
+    with closing(connect(store)) as conn:
         return int(conn.execute(sql).fetchone()[0])
 
 
-def convert_ok(logdir: Path, store: Path, **options: Any) -> Any:
+def convert_ok(logdir: Path, store: str, **options: Any) -> Any:
     summary = convert(logdir, store, progress=False, **options)
     assert summary.exit_code == 0
     assert summary.to_dict()["undecodable"] == {}
     return summary
 
 
-def test_tensorboardx_add_image_chw_hwc_and_grid(tmp_path: Path) -> None:
+def test_tensorboardx_add_image_chw_hwc_and_grid(tmp_path: Path, store: str) -> None:
     from tensorboardX import SummaryWriter
 
     logdir, expected_dims = tmp_path / "logs", {"chw": (7, 5), "hwc": (9, 4), "grid": (6 * 3, 4)}
@@ -124,14 +124,14 @@ def test_tensorboardx_add_image_chw_hwc_and_grid(tmp_path: Path) -> None:
                 expected[(value.tag, event.step, 0)] = (
                     sha(value.image.encoded_image_string), "PNG", width, height, event.wall_time)
     assert len(expected) == 9
-    convert_ok(logdir, tmp_path / "s.db")
-    assert stored(tmp_path / "s.db") == expected
-    with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
+    convert_ok(logdir, store)
+    assert stored(store) == expected
+    with closing(connect(store)) as conn:
         data = conn.execute("SELECT data FROM v_images WHERE tag='chw' AND step=0").fetchone()[0]
     assert np.array_equal(np.asarray(Image.open(io.BytesIO(data))), first["chw"])
 
 
-def test_gif_and_tf1_multi_image_tags(tmp_path: Path) -> None:
+def test_gif_and_tf1_multi_image_tags(tmp_path: Path, store: str) -> None:
     video, faces = gif(4, 8, 6), [png(1, 5, 3), png(2, 3, 5)]
     events = [summary_event(step, W0 + step / 4, [
         image_value("video", video, 8, 6),
@@ -139,18 +139,19 @@ def test_gif_and_tf1_multi_image_tags(tmp_path: Path) -> None:
         image_value("faces/image/1", faces[1], 3, 5),
     ]) for step in (0, 10, 20)]
     write_events(tmp_path / "logs" / event_file_name(W0), events)
-    convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    convert_ok(tmp_path / "logs", store)
     expected = {}
     for step in (0, 10, 20):
         wall_time = W0 + step / 4
         expected[("video", step, 0)] = (sha(video), "GIF", 8, 6, wall_time)
         expected[("faces/image/0", step, 0)] = (sha(faces[0]), "PNG", 5, 3, wall_time)
         expected[("faces/image/1", step, 0)] = (sha(faces[1]), "PNG", 3, 5, wall_time)
-    assert stored(tmp_path / "s.db") == expected
-    assert count(tmp_path / "s.db", "SELECT count(*) FROM blobs") == 3
+    assert stored(store) == expected
+    assert count(store, "SELECT count(*) FROM blobs") == 3
 
 
-def test_tf2_image_tensors_keep_index_with_metadata_once_or_always(tmp_path: Path) -> None:
+def test_tf2_image_tensors_keep_index_with_metadata_once_or_always(tmp_path: Path,
+                                                                   store: str) -> None:
     steps, tags = [0, 1, 2, 5], ("once", "always")
     images = {(tag, step): [png(100 * t + 10 * step + i, 6, 4) for i in range(3)]
               for t, tag in enumerate(tags) for step in steps}
@@ -161,26 +162,26 @@ def test_tf2_image_tensors_keep_index_with_metadata_once_or_always(tmp_path: Pat
     ]) for n, step in enumerate(steps)]
     events.append(summary_event(9, W0 + 9, [tf2_images("always", 6, 4, [])]))  # k = 0
     write_events(tmp_path / "logs" / event_file_name(W0), events)
-    summary = convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    summary = convert_ok(tmp_path / "logs", store)
     expected = {(tag, step, idx): (sha(data), "PNG", 6, 4, W0 + step)
                 for (tag, step), batch in images.items() for idx, data in enumerate(batch)}
-    assert stored(tmp_path / "s.db") == expected
+    assert stored(store) == expected
     assert summary.points["images"] == len(expected)
-    assert count(tmp_path / "s.db", "SELECT count(*) FROM series WHERE plugin='images'") == 2
+    assert count(store, "SELECT count(*) FROM series WHERE plugin='images'") == 2
 
 
-def test_same_image_every_step_is_stored_once(tmp_path: Path) -> None:
+def test_same_image_every_step_is_stored_once(tmp_path: Path, store: str) -> None:
     logo, other = png(7, 4, 4), png(8, 4, 4)
     events = [summary_event(step, W0 + step, [
         image_value("logo", logo, 4, 4), tf2_images("tf2", 4, 4, [logo, other, logo])])
         for step in range(20)]
     write_events(tmp_path / "logs" / event_file_name(W0), events)
-    convert_ok(tmp_path / "logs", tmp_path / "s.db")
-    assert count(tmp_path / "s.db", "SELECT count(*) FROM images") == 20 * 4
-    assert count(tmp_path / "s.db", "SELECT count(*) FROM blobs") == 2
+    convert_ok(tmp_path / "logs", store)
+    assert count(store, "SELECT count(*) FROM images") == 20 * 4
+    assert count(store, "SELECT count(*) FROM blobs") == 2
 
 
-def test_corrupt_images_are_stored_with_format_null(tmp_path: Path) -> None:
+def test_corrupt_images_are_stored_with_format_null(tmp_path: Path, store: str) -> None:
     junk = b"\x00junk" + np.random.default_rng(3).bytes(500)
     truncated = png(4, 8, 8)[:8] + b"\x00" * 20
     events = [summary_event(1, W0, [
@@ -189,8 +190,8 @@ def test_corrupt_images_are_stored_with_format_null(tmp_path: Path) -> None:
         tf2_images("tf2", 21, 13, [png(5, 21, 13), truncated]),
     ])]
     write_events(tmp_path / "logs" / event_file_name(W0), events)
-    convert_ok(tmp_path / "logs", tmp_path / "s.db")
-    assert stored(tmp_path / "s.db") == {
+    convert_ok(tmp_path / "logs", store)
+    assert stored(store) == {
         ("sized", 1, 0): (sha(junk), None, 12, 34, W0),
         ("unsized", 1, 0): (sha(junk[:100]), None, None, None, W0),
         ("tf2", 1, 0): (sha(png(5, 21, 13)), "PNG", 21, 13, W0),
@@ -198,34 +199,34 @@ def test_corrupt_images_are_stored_with_format_null(tmp_path: Path) -> None:
     }
 
 
-def test_decompression_bombs_are_stored_without_decoding(tmp_path: Path) -> None:
+def test_decompression_bombs_are_stored_without_decoding(tmp_path: Path, store: str) -> None:
     huge, big = bomb_png(100_000, 100_000), bomb_png(10_000, 10_000)  # error / warning sizes
     write_events(tmp_path / "logs" / event_file_name(W0), [summary_event(0, W0, [
         image_value("huge", huge, 1, 1), tf2_images("big", 10_000, 10_000, [big])])])
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    convert_ok(tmp_path / "logs", tmp_path / "s.db")
+    convert_ok(tmp_path / "logs", store)
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 200, f"peak memory grew by {grown_mb:.0f} MB: pixels were decoded"
-    assert stored(tmp_path / "s.db") == {
+    assert stored(store) == {
         ("huge", 0, 0): (sha(huge), "PNG", 100_000, 100_000, W0),
         ("big", 0, 0): (sha(big), "PNG", 10_000, 10_000, W0),
     }
 
 
-def test_unreadable_image_tensor_is_kept_raw_and_counted(tmp_path: Path) -> None:
+def test_unreadable_image_tensor_is_kept_raw_and_counted(tmp_path: Path, store: str) -> None:
     tensor = TensorProto(dtype=1, float_val=[1.0, 2.0])
     tensor.tensor_shape.dim.add(size=2)
     value = Summary.Value(tag="weird", tensor=tensor)
     value.metadata.CopyFrom(image_metadata.create_summary_metadata("weird", ""))
     write_events(tmp_path / "logs" / event_file_name(W0), [summary_event(0, W0, [value])])
-    summary = convert(tmp_path / "logs", tmp_path / "s.db", progress=False)
+    summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.exit_code == 0
     assert summary.to_dict()["undecodable"] == {"images": {"weird": 1}}
-    assert count(tmp_path / "s.db", "SELECT count(*) FROM v_tensors WHERE tag='weird'") == 1
-    assert count(tmp_path / "s.db", "SELECT count(*) FROM images") == 0
+    assert count(store, "SELECT count(*) FROM v_tensors WHERE tag='weird'") == 1
+    assert count(store, "SELECT count(*) FROM images") == 0
 
 
-def test_plugin_selection_skips_images_and_says_so(tmp_path: Path) -> None:
+def test_plugin_selection_skips_images_and_says_so(tmp_path: Path, store: str) -> None:
     from tensorboardX import SummaryWriter
 
     with SummaryWriter(logdir=str(tmp_path / "logs"), flush_secs=3600) as writer:
@@ -233,9 +234,9 @@ def test_plugin_selection_skips_images_and_says_so(tmp_path: Path) -> None:
             writer.add_scalar("loss", 1.0 / (step + 1), step, walltime=W0 + step)
             writer.add_image("sample", pixels(step, 3, 3), step, walltime=W0 + step,
                              dataformats="HWC")
-    summary = convert(tmp_path / "logs", tmp_path / "s.db", progress=False, plugins=["scalars"])
+    summary = convert(tmp_path / "logs", store, progress=False, plugins=["scalars"])
     assert summary.exit_code == 0
     assert summary.to_dict()["skipped"] == {"images": {"sample": 4}}
     assert summary.points["scalars"] == 4
-    assert count(tmp_path / "s.db", "SELECT count(*) FROM images") == 0
-    assert count(tmp_path / "s.db", "SELECT count(*) FROM blobs") == 0
+    assert count(store, "SELECT count(*) FROM images") == 0
+    assert count(store, "SELECT count(*) FROM blobs") == 0

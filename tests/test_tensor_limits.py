@@ -16,30 +16,30 @@ W0 = 1_700_000_000.0
 SCALARS = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
 
 
-def _convert(tmp_path: Path, values: list[Summary.Value]):
+def _convert(tmp_path: Path, store: str, values: list[Summary.Value]):
     logdir = tmp_path / "logs"
     write_events(logdir / "run" / event_file_name(W0),
                  [summary_event(step, W0 + step, [value]) for step, value in enumerate(values)])
-    summary = convert(logdir, tmp_path / "store.db", progress=False)
-    return summary, view_rows(tmp_path / "store.db")
+    summary = convert(logdir, store, progress=False)
+    return summary, view_rows(store)
 
 
-def test_bfloat16_scalars_decode_from_half_val_and_content(tmp_path: Path) -> None:
+def test_bfloat16_scalars_decode_from_half_val_and_content(tmp_path: Path, store: str) -> None:
     bits = 0x3FC0  # bfloat16 1.5
     values = [
         Summary.Value(tag="b", metadata=SCALARS, tensor=TensorProto(dtype=14, half_val=[bits])),
         Summary.Value(tag="b", tensor=TensorProto(dtype=14, tensor_content=struct.pack("<H",
                                                                                        0xC000))),
     ]
-    summary, rows = _convert(tmp_path, values)
+    summary, rows = _convert(tmp_path, store, values)
     assert summary.points["scalars"] == 2 and not summary.undecodable
     assert [row[4:] for row in rows["v_scalars"]] == [(0, W0, 1.5), (1, W0 + 1, -2.0)]
 
 
-def test_absurd_shape_with_one_value_is_kept_raw(tmp_path: Path) -> None:
+def test_absurd_shape_with_one_value_is_kept_raw(tmp_path: Path, store: str) -> None:
     tensor = TensorProto(dtype=1, float_val=[1.0])
     tensor.tensor_shape.dim.add(size=1 << 40)
-    summary, rows = _convert(tmp_path, [Summary.Value(tag="huge", metadata=SCALARS,
+    summary, rows = _convert(tmp_path, store, [Summary.Value(tag="huge", metadata=SCALARS,
                                                       tensor=tensor)])
     assert summary.exit_code == 0
     assert summary.undecodable == {"scalars": {"huge": 1}}

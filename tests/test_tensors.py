@@ -9,7 +9,7 @@ the test wrote, never with the converter's own idea of it.
 from __future__ import annotations
 
 import json
-import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,6 +28,8 @@ from tensorboard.plugins.mesh.plugin_data_pb2 import MeshPluginData
 
 from converter.conversion import convert
 from eventfiles import event_file_name, summary_event, write_events
+
+from tests.snapshots import StoreFactory, connect, rows
 
 W0 = 1_795_000_000.0
 ROW_SQL = ("SELECT plugin, step, wall_time, dtype, shape, data FROM v_tensors "
@@ -53,7 +55,7 @@ class Row(NamedTuple):
 
 class Converted(NamedTuple):
     logdir: Path
-    store: Path
+    store: str
     summary: Any
     written: dict[str, Summary.Value]  # tag -> value as read back from the tensorboardX file
 
@@ -112,32 +114,34 @@ def write_logdir(logdir: Path) -> dict[str, Summary.Value]:
 
 
 @pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> Converted:
+def converted(tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory) -> Converted:
     root = tmp_path_factory.mktemp("tensors")
     written = write_logdir(root / "logs")
-    store = root / "store.db"
+    store = make_store(root)
     return Converted(root / "logs", store, convert(root / "logs", store, progress=False), written)
 
 
 @pytest.fixture(scope="module")
 def conn(converted: Converted) -> Any:
-    connection = sqlite3.connect(f"file:{converted.store}?mode=ro", uri=True)
+    connection = connect(converted.store)
     yield connection
     connection.close()
 
 
-def rows(conn: sqlite3.Connection, run_path: str, tag: str) -> list[Row]:
+def tensor_rows(conn: Any, run_path: str, tag: str) -> list[Row]:
     return [Row(p, s, w, d, json.loads(shape), data)
             for p, s, w, d, shape, data in conn.execute(ROW_SQL, (run_path, tag))]
 
 
-def plugin_content(conn: sqlite3.Connection, run_path: str, tag: str) -> bytes | None:
-    return conn.execute("SELECT s.plugin_content FROM series s JOIN runs r ON r.id = s.run_id "
-                        "WHERE r.run_path = ? AND s.name = ?", (run_path, tag)).fetchone()[0]
+def plugin_content(conn: Any, run_path: str, tag: str) -> bytes | None:
+    ((content,),) = rows(conn, "SELECT s.plugin_content FROM series s JOIN runs r "
+                               "ON r.id = s.run_id WHERE r.run_path = ? AND s.name = ?",
+                         (run_path, tag))
+    return content
 
 
-def test_pr_curve_float32_6xN(conn: sqlite3.Connection, converted: Converted) -> None:
-    (row,) = rows(conn, "tbx", "pr")
+def test_pr_curve_float32_6xN(conn: Any, converted: Converted) -> None:
+    (row,) = tensor_rows(conn, "tbx", "pr")
     assert row[:5] == ("pr_curves", 1, W0 + 1, "float32", [6, 7])
     expected = np.array(converted.written["pr"].tensor.float_val, dtype=np.float32).reshape(6, 7)
     assert row.data == expected.astype("<f4").tobytes()
@@ -147,8 +151,8 @@ def test_pr_curve_float32_6xN(conn: sqlite3.Connection, converted: Converted) ->
     assert plugin_content(conn, "tbx", "pr") == converted.written["pr"].metadata.plugin_data.content
 
 
-def test_custom_scalars_layout(conn: sqlite3.Connection) -> None:
-    (row,) = rows(conn, "tbx", "custom_scalars__config__")
+def test_custom_scalars_layout(conn: Any) -> None:
+    (row,) = tensor_rows(conn, "tbx", "custom_scalars__config__")
     assert row[:5] == ("custom_scalars", 0, row.wall_time, "string", [])
     expected = layout_pb2.Layout(category=[layout_pb2.Category(title="losses", chart=[
         layout_pb2.Chart(title="loss", multiline=layout_pb2.MultilineChartContent(
@@ -160,11 +164,11 @@ def test_custom_scalars_layout(conn: sqlite3.Connection) -> None:
 
 
 def test_mesh_three_values_with_their_shapes(
-    conn: sqlite3.Connection, converted: Converted
+    conn: Any, converted: Converted
 ) -> None:
     for index, array in ((1, VERTICES), (2, FACES), (3, COLORS)):
         tag = f"mesh_{index}"
-        (row,) = rows(conn, "tbx", tag)
+        (row,) = tensor_rows(conn, "tbx", tag)
         assert row[:5] == ("mesh", 3, W0 + 3, "float32", list(array.shape))
         assert row.data == array.astype("<f4").tobytes()
         content = MeshPluginData.FromString(plugin_content(conn, "tbx", tag))
@@ -173,16 +177,16 @@ def test_mesh_three_values_with_their_shapes(
     assert converted.summary.points["mesh"] == 3
 
 
-def test_unknown_plugin_int32_exact(conn: sqlite3.Connection) -> None:
-    got = rows(conn, "hand", "mine")
+def test_unknown_plugin_int32_exact(conn: Any) -> None:
+    got = tensor_rows(conn, "hand", "mine")
     assert [row[:5] for row in got] == [("my_plugin", 0, W0, "int32", [2, 3]),
                                         ("my_plugin", 1, W0 + 1, "int32", [2, 3])]
     assert [row.data for row in got] == [a.astype("<i4").tobytes() for a in MY_ARRAYS]
     assert plugin_content(conn, "hand", "mine") == MY_CONTENT
 
 
-def test_unknown_plugin_string_tensor_keeps_the_tensorproto(conn: sqlite3.Connection) -> None:
-    (row,) = rows(conn, "hand", "words")
+def test_unknown_plugin_string_tensor_keeps_the_tensorproto(conn: Any) -> None:
+    (row,) = tensor_rows(conn, "hand", "words")
     assert row[:5] == ("my_plugin", 0, W0 + 2, "string_tensorproto", [2])
     tensor = TensorProto.FromString(row.data)
     assert list(tensor.string_val) == STRINGS
@@ -194,9 +198,9 @@ def test_unknown_plugin_string_tensor_keeps_the_tensorproto(conn: sqlite3.Connec
     ("__meta_graph_def__", "graphs", 0, W0 + 4, META_GRAPH.SerializeToString()),
     ("step1", "graph_tagged_run_metadata", 5, W0 + 5, RUN_METADATA.SerializeToString()),
 ])
-def test_graph_events_kept_as_bytes(conn: sqlite3.Connection, tag: str, plugin: str, step: int,
+def test_graph_events_kept_as_bytes(conn: Any, tag: str, plugin: str, step: int,
                                     wall_time: float, data: bytes) -> None:
-    (row,) = rows(conn, "hand", tag)
+    (row,) = tensor_rows(conn, "hand", tag)
     assert (row.plugin, row.step, row.wall_time, row.shape, row.data) == (
         plugin, step, wall_time, [], data)
 
@@ -209,18 +213,18 @@ def test_summary_counts(converted: Converted) -> None:
         "graph_tagged_run_metadata": 1}
 
 
-def test_second_conversion_adds_nothing(converted: Converted, tmp_path: Path) -> None:
-    store = tmp_path / "again.db"
+def test_second_conversion_adds_nothing(converted: Converted, tmp_path: Path,
+                                        make_store: StoreFactory) -> None:
+    store = make_store(tmp_path, "again")
     convert(converted.logdir, store, progress=False)
     second = convert(converted.logdir, store, progress=False, full=True)
     assert second.total_points == 11
-    with sqlite3.connect(store) as again:
-        assert again.execute("SELECT count(*) FROM v_tensors").fetchone() == (11,)
-        assert again.execute("SELECT count(*) FROM blobs").fetchone() == (11,)
+    with closing(connect(store)) as again:
+        assert rows(again, "SELECT count(*) FROM v_tensors") == [(11,)]
+        assert rows(again, "SELECT count(*) FROM blobs") == [(11,)]
 
 
-def test_plugins_filter_skips_and_names_everything(converted: Converted, tmp_path: Path) -> None:
-    store = tmp_path / "scalars_only.db"
+def test_plugins_filter_skips_and_names_everything(converted: Converted, store: str) -> None:
     summary = convert(converted.logdir, store, plugins=["scalars"], progress=False)
     assert summary.to_dict()["skipped"] == {
         "pr_curves": {"pr": 1},
@@ -231,24 +235,24 @@ def test_plugins_filter_skips_and_names_everything(converted: Converted, tmp_pat
         "graph_tagged_run_metadata": {"step1": 1},
     }
     assert summary.total_points == 0
-    with sqlite3.connect(store) as conn:
-        assert conn.execute("SELECT count(*) FROM v_tensors").fetchone() == (0,)
-        assert conn.execute("SELECT count(*) FROM series").fetchone() == (0,)
+    with closing(connect(store)) as conn:
+        assert rows(conn, "SELECT count(*) FROM v_tensors") == [(0,)]
+        assert rows(conn, "SELECT count(*) FROM series") == [(0,)]
 
 
 # --------------------------------------------------------------------------- edge cases
 
 
-def test_unknown_plugin_metadata_only_value_is_kept(tmp_path: Path) -> None:
+def test_unknown_plugin_metadata_only_value_is_kept(tmp_path: Path, store: str) -> None:
     metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
         plugin_name="my_plugin", content=MY_CONTENT))
     write_events(tmp_path / "logs" / "run" / event_file_name(W0),
                  [summary_event(0, W0, [Summary.Value(tag="meta_only", metadata=metadata)])])
-    summary = convert(tmp_path / "logs", tmp_path / "store.db", progress=False)
+    summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.skipped == {} and summary.points["my_plugin"] == 1
-    with sqlite3.connect(tmp_path / "store.db") as conn:
-        assert conn.execute("SELECT plugin_content FROM series").fetchall() == [(MY_CONTENT,)]
-        ((plugin, data),) = conn.execute("SELECT plugin, data FROM v_tensors").fetchall()
+    with closing(connect(store)) as conn:
+        assert rows(conn, "SELECT plugin_content FROM series") == [(MY_CONTENT,)]
+        ((plugin, data),) = rows(conn, "SELECT plugin, data FROM v_tensors")
     assert plugin == "my_plugin" and SummaryMetadata.FromString(data) == metadata
 
 
@@ -261,11 +265,15 @@ def _bfloat16() -> TensorProto:
 
 
 @pytest.mark.parametrize("make", [_uint32, _bfloat16], ids=["uint32_val", "bfloat16_half_val"])
-def test_tensor_numpy_cannot_read_is_still_kept(make: Any, tmp_path: Path) -> None:
+def test_tensor_numpy_cannot_read_is_still_kept(make: Any, tmp_path: Path, store: str) -> None:
     tensor = make()
     tensor.tensor_shape.dim.add(size=len(tensor.uint32_val) or len(tensor.half_val))
     metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="my_plugin"))
     write_events(tmp_path / "logs" / "run" / event_file_name(W0),
                  [summary_event(0, W0, [Summary.Value(tag="t", metadata=metadata, tensor=tensor)])])
-    summary = convert(tmp_path / "logs", tmp_path / "store.db", progress=False)
+    summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.skipped == {} and summary.points["my_plugin"] == 1
+    with closing(connect(store)) as conn:
+        ((dtype, shape, data),) = rows(conn, "SELECT dtype, shape, data FROM v_tensors")
+    assert (dtype, json.loads(shape)) == ("tensorproto", [tensor.tensor_shape.dim[0].size])
+    assert TensorProto.FromString(data) == tensor

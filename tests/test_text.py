@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,6 +24,8 @@ from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from converter.conversion import convert
 from converter.plugins import text
 from converter.plugins.base import DecodeFailure
+
+from tests.snapshots import StoreFactory, connect, is_server, rows
 
 W0 = 1_795_000_000.0
 SPEC_COLUMNS = ["run_id", "run_path", "context", "tag", "step", "wall_time", "idx", "value"]
@@ -40,7 +43,7 @@ class Row(NamedTuple):
 
 
 Expected = dict[str, list[Row]]  # run -> rows in file order
-Converted = tuple[Expected, Any, sqlite3.Connection]  # expected, summary, store
+Converted = tuple[Expected, Any, Any]  # expected, summary, read-only store connection
 
 
 def text_metadata() -> SummaryMetadata:
@@ -115,15 +118,19 @@ WRITERS = {"tbx": write_tbx, "tf2": write_tf2, "tf1": write_tf1}
 
 
 @pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Converted]:
+def converted(tmp_path_factory: pytest.TempPathFactory,
+              make_store: StoreFactory) -> Iterator[Converted]:
     root = tmp_path_factory.mktemp("text")
     expected: Expected = {}
     for run, write in WRITERS.items():
         write(root / "logdir" / run, expected.setdefault(run, []))
-    summary = convert(root / "logdir", root / "store.db", progress=False)
-    conn = sqlite3.connect(f"file:{root / 'store.db'}?mode=ro", uri=True)
-    yield expected, summary, conn
-    conn.close()
+    store = make_store(root)
+    summary = convert(root / "logdir", store, progress=False)
+    if is_server(store):  # PostgreSQL text cannot hold U+0000: the documented spelling
+        expected = {run: [row._replace(value=row.value.replace("\x00", "\\x00"))
+                          for row in written] for run, written in expected.items()}
+    with closing(connect(store)) as conn:
+        yield expected, summary, conn
 
 
 def test_every_element_is_one_row(converted: Converted) -> None:
@@ -141,21 +148,22 @@ def test_every_element_is_one_row(converted: Converted) -> None:
 def test_rows_exact_in_file_order(converted: Converted,
                                   run: str) -> None:
     expected, _, conn = converted
-    stored = conn.execute(
+    stored = rows(
+        conn,
         "SELECT s.name, p.step, p.wall_time, p.idx, p.value FROM texts p "
         "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
         "WHERE r.run_path = ? ORDER BY p.file_id, p.record_offset, p.value_index, p.idx",
-        (run,)).fetchall()
+        (run,))
     assert [Row(*row) for row in stored] == expected[run]
-    view = conn.execute("SELECT tag, step, wall_time, idx, value FROM v_texts "
-                        "WHERE run_path = ? AND context = ''", (run,)).fetchall()
+    view = rows(conn, "SELECT tag, step, wall_time, idx, value FROM v_texts "
+                      "WHERE run_path = ? AND context = ''", (run,))
     assert sorted(view) == sorted(expected[run])
 
 
 def test_tags_stored_as_written(converted: Converted) -> None:
     _, _, conn = converted
-    got = set(conn.execute("SELECT r.run_path, s.name, s.plugin, s.dtype FROM series s "
-                           "JOIN runs r ON r.id = s.run_id"))
+    got = set(rows(conn, "SELECT r.run_path, s.name, s.plugin, s.dtype FROM series s "
+                         "JOIN runs r ON r.id = s.run_id"))
     tags = {"tbx": ["notes/text_summary", "eval/notes/text_summary"],
             "tf2": ["rank0", "noshape"], "tf1": ["table", "wide", "list"]}
     assert got == {(run, tag, "text", "string") for run, names in tags.items() for tag in names}
@@ -164,16 +172,18 @@ def test_tags_stored_as_written(converted: Converted) -> None:
 def test_table_row_major_and_invalid_bytes(
         converted: Converted) -> None:
     _, _, conn = converted
-    rows = conn.execute("SELECT step, idx, value FROM v_texts WHERE tag = ? ORDER BY step, idx",
-                        ("table",)).fetchall()
-    assert rows[:4] == [(0, 0, "a"), (0, 1, "b"), (0, 2, "c"), (0, 3, "d")]
-    assert rows[8:] == [(2, 0, "ok \\xff\\xfe end"), (2, 1, "fine"), (2, 2, "cut \\xc3"),
+    table = rows(conn, "SELECT step, idx, value FROM v_texts WHERE tag = ? ORDER BY step, idx",
+                 ("table",))
+    assert table[:4] == [(0, 0, "a"), (0, 1, "b"), (0, 2, "c"), (0, 3, "d")]
+    assert table[8:] == [(2, 0, "ok \\xff\\xfe end"), (2, 1, "fine"), (2, 2, "cut \\xc3"),
                         (2, 3, "surrogate \\xed\\xa0\\x80")]
-    wide = conn.execute("SELECT idx, value FROM v_texts WHERE tag = 'wide' AND step = 1 "
-                        "ORDER BY idx").fetchall()
+    wide = rows(conn, "SELECT idx, value FROM v_texts WHERE tag = 'wide' AND step = 1 "
+                      "ORDER BY idx")
     assert wide == [(i * 3 + j, f"1:{i},{j}") for i in range(2) for j in range(3)]
-    assert conn.execute("SELECT value FROM v_texts WHERE tag = 'list' AND idx = 2 LIMIT 1"
-                        ).fetchone() == ("nul \x00 byte",)
+    nul = conn.execute("SELECT value FROM v_texts WHERE tag = 'list' AND idx = 2 LIMIT 1"
+                       ).fetchone()[0]
+    on_sqlite = isinstance(conn, sqlite3.Connection)  # else PostgreSQL: the spelling of NUL
+    assert nul == ("nul \x00 byte" if on_sqlite else "nul \\x00 byte")
 
 
 def bad(tensor: TensorProto, shape: Sequence[int]) -> Summary.Value:
@@ -204,14 +214,13 @@ def test_short_string_val_fills_like_tensorflow() -> None:
     assert text.decode(value, None).rows == [(0, "x"), (1, "y"), (2, "y"), (3, "y")]
 
 
-def test_unreadable_values_are_kept_raw(tmp_path: Path) -> None:
+def test_unreadable_values_are_kept_raw(tmp_path: Path, store: str) -> None:
     values = [BAD["float"], BAD["empty"], string_value("ok", "fine")]
     write_events(tmp_path / "logdir" / event_file_name(W0), [summary_event(1, W0, values)])
-    summary = convert(tmp_path / "logdir", tmp_path / "store.db", progress=False)
+    summary = convert(tmp_path / "logdir", store, progress=False)
     assert summary.undecodable == {"text": {"bad": 2}}
     assert summary.points == Counter({"text": 3})  # two raw tensors and one text row
-    conn = sqlite3.connect(tmp_path / "store.db")
-    assert sorted(conn.execute("SELECT tag, dtype, shape FROM v_tensors")) == [
-        ("bad", "float32", "[]"), ("bad", "string_tensorproto", "[0]")]
-    assert conn.execute("SELECT tag, idx, value FROM v_texts").fetchall() == [("ok", 0, "fine")]
-    conn.close()
+    with closing(connect(store)) as conn:
+        assert sorted(rows(conn, "SELECT tag, dtype, shape FROM v_tensors")) == [
+            ("bad", "float32", "[]"), ("bad", "string_tensorproto", "[0]")]
+        assert rows(conn, "SELECT tag, idx, value FROM v_texts") == [("ok", 0, "fine")]

@@ -39,6 +39,9 @@ def copy_points(dbapi_connection: Any, table: str, columns: Sequence[str],
     names = ", ".join(columns)
     moved = ", ".join(f"NULLIF({name}, 'NaN')" if kind == "float8" else name
                       for name, kind in zip(columns, types))
+    texts = [index for index, kind in enumerate(types) if kind == "text"]
+    if texts:
+        rows = [_without_nul(row, texts) for row in rows]
     with dbapi_connection.cursor() as cursor:
         # One staging table per session, emptied at every commit (a table per transaction
         # would churn the system catalogs); made again if a rollback took it away.
@@ -51,6 +54,23 @@ def copy_points(dbapi_connection: Any, table: str, columns: Sequence[str],
                 copy.write_row(row)
         cursor.execute(f"INSERT INTO {table} ({names}) SELECT {moved} FROM {stage} "
                        "ON CONFLICT DO NOTHING")
+
+
+def server_text(value: str | None) -> str | None:
+    """PostgreSQL text cannot hold U+0000: it is written as the four characters ``\\x00``,
+    the spelling already used for bytes that are not UTF-8 (SQLite keeps the character)."""
+    if value is None or "\x00" not in value:
+        return value
+    return value.replace("\x00", "\\x00")
+
+
+def _without_nul(row: tuple[Any, ...], texts: list[int]) -> tuple[Any, ...]:
+    if not any(row[index] is not None and "\x00" in row[index] for index in texts):
+        return row
+    values = list(row)
+    for index in texts:
+        values[index] = server_text(values[index])
+    return tuple(values)
 
 
 @functools.cache

@@ -198,6 +198,11 @@ class StoreWriter:
                 bytes(metadata.plugin_data.content) or None if metadata is not None else None
             ),
         }
+        if self._server:
+            from converter.store.pgcopy import server_text
+
+            for name in ("name", "display_name", "description"):
+                params[name] = server_text(params[name])
         return self._get_or_create(
             ("series", run_id, context_id, tag, plugin),
             "INSERT INTO series (run_id, context_id, name, plugin, dtype, display_name, "
@@ -359,10 +364,15 @@ class StoreWriter:
         cached = self._ids.get(key)
         if cached is not None:
             return cached
-        inserted = self.conn.execute(text(insert_sql), params).rowcount
-        new_id = int(self.conn.execute(text(select_sql), params).scalar_one())
-        if inserted and created is not None:
-            created.add(new_id)
+        # Look first: on PostgreSQL even an insert that conflicts draws a sequence number,
+        # and ids would then depend on how many re-runs a store has seen.
+        found = self.conn.execute(text(select_sql), params).scalar_one_or_none()
+        if found is None:
+            inserted = self.conn.execute(text(insert_sql), params).rowcount
+            found = self.conn.execute(text(select_sql), params).scalar_one()
+            if inserted and created is not None:
+                created.add(int(found))
+        new_id = int(found)
         self._ids[key] = new_id
         self._new_in_transaction.append(key)
         return new_id
