@@ -2,7 +2,7 @@
 
 The commands are thin layers over the read API, so these tests check what the layer adds:
 data on stdout only, ``-o FILE``, formats, globs, exit codes, and exact values in CSV and JSON
-lines (floats round-trip, NaN and infinities survive).
+lines (floats round-trip, NaN and infinities survive), on a SQLite and a PostgreSQL store.
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ from converter import export
 from converter.cli import EXPORT_FORMATS, EXPORT_KINDS, cli
 from converter.conversion import convert
 
+from tests.snapshots import StoreFactory
+
 
 @pytest.fixture(scope="module")
-def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_store(tmp_path_factory.mktemp("export"))
+def store_path(tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory) -> str:
+    return build_store(tmp_path_factory.mktemp("export"), make_store)
 
 
 def invoke(*args: str) -> Result:
@@ -48,7 +50,7 @@ def test_cli_choices_follow_the_library() -> None:
 # --------------------------------------------------------------------------- runs
 
 
-def test_runs_text_lists_runs_with_counts_and_params(store_path: Path) -> None:
+def test_runs_text_lists_runs_with_counts_and_params(store_path: str) -> None:
     result = invoke("runs", "--store", str(store_path))
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
@@ -60,7 +62,7 @@ def test_runs_text_lists_runs_with_counts_and_params(store_path: Path) -> None:
     assert "scalars 735" in run_1
 
 
-def test_runs_json_and_run_filter(store_path: Path) -> None:
+def test_runs_json_and_run_filter(store_path: str) -> None:
     result = invoke("runs", "--store", str(store_path), "--json", "--run", "sweep/*")
     assert result.exit_code == 0, result.stderr
     runs = json.loads(result.stdout)
@@ -69,8 +71,8 @@ def test_runs_json_and_run_filter(store_path: Path) -> None:
     assert [next(iter(run["params"].values()))["lr"] for run in runs] == [0.01, 0.1, 1.0]
 
 
-def test_runs_of_an_empty_store(tmp_path: Path) -> None:
-    store = str(tmp_path / "empty.db")
+def test_runs_of_an_empty_store(tmp_path: Path, make_store: StoreFactory) -> None:
+    store = make_store(tmp_path, "empty")
     assert invoke("db", "upgrade", "--store", store).exit_code == 0
     result = invoke("runs", "--store", store)
     assert result.exit_code == 0 and result.stdout.strip() == "no runs in this store"
@@ -80,7 +82,7 @@ def test_runs_of_an_empty_store(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- show
 
 
-def test_show_text_has_series_per_plugin_params_and_files(store_path: Path) -> None:
+def test_show_text_has_series_per_plugin_params_and_files(store_path: str) -> None:
     result = invoke("show", "sweep/lr_1.0", "--store", str(store_path))
     assert result.exit_code == 0, result.stderr
     text = result.stdout
@@ -93,7 +95,7 @@ def test_show_text_has_series_per_plugin_params_and_files(store_path: Path) -> N
     assert text.count(" ok") == 2
 
 
-def test_show_json_equals_the_api(store_path: Path) -> None:
+def test_show_json_equals_the_api(store_path: str) -> None:
     result = invoke("show", "group_1/run_2", "--store", str(store_path), "--json")
     assert result.exit_code == 0, result.stderr
     shown = json.loads(result.stdout)
@@ -103,19 +105,20 @@ def test_show_json_equals_the_api(store_path: Path) -> None:
     assert len(shown["files"]) == 6
 
 
-def test_show_by_id(store_path: Path) -> None:
+def test_show_by_id(store_path: str) -> None:
     ((run_id,),) = view_rows(store_path, "SELECT run_id FROM v_runs WHERE run_path = 'run_1'")
     result = invoke("show", str(run_id), "--store", str(store_path), "--json")
     assert json.loads(result.stdout)["run"]["run_path"] == "run_1"
 
 
-def test_show_unknown_run_is_a_usage_error_with_a_suggestion(store_path: Path) -> None:
+def test_show_unknown_run_is_a_usage_error_with_a_suggestion(store_path: str) -> None:
     result = invoke("show", "group_1/run_4", "--store", str(store_path))
     assert result.exit_code == 2
     assert "no run 'group_1/run_4'" in result.stderr and "group_1/run_2" in result.stderr
     assert result.stdout == ""
 
 
+# SQLite-only: "no store here" is a missing file, and the directory must stay empty.
 def test_read_commands_without_a_store_exit_1(tmp_path: Path) -> None:
     for command in (["runs"], ["show", "x"], ["export", "scalars"], ["datasette-metadata"]):
         result = invoke(*command, "--store", str(tmp_path / "none.db"))
@@ -127,7 +130,7 @@ def test_read_commands_without_a_store_exit_1(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- export
 
 
-def test_export_scalars_csv_on_stdout_equals_the_view(store_path: Path) -> None:
+def test_export_scalars_csv_on_stdout_equals_the_view(store_path: str) -> None:
     result = invoke("export", "scalars", "--store", str(store_path), "--run", "run_1")
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
@@ -142,7 +145,7 @@ def test_export_scalars_csv_on_stdout_equals_the_view(store_path: Path) -> None:
     assert order == sorted(order)
 
 
-def test_export_globs_on_run_tag_and_context(store_path: Path) -> None:
+def test_export_globs_on_run_tag_and_context(store_path: str) -> None:
     result = invoke("export", "scalars", "--store", str(store_path), "--run", "group_1/*",
                     "--tag", "epoch_*", "--tag", "learning_rate", "--context", "train")
     rows = csv_rows(result.stdout)
@@ -152,7 +155,7 @@ def test_export_globs_on_run_tag_and_context(store_path: Path) -> None:
     assert len(rows) == 75
 
 
-def test_export_nan_is_an_empty_cell_and_a_json_null(store_path: Path) -> None:
+def test_export_nan_is_an_empty_cell_and_a_json_null(store_path: str) -> None:
     as_csv = csv_rows(invoke("export", "scalars", "--store", str(store_path), "--run",
                              "sweep/lr_1.0", "--tag", "loss").stdout)
     assert [r["value"] == "" for r in as_csv] == [step >= 6 for step in range(STEPS)]
@@ -162,13 +165,13 @@ def test_export_nan_is_an_empty_cell_and_a_json_null(store_path: Path) -> None:
     assert values[6:] == [None] * 4 and all(v is not None for v in values[:6])
 
 
-def test_export_infinities(tmp_path: Path) -> None:
+def test_export_infinities(tmp_path: Path, make_store: StoreFactory) -> None:
     logdir = tmp_path / "logs"
     with SummaryWriter(str(logdir / "run"), flush_secs=3600) as writer:
         for step, value in enumerate([1.0, math.inf, -math.inf, math.nan]):
             writer.add_scalar("x", value, step)
-    convert(logdir, tmp_path / "s.db", progress=False)
-    store = str(tmp_path / "s.db")
+    store = make_store(tmp_path, "s")
+    convert(logdir, store, progress=False)
     lines = invoke("export", "scalars", "--store", store, "--format", "jsonl").stdout
     values = [json.loads(line, parse_constant=_reject)["value"] for line in lines.splitlines()]
     assert values[:3] == [1.0, math.inf, -math.inf] and values[3] is None
@@ -180,7 +183,7 @@ def _reject(constant: str) -> Any:
     raise AssertionError(f"not strict JSON: {constant}")
 
 
-def test_export_to_a_file_infers_jsonl(store_path: Path, tmp_path: Path) -> None:
+def test_export_to_a_file_infers_jsonl(store_path: str, tmp_path: Path) -> None:
     target = tmp_path / "params.jsonl"
     result = invoke("export", "params", "--store", str(store_path), "-o", str(target))
     assert result.exit_code == 0, result.stderr
@@ -192,14 +195,14 @@ def test_export_to_a_file_infers_jsonl(store_path: Path, tmp_path: Path) -> None
     assert [p.name for p in tmp_path.iterdir()] == ["params.jsonl"]
 
 
-def test_export_params_tag_filters_keys(store_path: Path) -> None:
+def test_export_params_tag_filters_keys(store_path: str) -> None:
     rows = csv_rows(invoke("export", "params", "--store", str(store_path), "--tag",
                            "opt*").stdout)
     assert sorted(r["value"] for r in rows) == ["adam", "adam", "sgd"]
     assert all(r["value_type"] == "string" for r in rows)
 
 
-def test_export_texts_match_without_the_text_summary_suffix(store_path: Path) -> None:
+def test_export_texts_match_without_the_text_summary_suffix(store_path: str) -> None:
     rows = csv_rows(invoke("export", "texts", "--store", str(store_path), "--tag",
                            "notes").stdout)
     assert [(r["run_path"], r["tag"], r["value"]) for r in rows] == [
@@ -208,25 +211,25 @@ def test_export_texts_match_without_the_text_summary_suffix(store_path: Path) ->
         ("sweep/lr_1.0", "notes/text_summary", "Diverged at step 6")]
 
 
-def test_export_nothing_matches_gives_the_header_only(store_path: Path) -> None:
+def test_export_nothing_matches_gives_the_header_only(store_path: str) -> None:
     result = invoke("export", "scalars", "--store", str(store_path), "--tag", "nothing")
     assert result.exit_code == 0 and result.stdout == ",".join(export.COLUMNS["scalars"]) + "\n"
 
 
-def test_export_usage_errors_exit_2(store_path: Path) -> None:
+def test_export_usage_errors_exit_2(store_path: str) -> None:
     assert invoke("export", "histograms", "--store", str(store_path)).exit_code == 2
     assert invoke("export", "scalars", "--format", "xml", "--store",
                   str(store_path)).exit_code == 2
 
 
-def test_export_into_a_missing_directory_exit_1(store_path: Path, tmp_path: Path) -> None:
+def test_export_into_a_missing_directory_exit_1(store_path: str, tmp_path: Path) -> None:
     result = invoke("export", "scalars", "--store", str(store_path), "-o",
                     str(tmp_path / "no" / "out.csv"))
     assert result.exit_code == 1
     assert len(result.stderr.strip().splitlines()) == 1 and "out.csv" in result.stderr
 
 
-def test_failed_export_leaves_no_file(store_path: Path, tmp_path: Path) -> None:
+def test_failed_export_leaves_no_file(store_path: str, tmp_path: Path) -> None:
     target = tmp_path / "out.csv"
 
     def broken() -> Any:
@@ -238,7 +241,7 @@ def test_failed_export_leaves_no_file(store_path: Path, tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_export_to_a_closed_pipe_is_quiet(store_path: Path) -> None:
+def test_export_to_a_closed_pipe_is_quiet(store_path: str) -> None:
     command = [sys.executable, "-m", "converter", "export", "scalars", "--store",
                str(store_path)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -269,7 +272,7 @@ def test_format_for() -> None:
     assert export.format_for("a.jsonl", "csv") == "csv"
 
 
-def test_export_function_returns_the_row_count(store_path: Path, tmp_path: Path) -> None:
+def test_export_function_returns_the_row_count(store_path: str, tmp_path: Path) -> None:
     with converter.open_store(store_path) as opened:
         count = export.export(opened, "scalars", str(tmp_path / "loss.csv"), tag="loss")
     (expected,) = view_rows(store_path, "SELECT count(*) FROM v_scalars WHERE tag = 'loss'")[0]
@@ -280,13 +283,25 @@ def test_export_function_returns_the_row_count(store_path: Path, tmp_path: Path)
 # --------------------------------------------------------------------------- datasette
 
 
-def test_datasette_metadata_command(store_path: Path, tmp_path: Path) -> None:
+# SQLite-only: datasette serves SQLite files (the command refuses a server store).
+@pytest.mark.parametrize("make_store", ["sqlite"], indirect=True)
+def test_datasette_metadata_command(store_path: str, tmp_path: Path) -> None:
     target = tmp_path / "metadata.json"
     result = invoke("datasette-metadata", "--store", str(store_path), "-o", str(target))
     assert result.exit_code == 0, result.stderr
     document = json.loads(target.read_text())
-    database = document["databases"][store_path.stem]
+    database = document["databases"][Path(store_path).stem]
     assert {"learning_curve", "search_texts"} <= set(database["queries"])
     assert database["tables"]["runs"]["label_column"] == "run_path"
     stdout = invoke("datasette-metadata", "--store", str(store_path)).stdout
     assert json.loads(stdout) == document
+
+
+# The other half of the SQLite-only test above: a server store is refused, and nothing written.
+@pytest.mark.parametrize("make_store", ["postgresql"], indirect=True)
+def test_datasette_metadata_refuses_a_server_store(store_path: str, tmp_path: Path) -> None:
+    result = invoke("datasette-metadata", "--store", store_path, "-o",
+                    str(tmp_path / "metadata.json"))
+    assert result.exit_code == 2
+    assert "datasette serves SQLite files only" in result.stderr and result.stdout == ""
+    assert list(tmp_path.iterdir()) == []

@@ -1,16 +1,17 @@
 """The Python read API (SPEC §10): open_store, runs, describe, scalars, params, images, pandas.
 
-Everything is checked against a real store: ``sample_logdirs/`` (scalars from every writer)
-plus a small tensorboardX sweep written here with hparams, images, texts and a loss that goes
-NaN, both converted into one store.  Expected values come from what was written, or from
-``sqlite3`` on the public views, never from the API under test.
+Everything is checked against a real store of each backend (SQLite and PostgreSQL):
+``sample_logdirs/`` (scalars from every writer) plus a small tensorboardX sweep written here
+with hparams, images, texts and a loss that goes NaN, both converted into one store.  Expected
+values come from what was written, or from the database driver (``sqlite3``, ``psycopg``) on
+the public views, never from the API under test.
 """
 
 from __future__ import annotations
 
 import math
-import sqlite3
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from converter.conversion import convert
 from converter.errors import StoreError, UsageError
 from converter.export import MissingDependency, hparams_table
 from converter.store.reader import Store, StoredImage
+
+from tests.snapshots import StoreFactory, connect, rows
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_LOGDIRS = ROOT / "sample_logdirs"
@@ -70,29 +73,30 @@ def write_sweep(logdir: Path) -> None:
                                {"hparam/accuracy": final})
 
 
-def build_store(base: Path, name: str = "runs.db") -> Path:
-    """Convert sample_logdirs and a fresh sweep (in ``base/logs``) into ``base/name``."""
+def build_store(base: Path, make_store: StoreFactory, name: str = "runs") -> str:
+    """Convert sample_logdirs and a fresh sweep (in ``base/logs``) into a new store of the
+    current backend: ``base/name.db`` on SQLite, a fresh database on PostgreSQL."""
     write_sweep(base / "logs")
-    store = base / name
+    store = make_store(base, name)
     for logdir in (SAMPLE_LOGDIRS, base / "logs"):
         summary = convert(logdir, store, progress=False)
         assert summary.exit_code == 0, summary.problems
     return store
 
 
-def view_rows(store: Path, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
-    """Rows of a query on the store, through the standard library, read-only."""
-    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
-        return conn.execute(sql, parameters).fetchall()
+def view_rows(store: str, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
+    """Rows of a query on the store, through the database driver, read-only."""
+    with closing(connect(store)) as conn:
+        return rows(conn, sql, parameters or None)
 
 
 @pytest.fixture(scope="module")
-def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_store(tmp_path_factory.mktemp("read_api"))
+def store_path(tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory) -> str:
+    return build_store(tmp_path_factory.mktemp("read_api"), make_store)
 
 
 @pytest.fixture
-def store(store_path: Path) -> Any:
+def store(store_path: str) -> Any:
     with converter.open_store(store_path) as opened:
         yield opened
 
@@ -100,7 +104,7 @@ def store(store_path: Path) -> Any:
 # --------------------------------------------------------------------------- open_store
 
 
-def test_open_store_is_exposed_on_the_package(store_path: Path) -> None:
+def test_open_store_is_exposed_on_the_package(store_path: str) -> None:
     from converter.store.reader import open_store
 
     assert converter.open_store is open_store
@@ -108,12 +112,13 @@ def test_open_store_is_exposed_on_the_package(store_path: Path) -> None:
         assert isinstance(opened, Store)
 
 
-def test_open_store_defaults_to_environment(store_path: Path, monkeypatch) -> None:
+def test_open_store_defaults_to_environment(store_path: str, monkeypatch) -> None:
     monkeypatch.setenv("TBCONVERT_STORE", str(store_path))
     with converter.open_store() as opened:
         assert len(opened.runs()) == 12
 
 
+# SQLite-only: a missing store is a file that must not appear (a server database is not made).
 def test_open_missing_store_never_creates_it(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as error:
         converter.open_store(tmp_path / "missing.db")
@@ -121,10 +126,11 @@ def test_open_missing_store_never_creates_it(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_open_foreign_database_is_refused(tmp_path: Path) -> None:
-    other = tmp_path / "other.db"
-    with sqlite3.connect(other) as conn:
+def test_open_foreign_database_is_refused(tmp_path: Path, make_store: StoreFactory) -> None:
+    other = make_store(tmp_path, "other")
+    with closing(connect(other, read_only=False)) as conn:
         conn.execute("CREATE TABLE notes (body TEXT)")
+        conn.commit()
     with pytest.raises(StoreError, match="not a tbconvert store"):
         converter.open_store(other)
 
@@ -147,7 +153,7 @@ def test_runs_lists_every_run_sorted_with_groups_and_contexts(store: Store) -> N
     assert by_path["run_1"]["series"] == 3 and by_path["run_1"]["params"] == {}
 
 
-def test_runs_counts_equal_the_views(store: Store, store_path: Path) -> None:
+def test_runs_counts_equal_the_views(store: Store, store_path: str) -> None:
     for run in store.runs():
         for view, table in (("v_scalars", "scalars"), ("v_images", "images"),
                             ("v_texts", "texts"), ("v_params", "params")):
@@ -175,7 +181,7 @@ def test_runs_filter_with_globs(store: Store) -> None:
 # --------------------------------------------------------------------------- scalars
 
 
-def test_scalars_is_a_structured_array_equal_to_the_view(store: Store, store_path: Path) -> None:
+def test_scalars_is_a_structured_array_equal_to_the_view(store: Store, store_path: str) -> None:
     curve = store.scalars("run_1", "loss")
     assert curve.dtype == np.dtype([("step", "<i8"), ("wall_time", "<f8"), ("value", "<f8")])
     expected = view_rows(store_path, "SELECT step, wall_time, value FROM v_scalars "
@@ -202,7 +208,7 @@ def test_scalars_nan_where_nan_was_logged(store: Store) -> None:
     assert curve["wall_time"].tolist() == [W0 + step for step in range(STEPS)]
 
 
-def test_scalars_keep_float64_exactly(store: Store, store_path: Path) -> None:
+def test_scalars_keep_float64_exactly(store: Store, store_path: str) -> None:
     curve = store.scalars("group_1/run_3", "ema_decay")
     expected = view_rows(store_path, "SELECT value FROM v_scalars WHERE run_path = "
                                      "'group_1/run_3' AND tag = 'ema_decay' ORDER BY step")
@@ -233,14 +239,16 @@ def test_scalars_unknown_tag_or_run_suggests(store: Store) -> None:
     assert "run_1" in error.value.hint and "tbconvert runs" in error.value.hint
 
 
-def test_scalars_keep_int64_steps_and_infinities(tmp_path: Path) -> None:
+def test_scalars_keep_int64_steps_and_infinities(tmp_path: Path,
+                                                 make_store: StoreFactory) -> None:
     logdir = tmp_path / "logs"
     with SummaryWriter(str(logdir / "big"), flush_secs=3600) as writer:
         writer.add_scalar("x", 1.5, 2**62, walltime=W0)
         writer.add_scalar("x", float("inf"), 2**62 + 1, walltime=W0 + 1)
         writer.add_scalar("x", float("-inf"), 2**62 + 2, walltime=W0 + 2)
-    convert(logdir, tmp_path / "s.db", progress=False)
-    with converter.open_store(tmp_path / "s.db") as opened:
+    target = make_store(tmp_path, "s")
+    convert(logdir, target, progress=False)
+    with converter.open_store(target) as opened:
         curve = opened.scalars("big", "x")
     assert curve["step"].tolist() == [2**62, 2**62 + 1, 2**62 + 2]
     assert curve["value"].tolist() == [1.5, math.inf, -math.inf]
@@ -254,13 +262,15 @@ def test_params_are_typed(store: Store) -> None:
     assert store.params("run_1") == {}
 
 
-def test_params_of_disagreeing_sessions_need_a_context(tmp_path: Path) -> None:
+def test_params_of_disagreeing_sessions_need_a_context(tmp_path: Path,
+                                                        make_store: StoreFactory) -> None:
     logdir = tmp_path / "logs"
     with SummaryWriter(str(logdir / "trials"), flush_secs=3600) as writer:
         writer.add_hparams({"lr": 0.1, "flag": True}, {"m": 1.0}, name="a")
         writer.add_hparams({"lr": 0.2, "flag": True}, {"m": 2.0}, name="b")
-    convert(logdir, tmp_path / "s.db", progress=False)
-    with converter.open_store(tmp_path / "s.db") as opened:
+    target = make_store(tmp_path, "s")
+    convert(logdir, target, progress=False)
+    with converter.open_store(target) as opened:
         with pytest.raises(UsageError) as error:
             opened.params("trials")
         assert "'a'" in error.value.hint and "'b'" in error.value.hint
@@ -298,7 +308,7 @@ def test_images_come_back_as_the_pixels_logged(store: Store) -> None:
         assert np.array_equal(np.asarray(decoded.convert("RGB")), pixels)
 
 
-def test_images_filtered_by_step_and_equal_to_the_view(store: Store, store_path: Path) -> None:
+def test_images_filtered_by_step_and_equal_to_the_view(store: Store, store_path: str) -> None:
     images = list(store.images(tag="samples", step=2, run="sweep/lr_0.1"))
     assert [(i.run_path, i.step, i.idx) for i in images] == [("sweep/lr_0.1", 2, 0)]
     ((data,),) = view_rows(store_path, "SELECT data FROM v_images WHERE run_path = "
@@ -311,7 +321,7 @@ def test_images_filtered_by_step_and_equal_to_the_view(store: Store, store_path:
 
 
 def test_describe_lists_series_ranges_last_values_and_files(store: Store,
-                                                            store_path: Path) -> None:
+                                                            store_path: str) -> None:
     detail = store.describe("run_1")
     assert detail["run"]["run_path"] == "run_1" and detail["params"] == {}
     loss = next(s for s in detail["series"] if s["tag"] == "loss")
@@ -386,12 +396,13 @@ def test_to_pandas_unknown_kind(store: Store) -> None:
         store.to_pandas("nonsense")
 
 
-def test_params_nan_agrees_with_itself(tmp_path: Path) -> None:
+def test_params_nan_agrees_with_itself(tmp_path: Path, make_store: StoreFactory) -> None:
     logdir = tmp_path / "logs"
     with SummaryWriter(str(logdir / "trials"), flush_secs=3600) as writer:
         writer.add_hparams({"dropout": math.nan, "lr": 0.1}, {"m": 1.0}, name="a")
         writer.add_hparams({"dropout": math.nan, "lr": 0.1}, {"m": 2.0}, name="b")
-    convert(logdir, tmp_path / "s.db", progress=False)
-    with converter.open_store(tmp_path / "s.db") as opened:
+    target = make_store(tmp_path, "s")
+    convert(logdir, target, progress=False)
+    with converter.open_store(target) as opened:
         params = opened.params("trials")
     assert math.isnan(params["dropout"]) and params["lr"] == 0.1
