@@ -168,3 +168,28 @@ def test_empty_source_name_is_a_usage_error(tmp_path: Path) -> None:
                                       "--source", " "])
     assert result.exit_code == 2 and "source name is empty" in result.output
     assert not store.exists()
+
+
+def test_readme_team_commands_run_against_a_server(pg_server, tmp_path: Path) -> None:
+    """The README's commands, with its example server and logdir swapped for real ones."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Sharing a store with your team", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    example_url = "postgresql://tb@db.example.org/tb"
+    assert example_url in block and "--logdir /data/tb" in block
+    url = pg_server.new_database("readme").replace("postgresql+psycopg://", "postgresql://")
+    logdir = write_logdir(tmp_path / "tb", scale=1.0)
+    # Server administration and installation are the reader's; the rest runs as written.
+    commands = [line for line in block.splitlines()
+                if line.startswith(("export ", "tbconvert ", "psql "))]
+    assert len(commands) == 4
+    script = "\n".join(["set -e", *commands]).replace(example_url, url).replace(
+        "/data/tb", str(logdir))
+    bindir = Path(sys.executable).parent
+    psql = shutil.which("psql") or str(pg_server.bindir / "psql")
+    result = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={"PATH": f"{bindir}:{Path(psql).parent}:/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "run_a" in result.stdout and "run_b" in result.stdout
+    assert "(2 rows)" in result.stdout  # psql: the last loss of each of the 2 runs
