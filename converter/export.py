@@ -207,7 +207,9 @@ def hparams_table(store: Store, metrics: Sequence[Metric] = (),
     keys = sorted({key for by_context in sessions.values() for values in by_context.values()
                    for key in values})
     table = []
-    for entry in store.query("SELECT run_id, run_path FROM v_runs ORDER BY logdir, run_path"):
+    runs = sorted(store.query("SELECT run_id, run_path, logdir FROM v_runs"),
+                  key=lambda run: (run["logdir"], run["run_path"], run["run_id"]))
+    for entry in ({"run_id": run["run_id"], "run_path": run["run_path"]} for run in runs):
         if not matches(entry["run_path"], globs(run)):
             continue
         for context, values in sessions.get(entry["run_id"], {}).items():

@@ -43,16 +43,15 @@ POINT_SQL = {
     "params": f"SELECT key, value, value_num, value_type FROM params WHERE series_id = :id "
               f"ORDER BY key, step, {WRITTEN}",
 }
-_RUNS_SQL = "SELECT * FROM v_runs ORDER BY logdir, run_path"
+# Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
+_RUNS_SQL = "SELECT * FROM v_runs"
 _FILES_SQL = (
     "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
     "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
-    "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run "
-    "ORDER BY f.path")
+    "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run")
 _CONTEXTS_SQL = (
     "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series UNION "
-    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id "
-    "ORDER BY u.run_id, c.name")
+    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id")
 
 
 @dataclass(frozen=True)
@@ -168,12 +167,15 @@ class Store:
         with self.connect() as conn:
             rows = [dict(row._mapping) for row in conn.execute(text(_RUNS_SQL))]
             rows = [row for row in rows if matches(row["run_path"], globs(run))]
+            rows.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
             counts = self._counts(conn, "s.run_id")
             series: dict[int, int] = {row[0]: row[1] for row in conn.execute(text(
                 "SELECT run_id, count(*) FROM series GROUP BY run_id"))}
             contexts: dict[int, list[str]] = {}
             for run_id, name in conn.execute(text(_CONTEXTS_SQL)):
                 contexts.setdefault(run_id, []).append(name)
+            for names in contexts.values():
+                names.sort()
             params = self.param_sessions(conn=conn)
         for row in rows:
             run_id = row["run_id"]
@@ -202,8 +204,9 @@ class Store:
             run_id = row["run_id"]
             counts = self._counts(conn, "p.series_id", run_id)
             series = [self._series_entry(conn, s, counts) for s in self.series(run=run_id)]
-            files = [dict(file._mapping) for file in conn.execute(text(_FILES_SQL),
-                                                                   {"run": run_id})]
+            files = sorted((dict(file._mapping) for file in conn.execute(text(_FILES_SQL),
+                                                                          {"run": run_id})),
+                           key=lambda file: file["path"])
             params = self.param_sessions(run_id, conn=conn).get(run_id, {})
         return {"run": row, "series": series, "params": params, "files": files}
 
@@ -214,11 +217,12 @@ class Store:
         Text tags also match without the ``/text_summary`` suffix torch and tensorboardX add.
         """
         sql = text(
-            "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin FROM series AS s "
-            "JOIN runs AS r ON r.id = s.run_id JOIN contexts AS c ON c.id = s.context_id "
-            "ORDER BY r.logdir, r.run_path, c.name, s.name, s.plugin")
+            "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin, r.logdir "
+            "FROM series AS s JOIN runs AS r ON r.id = s.run_id "
+            "JOIN contexts AS c ON c.id = s.context_id")
         with self.connect() as conn:
-            found = [Series(*row) for row in conn.execute(sql)]
+            ordered = sorted(conn.execute(sql), key=lambda row: (row[6], *row[2:6], row[0]))
+            found = [Series(*row[:6]) for row in ordered]
         if isinstance(run, int):
             found, run = [s for s in found if s.run_id == run], None
         runs, tags, contexts, plugins = (globs(g) for g in (run, tag, context, plugin))
@@ -402,7 +406,7 @@ class Store:
         if found:
             raise UsageError(f"run {run!r} exists in several logdirs", path=self.display,
                              hint="name it by id: " + ", ".join(
-                                 f"{row['run_id']} ({row['logdir']})" for row in found))
+                                 f"{row['run_id']} ({row['source']})" for row in found))
         close = difflib.get_close_matches(str(run), [row["run_path"] for row in rows], n=3)
         raise UsageError(f"no run {run!r} in the store", path=self.display,
                          hint=(f"did you mean {', '.join(close)}? " if close else "")
