@@ -19,6 +19,9 @@ Measured, each in a fresh subprocess (so imports and caches never leak between t
 5. ``tbconvert --help`` start-up, median of 5 (after one warm-up run).
 6. A no-change re-run over 10,000 tiny files (converted once untimed first).
 7. Peak RSS: of (1), and with ``--big`` of a conversion of a ~2 GB logdir.
+8. ``tbconvert tf`` end to end into a throwaway PostgreSQL server on 127.0.0.1 (the tests'
+   ``tests/pgserver.py``; skipped with a note when no server binaries are installed), and its
+   ratio to (1).  No target: the server is for sharing (SPEC §1.4), this is its price.
 
 Rates use wall time (what a user waits for); CPU seconds are printed too because this
 2-core machine may be busy with other work (the load average is shown at start and end).
@@ -491,6 +494,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["rss"]["big"] = {**measured.brief(), "bytes": big.manifest["bytes"],
                                      "events": big_events,
                                      "events_per_s": big_events / measured.wall}
+        if not args.skip_pg:
+            results["postgresql"] = _postgresql(dataset.logdir, events, rate, report)
     finally:
         if args.keep:
             _log(f"stores kept in {work}")
@@ -506,6 +511,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results["notes"] = report.notes
     results["_table"] = report.table()
     return results
+
+
+def _postgresql(logdir: Path, events: int, sqlite_rate: float,
+                report: Report) -> dict[str, Any]:
+    sys.path.insert(0, str(REPO))
+    from tests.pgserver import PostgresServer, find_bindir
+
+    if find_bindir() is None:
+        report.notes.append("PostgreSQL: no server binaries (apt-get install postgresql)")
+        return {}
+    _log("tbconvert into a throwaway PostgreSQL server ...")
+    server = PostgresServer.start()
+    try:
+        measured = convert(logdir, server.new_database("bench"))  # type: ignore[arg-type]
+    finally:
+        server.stop()
+    if not measured.ok:
+        report.notes.append(_failed("tbconvert into PostgreSQL", measured))
+        return measured.brief()
+    rate = events / measured.wall
+    report.row("8", "tbconvert into PostgreSQL (local server)", f"{_n(rate)} scalar events/s")
+    report.row("", "  wall / client CPU / vs SQLite",
+               f"{_s(measured.wall)} / {_s(measured.cpu)} / "
+               f"{rate / sqlite_rate if sqlite_rate else 0:.2f}x")
+    return {**measured.brief(), "events_per_s": rate,
+            "vs_sqlite": rate / sqlite_rate if sqlite_rate else None}
 
 
 def _spread(measured: list[Measured]) -> str:
@@ -568,6 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--big", action="store_true",
                         help="also convert a ~2 GB logdir for peak RSS (slow: minutes)")
     parser.add_argument("--skip-ea", action="store_true", help="skip the EventAccumulator run")
+    parser.add_argument("--skip-pg", action="store_true", help="skip the PostgreSQL run")
     parser.add_argument("--skip-jobs", action="store_true", help="skip the --jobs 2 run")
     parser.add_argument("--skip-breakdown", action="store_true",
                         help="skip the TF1-only and TF2-only tbconvert runs")
