@@ -12,14 +12,23 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
 
 from converter.events import Event, UnparseableEvent, parse_event
 from converter.plugins import DECODERS, FALLBACK, Decoded, DecodeFailure, plugin_for
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from converter.blocks import Block
+    from converter.fastscalars import Parsed
+
 _FLOAT32 = struct.Struct("<f")
+_INF = float("inf")
+# Smaller blocks cost less one record at a time than NumPy's fixed cost per call.
+_BLOCK_MIN = 64
 
 # Event-level payloads kept as raw tensors: event field -> (plugin, tag); tagged run metadata
 # uses its own tag.
@@ -29,6 +38,7 @@ _GRAPH_EVENTS = {
     "tagged_run_metadata": ("graph_tagged_run_metadata", None),
 }
 
+Packed = list[tuple[int, Any]]  # (position among the scalar rows, packed rows), see take()
 # (tag, plugin, dtype, first metadata) -> series id
 SeriesResolver = Callable[[str, str, "str | None", Any], int]
 
@@ -87,6 +97,11 @@ class FileDecoder:
         self._float_tensors: dict[str, int] = {}
         self._tag_ok: dict[str, bool] = {}
         self._slow_scalar_rows = 0
+        self._keys: Any = None  # fastscalars.ScalarKeys, made with the first block
+        # Worker processes leave block rows packed: the writer unpacks them (cheaper to send).
+        self.packed = False
+        self._packed: Packed = []
+        self._packed_rows = 0
 
     def seed_metadata(self, metadata: dict[str, Any]) -> None:
         """Metadata remembered from earlier reads of this (run, context), used for tags whose
@@ -148,6 +163,104 @@ class FileDecoder:
         stats.first_wall_time = None if first == inf else first
         stats.last_wall_time = None if last == -inf else last
 
+    def feed_block(self, block: Block) -> None:
+        """Decode a block of verified records; single scalars of known keys skip protobuf.
+
+        Rows come out in record order, exactly as :meth:`feed_all` makes them: a record takes
+        the block path only when its key was learnt from a record that :meth:`feed_all`
+        decoded through its own fast path, and the rest go through :meth:`feed_all`.
+        """
+        from converter import fastscalars
+
+        parsed = fastscalars.parse(block) if len(block) >= _BLOCK_MIN else None
+        if parsed is None or not parsed.ok.any():
+            self.feed_all(block.pairs())
+            return
+        if self._keys is None:
+            self._keys = fastscalars.ScalarKeys()
+        series = self._keys.lookup(parsed)
+        values = fastscalars.values(block, parsed)
+        offsets = block.starts + block.base
+        slow = _indices(series < 0, 0)
+        unlearnt: set[int] = set()  # key hashes that failed to learn in this block
+        waiting: list[tuple[int, bytes]] = []  # consecutive slow records, for one feed_all
+        done = 0
+        while slow:
+            record = slow.pop()
+            if record > done:
+                self._flush(waiting)
+                self._add_rows(series, parsed, offsets, values, done, record)
+            waiting.append((int(offsets[record]), block.payload(record)))
+            done = record + 1
+            key = int(parsed.hashes[record])
+            if parsed.ok[record] and key not in unlearnt:
+                self._flush(waiting)
+                series_id = self._learn(block, parsed, record)
+                if series_id is None:
+                    unlearnt.add(key)
+                else:
+                    self._keys.add(parsed, record, series_id)
+                    series[self._keys.same_key(parsed, record, done)] = series_id
+                    slow = _indices(series[done:] < 0, done)
+        self._flush(waiting)
+        self._add_rows(series, parsed, offsets, values, done, len(block))
+        self._widen_span(parsed.wall_time[series >= 0])
+
+    def _flush(self, waiting: list[tuple[int, bytes]]) -> None:
+        if waiting:
+            self.feed_all(waiting)
+            waiting.clear()
+
+    def _add_rows(self, series: np.ndarray, parsed: Parsed, offsets: np.ndarray,
+                  values: np.ndarray, start: int, stop: int) -> None:
+        """Append the rows of records ``start:stop``, all of known keys."""
+        from converter import fastscalars
+
+        if stop <= start:
+            return
+        table = fastscalars.pack_rows(self.file_id, series[start:stop], parsed.step[start:stop],
+                                      offsets[start:stop], parsed.wall_time[start:stop],
+                                      values[start:stop])
+        scalars = self.rows["scalars"]
+        if self.packed:
+            self._packed.append((len(scalars), table))
+            self._packed_rows += len(table)
+        else:
+            scalars.extend(fastscalars.unpack_rows(table))
+
+    def _learn(self, block: Block, parsed: Parsed, record: int) -> int | None:
+        """The series of ``record``'s key if :meth:`feed_all` takes its fast path for it,
+        which it then does for every record with the same key (same tag, kind, metadata)."""
+        try:
+            event = Event.FromString(block.payload(record))
+        except DecodeError:
+            return None
+        values = event.summary.value
+        if len(values) != 1 or event.step != parsed.step[record]:
+            return None
+        value = values[0]
+        if parsed.simple[record]:
+            if value.WhichOneof("value") != "simple_value":
+                return None
+            return self._simple.get(value.tag)
+        tensor = value.tensor
+        if value.WhichOneof("value") != "tensor" or tensor.dtype != 1:
+            return None
+        return self._float_tensors.get(value.tag) if len(tensor.tensor_content) == 4 else None
+
+    def _widen_span(self, wall_times: np.ndarray) -> None:
+        """Extend the file's wall-time span as :meth:`feed_all` would (NaN left out)."""
+        import numpy as np
+
+        if not len(wall_times):
+            return
+        stats = self.stats
+        low, high = float(np.fmin.reduce(wall_times)), float(np.fmax.reduce(wall_times))
+        if low < (_INF if stats.first_wall_time is None else stats.first_wall_time):
+            stats.first_wall_time = low
+        if high > (-_INF if stats.last_wall_time is None else stats.last_wall_time):
+            stats.last_wall_time = high
+
     def _parse_leniently(self, offset: int, payload: bytes) -> Any:
         try:
             event, lossy = parse_event(payload)
@@ -165,17 +278,25 @@ class FileDecoder:
         elif what != "summary":  # an empty summary is nothing to keep
             self.stats.other_events[what] += 1
 
-    def take(self) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, bytes]]:
-        """Hand over the rows (and blobs they point to) decoded so far; start afresh."""
-        fast = len(self.rows.get("scalars", ())) - self._slow_scalar_rows
+    def take(self) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, bytes], Packed]:
+        """Hand over the rows (and blobs they point to) decoded so far; start afresh.
+
+        Returns:
+            The rows per table, the blobs, and (when ``packed``) the block rows left packed:
+            ``(position, table)`` pairs, each table's rows belonging before the scalar row at
+            ``position``; the scalars entry is then present even when it holds no tuple.
+        """
+        fast = len(self.rows.get("scalars", ())) - self._slow_scalar_rows + self._packed_rows
         if fast:
             self.stats.points["scalars"] += fast
         self._slow_scalar_rows = 0
-        taken = {table: rows for table, rows in self.rows.items() if rows}
+        packed, self._packed, self._packed_rows = self._packed, [], 0
+        taken = {table: rows for table, rows in self.rows.items()
+                 if rows or (table == "scalars" and packed)}
         self.rows = defaultdict(list)
         self.rows["scalars"] = []
         blobs, self.blobs = self.blobs, {}
-        return taken, blobs
+        return taken, blobs, packed
 
     def metadata(self) -> dict[str, Any]:
         """The first metadata of every tag seen in this file."""
@@ -183,7 +304,7 @@ class FileDecoder:
 
     def pending(self) -> int:
         """Rows decoded and not yet taken."""
-        return sum(len(rows) for rows in self.rows.values())
+        return sum(len(rows) for rows in self.rows.values()) + self._packed_rows
 
     def _decode_value(
         self, value: Any, kind: str | None, step: int, wall_time: float, offset: int, index: int
@@ -268,3 +389,10 @@ class FileDecoder:
         if accepted is None:
             accepted = self._tag_ok[tag] = self.selection.accepts_tag(tag)
         return accepted
+
+
+def _indices(mask: np.ndarray, offset: int) -> list[int]:
+    """Indices where ``mask`` holds, plus ``offset``, last first (popped in increasing order)."""
+    import numpy as np
+
+    return (np.flatnonzero(mask)[::-1] + offset).tolist()

@@ -9,12 +9,16 @@ repaired message is parsed with the real schema, so nothing downstream needs to 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from tensorboard.compat.proto import event_pb2
+
+if TYPE_CHECKING:
+    # Imported where the twin schema is built: it takes a sizeable share of start-up, and
+    # only records with invalid UTF-8 need it.
+    from google.protobuf import descriptor_pb2
 
 Event = event_pb2.Event
 _LENIENT_PACKAGE = "tbconvert_lenient"
@@ -91,6 +95,8 @@ _STRING_FIELDS: set[str] = set()
 
 @lru_cache(maxsize=1)
 def _lenient_event_class() -> type[Message]:
+    from google.protobuf import descriptor_pool, message_factory
+
     pool = descriptor_pool.DescriptorPool()
     for file_proto in _dependency_order(event_pb2.DESCRIPTOR):
         pool.Add(_bytes_twin(file_proto))
@@ -99,6 +105,8 @@ def _lenient_event_class() -> type[Message]:
 
 
 def _dependency_order(file_descriptor: Any) -> list[descriptor_pb2.FileDescriptorProto]:
+    from google.protobuf import descriptor_pb2
+
     ordered: list[descriptor_pb2.FileDescriptorProto] = []
     seen: set[str] = set()
 
@@ -117,6 +125,8 @@ def _dependency_order(file_descriptor: Any) -> list[descriptor_pb2.FileDescripto
 
 
 def _bytes_twin(proto: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.FileDescriptorProto:
+    from google.protobuf import descriptor_pb2
+
     twin = descriptor_pb2.FileDescriptorProto()
     twin.CopyFrom(proto)
     twin.name = f"{_LENIENT_PACKAGE}/{proto.name}"
@@ -129,6 +139,8 @@ def _bytes_twin(proto: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.Fil
 
 
 def _retype(message: descriptor_pb2.DescriptorProto, full_name: str) -> None:
+    from google.protobuf import descriptor_pb2
+
     for field in message.field:
         if field.type == descriptor_pb2.FieldDescriptorProto.TYPE_STRING:
             field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES

@@ -13,16 +13,19 @@ metadata seen in earlier files to later ones (TF1 writers send it once per tag, 
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from converter.decode import DecodeStats, FileDecoder, Selection
+from converter.decode import DecodeStats, FileDecoder, Packed, Selection
 from converter.records import Damage, RecordReader, open_event_file, read_first_record
 
-_RECORD_BATCH = 2048
+if TYPE_CHECKING:
+    from converter.blocks import Block
+
+# Records per block handed to the decoder (fewer when a chunk holds fewer points).
+_RECORD_BATCH = 8192
 # Images and audio make few points of many bytes: bound a chunk by bytes too.
 _CHUNK_BYTES = 64 << 20
 # Chunks a worker may hold ready before the writer takes them (bounds memory).
@@ -69,6 +72,23 @@ class Chunk:
     digest: str | None = None
     error: str | None = None  # the file could not be opened
     stats: DecodeStats | None = None  # last chunk only
+    packed: Packed | None = None  # from a worker: scalar rows still packed (see unpack())
+
+    def unpack(self) -> None:
+        """Merge the packed scalar rows into ``rows``, in record order."""
+        from converter.fastscalars import unpack_rows
+
+        if not self.packed:
+            return
+        tuples = self.rows["scalars"]
+        merged: list[tuple[Any, ...]] = []
+        done = 0
+        for position, table in self.packed:
+            merged.extend(tuples[done:position])
+            merged.extend(unpack_rows(table))
+            done = position
+        merged.extend(tuples[done:])
+        self.rows["scalars"], self.packed = merged, None
 
 
 def unreadable_reason(error: OSError) -> str:
@@ -83,8 +103,11 @@ def bytes_to_read(task: FileTask) -> int:
     return task.size - task.offset
 
 
-def read_file(task: FileTask, carry: Carry) -> Iterator[Chunk]:
-    """Yield the chunks of one file; the first tells whether it restarts from 0."""
+def read_file(task: FileTask, carry: Carry, packed: bool = False) -> Iterator[Chunk]:
+    """Yield the chunks of one file; the first tells whether it restarts from 0.
+
+    With ``packed`` (in a worker process), block rows stay packed until :meth:`Chunk.unpack`.
+    """
     try:
         handle = open_event_file(task.path)
     except OSError as error:
@@ -100,7 +123,8 @@ def read_file(task: FileTask, carry: Carry) -> Iterator[Chunk]:
         handle.seek(0)
         reader = RecordReader(handle, start, end=task.size)
         decoder, definitions = _decoder(task, carry)
-        batches = reader.batches(_RECORD_BATCH)
+        decoder.packed = packed
+        batches = reader.blocks(max(1, min(_RECORD_BATCH, task.chunk_points)))
         first = True
         while True:
             chunk = _next_chunk(task, reader, batches, decoder, definitions)
@@ -135,7 +159,7 @@ def _decoder(task: FileTask, carry: Carry) -> tuple[FileDecoder, list[Any]]:
 def _next_chunk(
     task: FileTask,
     reader: RecordReader,
-    batches: Iterator[list[tuple[int, bytes]]],
+    batches: Iterator[Block | list[tuple[int, bytes]]],
     decoder: FileDecoder,
     definitions: list[Any],
 ) -> Chunk:
@@ -148,13 +172,16 @@ def _next_chunk(
         if batch is None:
             done = True
             break
-        decoder.feed_all(batch)
-    rows, blobs = decoder.take()
+        if isinstance(batch, list):
+            decoder.feed_all(batch)
+        else:
+            decoder.feed_block(batch)
+    rows, blobs, packed = decoder.take()
     stats = decoder.stats
     return Chunk(rows, blobs, definitions[announced:],
                  reader.consumed, reader.records, reader.damage[damage_seen:],
                  stats.first_wall_time, stats.last_wall_time, done=done,
-                 torn=reader.torn if done else False)
+                 torn=reader.torn if done else False, packed=packed)
 
 
 def _failed(task: FileTask, message: str) -> Chunk:
@@ -176,6 +203,8 @@ def _decode_in_workers(tasks: Sequence[FileTask], jobs: int) -> Iterator[tuple[F
     # Every (run, context) goes to one worker so metadata carries across its files; each
     # worker reads its tasks in task order, which is the order the writer takes them in, so
     # bounded queues cannot deadlock.
+    import multiprocessing  # only here: --jobs 1 need not pay for importing it
+
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     owners: dict[tuple[str, str], int] = {}
     assignment = [owners.setdefault((t.run_path, t.context), len(owners) % jobs) for t in tasks]
@@ -194,6 +223,7 @@ def _decode_in_workers(tasks: Sequence[FileTask], jobs: int) -> Iterator[tuple[F
                 chunk = queues[owner].get()
                 if isinstance(chunk, BaseException):
                     raise chunk
+                chunk.unpack()
                 yield task, chunk
                 if chunk.done:
                     break
@@ -208,7 +238,7 @@ def _work(tasks: list[FileTask], queue: Any) -> None:
     carry: Carry = {}
     try:
         for task in tasks:
-            for chunk in read_file(task, carry):
+            for chunk in read_file(task, carry, packed=True):
                 queue.put(chunk)
     except BaseException as error:  # noqa: BLE001 - handed to the writer, which raises it
         queue.put(error)

@@ -14,14 +14,16 @@ import io
 import os
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import google_crc32c
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from converter.blocks import Block
 
 HEADER_SIZE = 12
 FOOTER_SIZE = 4
@@ -37,6 +39,9 @@ _LENGTH_CACHE_MAX = 4096
 # Resync candidates checked one by one in a buffer before switching to the vectorised check.
 _DENSE_AFTER = 1024
 _DENSE_CHUNK = 1 << 20
+# Below these, checking records one by one costs less than numpy's fixed cost per call.
+_WHOLE_MIN_BYTES = 4096
+_WHOLE_MIN_RECORDS = 64
 
 
 def masked_crc32c(data: bytes | memoryview) -> int:
@@ -308,51 +313,99 @@ class RecordReader:
         The attributes (``consumed``, ``records``) describe the stream just past the last record
         of the batch when it is yielded; the per-record bookkeeping is what batching saves.
         """
+        return self._read(size, whole=False)
+
+    def blocks(self, size: int = 8192) -> Iterator[Block | list[tuple[int, bytes]]]:
+        """Like :meth:`batches`, but where a whole buffer of records verifies at once, yield
+        :class:`~converter.blocks.Block` s of up to ``size`` records instead of payload pairs.
+        """
+        return self._read(size, whole=True)
+
+    def _read(self, size: int, whole: bool) -> Iterator[Any]:
         self._f.seek(self._base)
+        pos: int | None = self._base
+        # Past damage, the rest of that buffer is read record by record: trying the whole
+        # rest again after every damaged record would cost quadratic time on bad files.
+        checked_until = -1
+        while pos is not None:
+            buf, base = self._buf, self._base
+            i = pos - base
+            if whole and pos >= checked_until:
+                i, damaged = yield from self._verified(buf, base, i, size)
+                if damaged:
+                    checked_until = base + len(buf)
+            i = yield from self._checked(buf, base, i, size)
+            pos = self._slow(base + i)
+
+    def _verified(self, buf: bytes, base: int, i: int,
+                  size: int) -> Generator[Any, None, tuple[int, bool]]:
+        """Yield the buffer's records from ``i`` as Blocks, as far as they verify (halving
+        the stretch until it does); return where the per-record reader must go on, and
+        whether it will meet a bad record there."""
+        from converter import blocks
+
+        if len(buf) - i < _WHOLE_MIN_BYTES:
+            return i, False
+        starts, end = blocks.walk(buf, i)
+        if len(starts) < _WHOLE_MIN_RECORDS:
+            return i, False
+        lengths = blocks.lengths_at(buf, starts)
+        count = len(starts)
+        while count >= _WHOLE_MIN_RECORDS and not blocks.verify(buf, starts[:count],
+                                                                lengths[:count]):
+            count //= 2
+        damaged = count < len(starts)
+        if count < _WHOLE_MIN_RECORDS:
+            return i, damaged
+        if damaged:
+            starts, lengths, end = starts[:count], lengths[:count], int(starts[count])
+        for k in range(0, len(starts), size):
+            piece = starts[k : k + size]
+            self.consumed = base + (int(starts[k + size]) if k + size < len(starts) else end)
+            self.records += len(piece)
+            yield blocks.Block(buf, base, piece, lengths[k : k + size])
+        return end, damaged
+
+    def _checked(self, buf: bytes, base: int, i: int, size: int) -> Generator[Any, None, int]:
+        """Yield batches of records from ``buf[i]``, checking each; return where it stopped."""
         hdr = _HEADER.unpack_from
         u32 = _U32.unpack_from
         crc = google_crc32c.value
         lengths = self._lengths
         delta, mask = _MASK_DELTA, _U32_MASK
-        pos: int | None = self._base
         batch: list[tuple[int, bytes]] = []
         append = batch.append
-        while pos is not None:
-            buf, base = self._buf, self._base
-            i = pos - base
-            n = len(buf)
-            # Hot loop: it only handles success; _slow() re-examines whatever makes it stop.
-            while i + 12 <= n:
-                length, stored = hdr(buf, i)
-                if lengths.get(length) != stored:
-                    c = crc(buf[i : i + 8])
-                    if (((c >> 15) | (c << 17)) + delta) & mask != stored:
-                        break
-                    if len(lengths) >= _LENGTH_CACHE_MAX:
-                        lengths.clear()
-                    lengths[length] = stored
-                j = i + 12 + length
-                if j + 4 > n:
+        n = len(buf)
+        # Hot loop: it only handles success; _slow() re-examines whatever makes it stop.
+        while i + 12 <= n:
+            length, stored = hdr(buf, i)
+            if lengths.get(length) != stored:
+                c = crc(buf[i : i + 8])
+                if (((c >> 15) | (c << 17)) + delta) & mask != stored:
                     break
-                payload = buf[i + 12 : j]
-                c = crc(payload)
-                if (((c >> 15) | (c << 17)) + delta) & mask != u32(buf, j)[0]:
-                    break
-                append((base + i, payload))
-                i = j + 4
-                if len(batch) >= size:
-                    self.consumed = base + i
-                    self.records += len(batch)
-                    yield batch
-                    batch = []
-                    append = batch.append
-            self.consumed = max(self.consumed, base + i)
-            self.records += len(batch)
-            if batch:
+                if len(lengths) >= _LENGTH_CACHE_MAX:
+                    lengths.clear()
+                lengths[length] = stored
+            j = i + 12 + length
+            if j + 4 > n:
+                break
+            payload = buf[i + 12 : j]
+            c = crc(payload)
+            if (((c >> 15) | (c << 17)) + delta) & mask != u32(buf, j)[0]:
+                break
+            append((base + i, payload))
+            i = j + 4
+            if len(batch) >= size:
+                self.consumed = base + i
+                self.records += len(batch)
                 yield batch
                 batch = []
                 append = batch.append
-            pos = self._slow(base + i)
+        self.consumed = max(self.consumed, base + i)
+        self.records += len(batch)
+        if batch:
+            yield batch
+        return i
 
 
 def read_first_record(fileobj: BinaryIO) -> bytes | None:

@@ -13,6 +13,7 @@ from tests.eventfiles import (
     strip_repeated_metadata,
     summary_event,
     tf2_scalar,
+    torch_new_style_scalar,
     write_events,
 )
 from tests.snapshots import view_rows
@@ -55,3 +56,26 @@ def _reference(logdir: Path, tmp_path: Path) -> Path:
     store = tmp_path / "reference.db"
     convert(logdir, store)
     return store
+
+
+def test_jobs_2_sends_block_rows_packed_in_record_order(tmp_path: Path) -> None:
+    # Workers send the rows of single-scalar records packed; the writer must unpack them
+    # between the rows the general path made (multi-value events, histograms, odd encodings)
+    # in record order, whatever the chunk size.
+    logdir = tmp_path / "logs"
+    for run in range(3):
+        events = []
+        for s in range(3000):
+            values = [simple_value("loss", s / 7.0), tf2_scalar("acc", s / 3.0)]
+            if s % 50 == 0:
+                values.append(torch_new_style_scalar("odd", float(s)))
+            events.append(summary_event(s + 2**33, 1e9 + s, values[:1]))
+            events.append(summary_event(s + 2**33, 1e9 + s, values[1:]))
+        write_events(logdir / f"run_{run}" / "events.out.tfevents.1.h", events)
+    stores = {}
+    for jobs, chunk in ((1, 50_000), (2, 50_000), (2, 333)):
+        store = tmp_path / f"jobs{jobs}-{chunk}.db"
+        summary = convert(logdir, store, jobs=jobs, chunk_points=chunk)
+        assert summary.points == {"scalars": 3 * (6000 + 60)}
+        stores[(jobs, chunk)] = view_rows(store)
+    assert stores[(2, 50_000)] == stores[(1, 50_000)] == stores[(2, 333)]
