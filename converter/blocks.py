@@ -10,9 +10,10 @@ concatenation is 0 when every part's is.  TFRecord stores ``crc(m) = ~g(m with i
 bytes inverted)`` (the usual initial value 0xFFFFFFFF is the same as inverting the first 4
 bytes), masked.  So in a copy of the buffer the first 4 bytes of every length and payload are
 inverted and every stored checksum is replaced by its unmasked, inverted value; then ``g`` of
-the copy is 0 when all records are intact.  A nonzero result sends the buffer to the
-per-record reader, which finds the damage.  Two damaged records could in principle cancel out
-(probability 2**-32, the same as one damaged record passing its own CRC).
+the copy is 0 when all records are intact (payloads under 4 bytes are checked one by one and
+blanked).  Otherwise the reader checks shorter stretches, and the per-record reader finds the
+damage.  Two damaged records could in principle cancel out (probability 2**-32, the same as
+one damaged record passing its own CRC).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class Block:
         """``(record_offset, payload)`` for every record, as the per-record reader yields."""
         buf, base = self.buf, self.base
         return [(base + i, buf[i + 12 : i + 12 + n])
-                for i, n in zip(self.starts.tolist(), self.lengths.tolist())]
+                for i, n in zip(self.starts.tolist(), self.lengths.tolist(), strict=True)]
 
 
 def walk(buf: bytes, i: int) -> tuple[np.ndarray, int]:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from converter.fastscalars import Parsed
 
 _FLOAT32 = struct.Struct("<f")
+_FLOAT64 = struct.Struct("<d")
 _INF = float("inf")
 # Smaller blocks cost less one record at a time than NumPy's fixed cost per call.
 _BLOCK_MIN = 64
@@ -38,7 +39,8 @@ _GRAPH_EVENTS = {
     "tagged_run_metadata": ("graph_tagged_run_metadata", None),
 }
 
-Packed = list[tuple[int, Any]]  # (position among the scalar rows, packed rows), see take()
+# A table's rows: a list of tuples, or (scalars) a PackedRows, iterable and sized like one.
+Rows = Any
 # (tag, plugin, dtype, first metadata) -> series id
 SeriesResolver = Callable[[str, str, "str | None", Any], int]
 
@@ -86,7 +88,7 @@ class FileDecoder:
         """Args: the file's store id, a series resolver bound to its (run, context), filters."""
         self.file_id = file_id
         self.selection = selection
-        self.rows: defaultdict[str, list[tuple[Any, ...]]] = defaultdict(list)
+        self.rows: defaultdict[str, Rows] = defaultdict(list)
         self.blobs: dict[str, bytes] = {}
         self.stats = DecodeStats()
         self._resolve = resolve
@@ -98,9 +100,8 @@ class FileDecoder:
         self._tag_ok: dict[str, bool] = {}
         self._slow_scalar_rows = 0
         self._keys: Any = None  # fastscalars.ScalarKeys, made with the first block
-        # Worker processes leave block rows packed: the writer unpacks them (cheaper to send).
-        self.packed = False
-        self._packed: Packed = []
+        # Rows of the block path, packed: (position among the scalar rows, bytes).
+        self._packed: list[tuple[int, bytes]] = []
         self._packed_rows = 0
 
     def seed_metadata(self, metadata: dict[str, Any]) -> None:
@@ -221,12 +222,8 @@ class FileDecoder:
         table = fastscalars.pack_rows(self.file_id, series[start:stop], parsed.step[start:stop],
                                       offsets[start:stop], parsed.wall_time[start:stop],
                                       values[start:stop])
-        scalars = self.rows["scalars"]
-        if self.packed:
-            self._packed.append((len(scalars), table))
-            self._packed_rows += len(table)
-        else:
-            scalars.extend(fastscalars.unpack_rows(table))
+        self._packed.append((len(self.rows["scalars"]), table))
+        self._packed_rows += stop - start
 
     def _learn(self, block: Block, parsed: Parsed, record: int) -> int | None:
         """The series of ``record``'s key if :meth:`feed_all` takes its fast path for it,
@@ -236,17 +233,21 @@ class FileDecoder:
         except DecodeError:
             return None
         values = event.summary.value
-        if len(values) != 1 or event.step != parsed.step[record]:
+        at = int(parsed.value_at[record])
+        number = block.buf[at : at + 4]
+        # Protobuf must read the record exactly as the block path does.
+        if (len(values) != 1 or event.step != int(parsed.step[record])
+                or _FLOAT64.pack(event.wall_time) != parsed.wall_time[record].tobytes()):
             return None
         value = values[0]
+        kind = value.WhichOneof("value")
         if parsed.simple[record]:
-            if value.WhichOneof("value") != "simple_value":
-                return None
-            return self._simple.get(value.tag)
+            same = kind == "simple_value" and (
+                _FLOAT64.pack(value.simple_value) == _FLOAT64.pack(_FLOAT32.unpack(number)[0]))
+            return self._simple.get(value.tag) if same else None
         tensor = value.tensor
-        if value.WhichOneof("value") != "tensor" or tensor.dtype != 1:
-            return None
-        return self._float_tensors.get(value.tag) if len(tensor.tensor_content) == 4 else None
+        same = kind == "tensor" and tensor.dtype == 1 and tensor.tensor_content == number
+        return self._float_tensors.get(value.tag) if same else None
 
     def _widen_span(self, wall_times: np.ndarray) -> None:
         """Extend the file's wall-time span as :meth:`feed_all` would (NaN left out)."""
@@ -278,25 +279,26 @@ class FileDecoder:
         elif what != "summary":  # an empty summary is nothing to keep
             self.stats.other_events[what] += 1
 
-    def take(self) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, bytes], Packed]:
+    def take(self) -> tuple[dict[str, Rows], dict[str, bytes]]:
         """Hand over the rows (and blobs they point to) decoded so far; start afresh.
 
-        Returns:
-            The rows per table, the blobs, and (when ``packed``) the block rows left packed:
-            ``(position, table)`` pairs, each table's rows belonging before the scalar row at
-            ``position``; the scalars entry is then present even when it holds no tuple.
+        The scalars of blocks come as a :class:`~converter.fastscalars.PackedRows`, which
+        makes the row tuples as it is iterated; every other table is a list of tuples.
         """
         fast = len(self.rows.get("scalars", ())) - self._slow_scalar_rows + self._packed_rows
         if fast:
             self.stats.points["scalars"] += fast
         self._slow_scalar_rows = 0
-        packed, self._packed, self._packed_rows = self._packed, [], 0
-        taken = {table: rows for table, rows in self.rows.items()
-                 if rows or (table == "scalars" and packed)}
+        if self._packed:
+            from converter.fastscalars import PackedRows
+
+            self.rows["scalars"] = PackedRows(self.rows["scalars"], self._packed)
+            self._packed, self._packed_rows = [], 0
+        taken: dict[str, Rows] = {table: rows for table, rows in self.rows.items() if rows}
         self.rows = defaultdict(list)
         self.rows["scalars"] = []
         blobs, self.blobs = self.blobs, {}
-        return taken, blobs, packed
+        return taken, blobs
 
     def metadata(self) -> dict[str, Any]:
         """The first metadata of every tag seen in this file."""

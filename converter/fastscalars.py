@@ -12,10 +12,11 @@ length ending exactly at the end of the payload (anything else takes the general
                                                          DT_FLOAT tensor_content, any shape
                                  [4a <M> <metadata>]
 
-with every length (S, V, T, L, D, M) a single byte.  The bytes from ``2a`` to the end with the four
-value bytes blanked, the record's *key*, fix everything but wall time, step and value: two
-records with equal keys parse to the same tag, kind and metadata.  Keys are learnt by the
-decoder from records the general path has decoded (see ``FileDecoder.feed_block``).
+with every length (S, V, T, L, D, M) a single byte.  The bytes from ``2a`` to the end with
+the four value bytes blanked, the record's *key*, fix everything but wall time, step and
+value: two records with equal keys parse to the same tag, kind and metadata.  Keys are learnt
+by the decoder from records the general path has decoded, after checking that protobuf reads
+them as this module does (see ``FileDecoder.feed_block``).
 """
 
 from __future__ import annotations
@@ -24,15 +25,16 @@ import functools
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from converter.blocks import Block
 
-# Key widths in bytes; longer keys (tags of about 90+ characters) go the general way.
-_KEY_WIDTHS = (64, 128)
-_WORDS = _KEY_WIDTHS[-1] // 8
+# Widest key in bytes; longer keys (tags of about 90+ characters) go the general way.
+_KEY_WIDTH = 128
+_WORDS = _KEY_WIDTH // 8
 # Every index the template reads lies within this many bytes of a record's start (the lengths
 # are single bytes): records closer to the end of the buffer are left to the general path, so
 # no index needs clipping.
@@ -60,7 +62,7 @@ class Parsed:
         simple: Its value is a ``simple_value`` (else a tensor).
         wall_time, step: The Event's fields.
         value_at: Buffer index of the 4 value bytes.
-        hashes, keys: Each record's key hash and key (8 or 16 uint64 words).
+        hashes, keys: Each record's key hash and key (up to 16 uint64 words).
     """
 
     ok: np.ndarray
@@ -129,10 +131,10 @@ def _value_field(data: np.ndarray, kind: np.ndarray, ok: np.ndarray) -> tuple[An
     simple = field == 0x15
     # A tensor: dtype DT_FLOAT, any shape (or none), 4 bytes of tensor_content, nothing else.
     shaped = data[kind + 4] == 0x12
-    shape_size = np.where(shaped, data[kind + 5] + 2, 0)
+    shape_size = np.where(shaped, data[kind + 5].astype(np.int64) + 2, 0)
     content = kind + 4 + shape_size
     tensor = (field == 0x42) & (_view(data, "<u2")[kind + 2] == 0x0108)
-    tensor &= (_view(data, "<u2")[content] == 0x0422) & (size == 8 + shape_size)
+    tensor &= (_view(data, "<u2")[content] == 0x0422) & (size == 8 + shape_size) & (size < 0x80)
     tensor &= ~shaped | (data[kind + 5] < 0x80)
     value_at = np.where(simple, kind + 1, content + 2)
     after = np.where(simple, kind + 5, kind + 2 + size)
@@ -144,13 +146,13 @@ def _keys(data: np.ndarray, summary: np.ndarray, value_at: np.ndarray, end: np.n
     """Each record's key (its summary field, value blanked, first byte replaced by the key's
     length so that keys of different lengths differ) as uint64 words, and a hash of it.
 
-    Keys are 64 bytes wide, or 128 in blocks with longer ones (zero words add nothing to
-    the hash, so a key hashes the same at either width).
+    Keys are as many whole words wide as the block's widest needs (zero words add nothing
+    to the hash, so a key hashes the same at any width).
     """
     width = end - summary
-    ok = ok & (width <= _KEY_WIDTHS[-1])
+    ok = ok & (width <= _KEY_WIDTH)
     widest = int(np.max(np.where(ok, width, 0), initial=0))
-    size = next(size for size in _KEY_WIDTHS if widest <= size)
+    size = max(8, -(-widest // 8) * 8)
     keep, blank = _key_masks(size)
     # 1-D views with size-byte items: NumPy gathers these much faster than 2-D rows.
     rows = _view(data, f"V{size}")[summary].view(np.uint8).reshape(-1, size)
@@ -169,18 +171,47 @@ _ROW_DTYPE = np.dtype([(name, "<i8") for name in ("series", "step", "file", "off
 
 
 def pack_rows(file_id: int, series: np.ndarray, step: np.ndarray, offset: np.ndarray,
-              wall_time: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """Scalars rows (value index 0) packed as one array, for :func:`unpack_rows`."""
+              wall_time: np.ndarray, value: np.ndarray) -> bytes:
+    """Scalars rows (value index 0) packed, for :class:`PackedRows`."""
     table = np.empty(len(series), dtype=_ROW_DTYPE)
     table["series"], table["step"], table["file"] = series, step, file_id
     table["offset"], table["index"] = offset, 0
     table["wall_time"], table["value"] = wall_time, value
-    return table
+    return table.tobytes()
 
 
-def unpack_rows(table: np.ndarray) -> Iterator[tuple[Any, ...]]:
-    """The row tuples of a packed table (ints and floats, as the general path makes them)."""
-    return _ROW.iter_unpack(table)
+class PackedRows:
+    """A chunk's scalar rows in record order, those of the block path still packed.
+
+    Iterating makes the row tuples (ints and floats, as the general path makes them) one at
+    a time, so each is consumed while fresh in the cache and no list of them is ever built;
+    packed rows are also what workers send to the writer (bytes pickle cheaply).  Iterable
+    any number of times.
+    """
+
+    __slots__ = ("_count", "_parts")
+
+    def __init__(self, tuples: list[tuple[Any, ...]], packed: list[tuple[int, bytes]]) -> None:
+        """Args: the general path's row tuples, and ``(position, packed bytes)`` pairs, each
+        packed run belonging before the tuple at ``position``."""
+        parts: list[list[tuple[Any, ...]] | bytes] = []
+        done = 0
+        for position, table in packed:
+            if position > done:
+                parts.append(tuples[done:position])
+            parts.append(table)
+            done = position
+        if done < len(tuples):
+            parts.append(tuples[done:])
+        self._parts = parts
+        self._count = len(tuples) + sum(len(table) for _, table in packed) // _ROW.size
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return chain.from_iterable(
+            part if isinstance(part, list) else _ROW.iter_unpack(part) for part in self._parts)
 
 
 def values(block: Block, parsed: Parsed) -> np.ndarray:

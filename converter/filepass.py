@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from converter.decode import DecodeStats, FileDecoder, Packed, Selection
+from converter.decode import DecodeStats, FileDecoder, Rows, Selection
 from converter.records import Damage, RecordReader, open_event_file, read_first_record
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class FileTask:
 class Chunk:
     """Rows decoded from a stretch of one file, and where the file stands after it."""
 
-    rows: dict[str, list[tuple[Any, ...]]]
+    rows: dict[str, Rows]  # iterable more than once (a writer may retry a chunk)
     blobs: dict[str, bytes]
     new_series: list[tuple[int, str, str, str | None, bytes | None]]
     consumed: int
@@ -72,23 +72,6 @@ class Chunk:
     digest: str | None = None
     error: str | None = None  # the file could not be opened
     stats: DecodeStats | None = None  # last chunk only
-    packed: Packed | None = None  # from a worker: scalar rows still packed (see unpack())
-
-    def unpack(self) -> None:
-        """Merge the packed scalar rows into ``rows``, in record order."""
-        from converter.fastscalars import unpack_rows
-
-        if not self.packed:
-            return
-        tuples = self.rows["scalars"]
-        merged: list[tuple[Any, ...]] = []
-        done = 0
-        for position, table in self.packed:
-            merged.extend(tuples[done:position])
-            merged.extend(unpack_rows(table))
-            done = position
-        merged.extend(tuples[done:])
-        self.rows["scalars"], self.packed = merged, None
 
 
 def unreadable_reason(error: OSError) -> str:
@@ -103,11 +86,8 @@ def bytes_to_read(task: FileTask) -> int:
     return task.size - task.offset
 
 
-def read_file(task: FileTask, carry: Carry, packed: bool = False) -> Iterator[Chunk]:
-    """Yield the chunks of one file; the first tells whether it restarts from 0.
-
-    With ``packed`` (in a worker process), block rows stay packed until :meth:`Chunk.unpack`.
-    """
+def read_file(task: FileTask, carry: Carry) -> Iterator[Chunk]:
+    """Yield the chunks of one file; the first tells whether it restarts from 0."""
     try:
         handle = open_event_file(task.path)
     except OSError as error:
@@ -123,7 +103,6 @@ def read_file(task: FileTask, carry: Carry, packed: bool = False) -> Iterator[Ch
         handle.seek(0)
         reader = RecordReader(handle, start, end=task.size)
         decoder, definitions = _decoder(task, carry)
-        decoder.packed = packed
         batches = reader.blocks(max(1, min(_RECORD_BATCH, task.chunk_points)))
         first = True
         while True:
@@ -176,12 +155,12 @@ def _next_chunk(
             decoder.feed_all(batch)
         else:
             decoder.feed_block(batch)
-    rows, blobs, packed = decoder.take()
+    rows, blobs = decoder.take()
     stats = decoder.stats
     return Chunk(rows, blobs, definitions[announced:],
                  reader.consumed, reader.records, reader.damage[damage_seen:],
                  stats.first_wall_time, stats.last_wall_time, done=done,
-                 torn=reader.torn if done else False, packed=packed)
+                 torn=reader.torn if done else False)
 
 
 def _failed(task: FileTask, message: str) -> Chunk:
@@ -205,6 +184,10 @@ def _decode_in_workers(tasks: Sequence[FileTask], jobs: int) -> Iterator[tuple[F
     # bounded queues cannot deadlock.
     import multiprocessing  # only here: --jobs 1 need not pay for importing it
 
+    # Forked workers inherit these (and NumPy) instead of each importing them while the
+    # writer waits for its first chunk.
+    import converter.fastscalars  # noqa: F401
+
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     owners: dict[tuple[str, str], int] = {}
     assignment = [owners.setdefault((t.run_path, t.context), len(owners) % jobs) for t in tasks]
@@ -223,7 +206,6 @@ def _decode_in_workers(tasks: Sequence[FileTask], jobs: int) -> Iterator[tuple[F
                 chunk = queues[owner].get()
                 if isinstance(chunk, BaseException):
                     raise chunk
-                chunk.unpack()
                 yield task, chunk
                 if chunk.done:
                     break
@@ -238,7 +220,7 @@ def _work(tasks: list[FileTask], queue: Any) -> None:
     carry: Carry = {}
     try:
         for task in tasks:
-            for chunk in read_file(task, carry, packed=True):
+            for chunk in read_file(task, carry):
                 queue.put(chunk)
     except BaseException as error:  # noqa: BLE001 - handed to the writer, which raises it
         queue.put(error)

@@ -342,10 +342,10 @@ class RecordReader:
         """Yield the buffer's records from ``i`` as Blocks, as far as they verify (halving
         the stretch until it does); return where the per-record reader must go on, and
         whether it will meet a bad record there."""
-        from converter import blocks
-
         if len(buf) - i < _WHOLE_MIN_BYTES:
             return i, False
+        from converter import blocks  # NumPy: not for logdirs of small files only
+
         starts, end = blocks.walk(buf, i)
         if len(starts) < _WHOLE_MIN_RECORDS:
             return i, False

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from converter.plugins.base import DecodeFailure
+
+if TYPE_CHECKING:
+    # Imported where needed: a run that finds nothing new to read need not pay for NumPy.
+    import numpy as np
 
 # DataType enum values (tensorboard/compat/proto/types.proto) to NumPy-style names.
 _DTYPE_NAMES = {
@@ -46,6 +48,7 @@ def tensor_to_array(tensor: Any) -> np.ndarray:
     Raises:
         DecodeFailure: unknown dtype, inconsistent content, or a fill beyond reason.
     """
+    import numpy as np
     from tensorboard.util import tensor_util
 
     elements = 1
