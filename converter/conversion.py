@@ -200,7 +200,6 @@ class _Job:
     ) -> None:
         self.writer = writer
         self.classification = classification
-        self.source = origin.source
         self.origin = origin
         self.summary = summary
         self.selection = selection
@@ -234,7 +233,7 @@ class _Job:
     def _plan(self) -> list[FileTask]:
         with self.writer.transaction():
             self._check_source()
-            known = self.writer.file_states_of_source(self.source)
+            known = self.writer.file_states_of_source(self.origin.source)
         tasks: list[FileTask] = []
         seeds: dict[tuple[str, str], dict[str, bytes]] = {}
         for run in self.classification.runs:
@@ -306,19 +305,20 @@ class _Job:
         for attempt in range(1, _ATTEMPTS + 1):
             try:
                 with self.writer.transaction():
-                    self.writer.lock_run(self.source, task.run_path)
+                    self.writer.lock_run(self.origin.source, task.run_path)
+                    replaced = False
                     if open_file is None:
                         state, replaced = self._open_state(task, chunk)
-                        current = _OpenFile(state, [], state.records, replaced)
+                        current = _OpenFile(state, [], state.records)
                     else:
-                        current = replace(open_file, ids=list(open_file.ids), replaced=False)
+                        current = replace(open_file, ids=list(open_file.ids))
                     before = current.state.offset_consumed
                     current.state = self._apply(task, chunk, current)
             except Exception as error:  # driver errors come raw from COPY, wrapped otherwise
                 if attempt < _ATTEMPTS and self.writer.is_transient(error):
                     continue
                 raise
-            if current.replaced and not task.full:
+            if replaced and not task.full:
                 self.summary.files_replaced += 1
             return before, current
         raise AssertionError("unreachable")
@@ -327,7 +327,8 @@ class _Job:
         writer = self.writer
         run = self._runs[task.run_path]
         logdir = self.classification.logdir
-        run_id = writer.run_id(self.source, run.run_path, host=self.origin.host, logdir=logdir,
+        origin = self.origin
+        run_id = writer.run_id(origin.source, run.run_path, host=origin.host, logdir=logdir,
                                group_path=run.group_path, name=_run_name(logdir, run.run_path))
         context_id = writer.context_id(task.context)
         # Read again under the write lock: another converter may have moved the offset.
@@ -401,7 +402,7 @@ class _Job:
 
         remembered: dict[str, bytes] = {}
         with self.writer.transaction():
-            rows = self.writer.series_metadata(self.source, run_path, context)
+            rows = self.writer.series_metadata(self.origin.source, run_path, context)
         for tag, plugin, display, description, content in rows:
             if tag in remembered or plugin in _NOT_FROM_METADATA:
                 continue
@@ -417,7 +418,8 @@ class _Job:
         present = {(run.run_path, source.rel_path)
                    for run in self.classification.runs for source in run.files}
         with self.writer.transaction():
-            gone = [file_id for file_id, run_path, path in self.writer.files_of_source(self.source)
+            stored = self.writer.files_of_source(self.origin.source)
+            gone = [file_id for file_id, run_path, path in stored
                     if (run_path, path) not in present]
             self.writer.mark_gone(gone)
         self.summary.files_gone = len(gone)
@@ -425,7 +427,7 @@ class _Job:
     def _start_conversion(self) -> int:
         with self.writer.transaction():
             return self.writer.start_conversion(self.classification.logdir, __version__, json.dumps(
-                {"source": self.source, "flat": self.classification.flat, "full": self.full,
+                {"source": self.origin.source, "flat": self.classification.flat, "full": self.full,
                  "plugins": sorted(self.selection.plugins) if self.selection.plugins else None,
                  "tags": list(self.selection.tags),
                  "exclude_tags": list(self.selection.exclude_tags)}))
@@ -451,7 +453,6 @@ class _OpenFile:
     state: FileState
     ids: list[int]
     base_records: int
-    replaced: bool
 
 
 def _extreme(pick: Callable[[float, float], float], old: float | None,

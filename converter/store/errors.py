@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,7 +11,7 @@ from sqlalchemy.exc import DBAPIError
 
 from converter.errors import StoreError
 
-# Substrings of driver messages -> (what happened, the fix).
+# Patterns (regular expressions) in driver messages -> (what happened, the fix).
 _KNOWN = (
     ("file is not a database", "this file is not a SQLite database",
      "choose a new --store path; tbconvert never overwrites other files"),
@@ -37,20 +38,18 @@ _KNOWN = (
      "ask the database owner to grant it CREATE and write access"),
     ("No space left on device", "the server's disk is full",
      "free some space and run again: the store is consistent and the next run resumes"),
+    ('database ".*" does not exist', "the PostgreSQL database does not exist",
+     "create it first: createdb NAME (tbconvert creates the tables)"),
 )
-_KNOWN_DATABASE_MISSING = ("does not exist", "the PostgreSQL database does not exist",
-                           "create it first: createdb NAME (tbconvert creates the tables)")
 
 
 def describe(error: Exception) -> tuple[str, str | None]:
     """The one-line reason and fix for a database error (wrapped by SQLAlchemy or raw)."""
     original = getattr(error, "orig", None)
     text = str(original) if original is not None else str(error)
-    for needle, message, hint in _KNOWN:
-        if needle in text:
+    for pattern, message, hint in _KNOWN:
+        if re.search(pattern, text):
             return message, hint
-    if 'database "' in text and _KNOWN_DATABASE_MISSING[0] in text:
-        return _KNOWN_DATABASE_MISSING[1:]
     return f"database error: {text.splitlines()[0] if text else type(error).__name__}", None
 
 

@@ -86,17 +86,13 @@ class StoreWriter:
         self.engine = engine
         self.conn = engine.connect().execution_options(sqlite_begin="IMMEDIATE")
         self._placeholder = "?" if engine.dialect.paramstyle == "qmark" else "%s"
-        self._server = engine.dialect.name == "postgresql"
+        # A server store, which other machines may write to as well.
+        self.shared = engine.dialect.name == "postgresql"
         self._ids: dict[tuple[Any, ...], int] = {}
         self._blob_ids: dict[str, int] = {}
         self._new_in_transaction: list[tuple[Any, ...]] = []
         self.created_runs: set[int] = set()
         self.created_series: set[int] = set()
-
-    @property
-    def shared(self) -> bool:
-        """True for a server store that other machines may write to as well."""
-        return self._server
 
     @staticmethod
     def is_transient(error: BaseException) -> bool:
@@ -160,7 +156,7 @@ class StoreWriter:
     def lock_run(self, source: str, run_path: str) -> None:
         """Hold the run until the transaction ends (PostgreSQL; SQLite's write lock already
         does): concurrent converters then never interleave inside one run's rows."""
-        if self._server:
+        if self.shared:
             self.conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
                               {"key": advisory_key("run", source, run_path)})
 
@@ -198,7 +194,7 @@ class StoreWriter:
                 bytes(metadata.plugin_data.content) or None if metadata is not None else None
             ),
         }
-        if self._server:
+        if self.shared:
             from converter.store.pgcopy import server_text
 
             for name in ("name", "display_name", "description"):
@@ -296,7 +292,7 @@ class StoreWriter:
         columns = POINT_COLUMNS[table]
         if "blob_id" in columns:
             rows = self._with_blob_ids(columns.index("blob_id"), rows)
-        if self._server:
+        if self.shared:
             from converter.store.pgcopy import copy_points
 
             copy_points(self._dbapi(), table, columns, rows)
