@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from converter import __version__, discovery
-from converter.decode import Selection
+from converter.decode import Selection, with_store_ids
 from converter.errors import StoreError, UsageError
 from converter.filepass import Chunk, FileTask, bytes_to_read, decode_all, unreadable_reason
 from converter.report import FileProblem, Summary, progress_bar
@@ -355,9 +355,9 @@ class _Job:
                                         metadata))
         writer.insert_blobs(chunk.blobs)
         file_id = state.id
+        assert file_id is not None  # the file's row was saved when its first chunk began
         for table, rows in chunk.rows.items():
-            writer.insert_points(table, [(ids[row[0]], row[1], file_id, *row[3:])
-                                         for row in rows])
+            writer.insert_points(table, with_store_ids(rows, ids, file_id))
         invalid = (chunk.done and base_records + chunk.records == 0
                    and any(region.offset == 0 for region in chunk.damage))
         return writer.save_file(replace(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -205,6 +205,23 @@ class PackedRows:
             parts.append(tuples[done:])
         self._parts = parts
         self._count = len(tuples) + sum(len(table) for _, table in packed) // _ROW.size
+
+    def with_store_ids(self, series_ids: Sequence[int], file_id: int) -> PackedRows:
+        """The same rows with local series numbers mapped through ``series_ids`` and the
+        file id set; packed runs are rewritten by NumPy, never unpacked here."""
+        lookup = np.asarray(series_ids, dtype=np.int64)
+        parts: list[list[tuple[Any, ...]] | bytes] = []
+        for part in self._parts:
+            if isinstance(part, list):
+                parts.append([(series_ids[row[0]], row[1], file_id, *row[3:]) for row in part])
+                continue
+            table = np.frombuffer(part, dtype=_ROW_DTYPE).copy()
+            table["series"] = lookup[table["series"]]
+            table["file"] = file_id
+            parts.append(table.tobytes())
+        remapped = PackedRows.__new__(PackedRows)
+        remapped._parts, remapped._count = parts, self._count
+        return remapped
 
     def __len__(self) -> int:
         return self._count

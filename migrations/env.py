@@ -12,15 +12,14 @@ from alembic import context
 
 from converter.store.engine import DEFAULT_STORE, create_store_engine, store_url
 from converter.store.migrate import VERSION_TABLE, include_name
-from converter.store.models import Base
 
 config = context.config
 
 
-def _configure(connection: object) -> None:
+def _configure(connection: object, target_metadata: object) -> None:
     context.configure(
         connection=connection,
-        target_metadata=Base.metadata,
+        target_metadata=target_metadata,
         version_table=VERSION_TABLE,
         render_as_batch=True,
         compare_type=True,
@@ -33,14 +32,18 @@ def run_migrations_online() -> None:
     """Run on the caller's connection, or on a fresh engine for command-line use."""
     connection = config.attributes.get("connection")
     if connection is not None:
-        _configure(connection)
+        # In-process: the models (only compared against by check) are passed when needed;
+        # importing the ORM for every upgrade would slow every new store's start-up.
+        _configure(connection, config.attributes.get("target_metadata"))
         with context.begin_transaction():
             context.run_migrations()
         return
     url = config.get_main_option("sqlalchemy.url") or store_url(DEFAULT_STORE)
+    from converter.store.models import Base
+
     engine = create_store_engine(url)
     with engine.begin() as connection:
-        _configure(connection)
+        _configure(connection, Base.metadata)
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

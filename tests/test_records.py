@@ -27,7 +27,7 @@ from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter import blocks
 from converter import records as records_module
-from converter.decode import FileDecoder, Selection
+from converter.decode import FileDecoder, Selection, with_store_ids
 from converter.records import (
     FOOTER_SIZE,
     HEADER_SIZE,
@@ -555,6 +555,11 @@ def decode_file(path: Path, *, whole: bool, selection: Selection | None = None,
                 assert len(table_rows) == len(again)
                 assert [exact(row) for row in again] == [exact(row) for row in table_rows]
                 rows.setdefault(table, []).extend(exact(row) for row in table_rows)
+                # The writer's remap to store ids, whatever form the rows took.
+                store_ids = [1000 + 7 * number for number in range(len(series))]
+                remapped = with_store_ids(table_rows, store_ids, 42)
+                assert [exact(row) for row in remapped] == [
+                    exact((store_ids[row[0]], row[1], 42, *row[3:])) for row in table_rows]
     stats = decoder.stats
     return {
         "rows": rows,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,25 @@ def test_single_head() -> None:
 
     heads = ScriptDirectory.from_config(migrate.alembic_config()).get_heads()
     assert len(heads) == 1
+    # ensure_schema trusts this constant to skip Alembic for a current store.
+    assert heads[0] == migrate.HEAD_REVISION
+
+
+def test_current_store_starts_without_alembic(tmp_path: Path) -> None:
+    engine = create_store_engine(store_url(tmp_path / "s.db"))
+    migrate.ensure_schema(engine)
+    engine.dispose()
+    probe = (
+        "import sys\n"
+        "from converter.store.engine import create_store_engine\n"
+        "from converter.store.migrate import ensure_schema\n"
+        f"assert ensure_schema(create_store_engine({store_url(tmp_path / 's.db')!r})) is None\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'"
+        " or m == 'converter.store.models'))\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           check=True).stdout
+    assert shown.strip() == "[]"
 
 
 def test_views_have_exactly_the_spec_columns(engine) -> None:
