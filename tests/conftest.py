@@ -15,10 +15,40 @@ from pathlib import Path
 
 import pytest
 
+from converter.store.writer import StoreWriter
 from tests.pgserver import PostgresServer, find_bindir
 from tests.snapshots import StoreFactory
 
 BACKENDS = ("sqlite", "postgresql")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dangling_foreign_keys() -> Iterator[list[tuple[str, tuple[object, ...]]]]:
+    """The converter's SQLite connection does not enforce foreign keys (for speed): every
+    conversion in the suite checks, as its writer closes, that none would have failed.
+    Yields the (store, row of ``PRAGMA foreign_key_check``) found and not yet reported."""
+    found: list[tuple[str, tuple[object, ...]]] = []
+    close = StoreWriter.close
+
+    def checked_close(writer: StoreWriter) -> None:
+        if writer.engine.dialect.name == "sqlite":
+            raw = writer.conn.connection.dbapi_connection
+            assert raw is not None
+            found.extend((str(writer.engine.url), tuple(row))
+                         for row in raw.execute("PRAGMA foreign_key_check"))
+        close(writer)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(StoreWriter, "close", checked_close)
+        yield found
+
+
+@pytest.fixture(autouse=True)
+def _no_dangling_foreign_keys(
+        dangling_foreign_keys: list[tuple[str, tuple[object, ...]]]) -> Iterator[None]:
+    yield
+    dangling, dangling_foreign_keys[:] = list(dangling_foreign_keys), []
+    assert not dangling, f"rows whose foreign key points nowhere: {dangling[:5]}"
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from converter.errors import StoreError, StoreVersionError
 from converter.store import migrate
@@ -259,3 +260,24 @@ def test_foreign_server_database_is_refused_and_untouched(pg_server) -> None:
     tables = pg_server.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'",
                                database)
     assert tables == [("notes",)]
+
+
+def test_only_the_writer_skips_foreign_key_checks(
+        tmp_path: Path, dangling_foreign_keys: list[tuple[str, tuple[object, ...]]]) -> None:
+    from converter.store.writer import StoreWriter
+
+    engine = create_store_engine(store_url(tmp_path / "s.db"))
+    migrate.ensure_schema(engine)
+    writer = StoreWriter(engine)
+    with writer.transaction():
+        writer.insert_points("scalars", [(999, 0, 999, 0, 0, 1.0, 2.0)])
+    writer.close()
+    # The suite's check at writer close saw the dangling row (and is reset for this test).
+    dangling, dangling_foreign_keys[:] = list(dangling_foreign_keys), []
+    assert sorted(row[1][2] for row in dangling) == ["event_files", "series"]
+    # The writer's connection was not pooled: every other connection enforces the keys.
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    with pytest.raises(IntegrityError), engine.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO scalars VALUES (998, 0, 998, 0, 0, 1.0, 2.0)")
+    engine.dispose()

@@ -88,6 +88,15 @@ class StoreWriter:
         self._placeholder = "?" if engine.dialect.paramstyle == "qmark" else "%s"
         # A server store, which other machines may write to as well.
         self.shared = engine.dialect.name == "postgresql"
+        self._unchecked = engine.dialect.name == "sqlite"
+        if self._unchecked:
+            # Every parent row a point refers to (series, file) is made by this writer, in the
+            # transaction that inserts the point, so enforcing the keys here would only check
+            # the writer's own ids, at a sixth of the insert's cost (reference/run_store.md
+            # §2.6).  The keys stay declared and every other connection enforces them; this
+            # one is closed, never pooled, when the writer is done.  Set outside a
+            # transaction: SQLite ignores the pragma inside one.
+            self._dbapi().execute("PRAGMA foreign_keys = OFF")
         self._ids: dict[tuple[Any, ...], int] = {}
         self._blob_ids: dict[str, int] = {}
         self._new_in_transaction: list[tuple[Any, ...]] = []
@@ -122,6 +131,8 @@ class StoreWriter:
 
     def close(self) -> None:
         """Close the connection (any open transaction is rolled back)."""
+        if self._unchecked:
+            self.conn.invalidate()
         self.conn.close()
 
     @contextmanager
