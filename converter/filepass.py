@@ -12,13 +12,16 @@ metadata seen in earlier files to later ones (TF1 writers send it once per tag, 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from converter.decode import DecodeStats, FileDecoder, Rows, Selection
+from converter.errors import ConverterError
 from converter.records import Damage, RecordReader, open_event_file, read_first_record
 
 if TYPE_CHECKING:
@@ -30,6 +33,8 @@ _RECORD_BATCH = 8192
 _CHUNK_BYTES = 64 << 20
 # Chunks a worker may hold ready before the writer takes them (bounds memory).
 _QUEUE_CHUNKS = 4
+# Seconds between looks at whether a --jobs conversion is being stopped.
+_POLL = 0.1
 
 Carry = dict[tuple[str, str], dict[str, Any]]  # (run_path, context) -> tag -> metadata
 
@@ -183,6 +188,8 @@ def _decode_in_workers(tasks: Sequence[FileTask], jobs: int) -> Iterator[tuple[F
     # worker reads its tasks in task order, which is the order the writer takes them in, so
     # bounded queues cannot deadlock.
     import multiprocessing  # only here: --jobs 1 need not pay for importing it
+    import queue
+    import threading
 
     # Forked workers inherit these (and NumPy) instead of each importing them while the
     # writer waits for its first chunk.
@@ -200,20 +207,81 @@ def _decode_in_workers(tasks: Sequence[FileTask], jobs: int) -> Iterator[tuple[F
     ]
     for worker in workers:
         worker.start()
+    ready: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_CHUNKS)
+    stop = threading.Event()
+    receiver = threading.Thread(
+        target=_receive, args=(tasks, [queues[owner] for owner in assignment], ready, stop),
+        daemon=True)
+    receiver.start()
     try:
-        for task, owner in zip(tasks, assignment):
-            while True:
-                chunk = queues[owner].get()
-                if isinstance(chunk, BaseException):
-                    raise chunk
-                yield task, chunk
-                if chunk.done:
-                    break
+        while True:
+            try:
+                item = ready.get(timeout=_POLL)
+            except queue.Empty:
+                _check_workers(workers)
+                continue
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
     finally:
+        stop.set()
         for worker in workers:
             if worker.is_alive():
                 worker.terminate()
             worker.join()
+        # A receiver waiting for room in ``ready`` sees the stop once it gets some; one
+        # inside a message half-written by a killed worker never returns (it is a daemon).
+        deadline = time.monotonic() + 1.0
+        while receiver.is_alive() and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                ready.get(timeout=_POLL)
+
+
+def _receive(tasks: Sequence[FileTask], sources: list[Any], ready: Any, stop: Any) -> None:
+    """Move chunks from the workers' queues to ``ready`` in task order, then None.
+
+    A thread of the writer's process: unpickling the next chunk then overlaps the writer's
+    inserts (SQLite releases the GIL while it steps), rather than waiting for them.
+    """
+    import queue
+
+    def hand_over(item: Any) -> bool:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Full):
+                ready.put(item, timeout=_POLL)
+                return True
+        return False
+
+    def next_from(source: Any) -> Any:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Empty):
+                return source.get(timeout=_POLL)
+        return None
+
+    try:
+        for task, source in zip(tasks, sources):
+            while True:
+                chunk = next_from(source)
+                if chunk is None or not hand_over(
+                        chunk if isinstance(chunk, BaseException) else (task, chunk)):
+                    return
+                if isinstance(chunk, BaseException) or chunk.done:
+                    break
+        hand_over(None)
+    except BaseException as error:  # noqa: BLE001 - raised by the writer
+        hand_over(error)
+
+
+def _check_workers(workers: Sequence[Any]) -> None:
+    """Fail, rather than wait forever, when a worker died without a word (killed, out of
+    memory); one that finished its files exits with 0."""
+    for worker in workers:
+        if worker.exitcode not in (None, 0):
+            raise ConverterError(
+                f"a decoding worker exited (code {worker.exitcode}) before sending all it read",
+                hint="what was committed is kept: run again, with fewer --jobs if memory ran out")
 
 
 def _work(tasks: list[FileTask], queue: Any) -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from converter import filepass
 from converter.cli import cli
 from converter.conversion import convert
+from converter.errors import ConverterError
 from tests.eventfiles import (
     simple_value,
     strip_repeated_metadata,
@@ -79,3 +85,22 @@ def test_jobs_2_sends_block_rows_packed_in_record_order(tmp_path: Path) -> None:
         assert summary.points == {"scalars": 3 * (6000 + 60)}
         stores[(jobs, chunk)] = view_rows(store)
     assert stores[(2, 50_000)] == stores[(1, 50_000)] == stores[(2, 333)]
+
+
+def test_a_worker_killed_midway_is_an_error_not_a_hang(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    logdir = _logdir(tmp_path / "logs")
+    read_file = filepass.read_file
+
+    def killed_at_run_3(task: filepass.FileTask, carry: filepass.Carry) -> Iterator[Any]:
+        if "run_3" in task.run_path:
+            os._exit(9)  # as the kernel's OOM killer would end it: no exception, no message
+        yield from read_file(task, carry)
+
+    monkeypatch.setattr(filepass, "read_file", killed_at_run_3)  # inherited by forked workers
+    with pytest.raises(ConverterError, match=r"worker exited \(code 9\)"):
+        convert(logdir, tmp_path / "s.db", jobs=2)
+    # Files before it were committed; a run without the fault completes the store.
+    monkeypatch.setattr(filepass, "read_file", read_file)
+    convert(logdir, tmp_path / "s.db", jobs=2)
+    assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))
