@@ -228,7 +228,7 @@ class FileDecoder:
 
         if stop <= start:
             return
-        table = fastscalars.pack_rows(self.file_id, series[start:stop], parsed.step[start:stop],
+        table = fastscalars.pack_rows(series[start:stop], parsed.step[start:stop],
                                       offsets[start:stop], parsed.wall_time[start:stop],
                                       values[start:stop])
         self._packed.append((len(self.rows["scalars"]), table))
@@ -301,7 +301,7 @@ class FileDecoder:
         if self._packed:
             from converter.fastscalars import PackedRows
 
-            self.rows["scalars"] = PackedRows(self.rows["scalars"], self._packed)
+            self.rows["scalars"] = PackedRows(self.rows["scalars"], self._packed, self.file_id)
             self._packed, self._packed_rows = [], 0
         taken: dict[str, Rows] = {table: rows for table, rows in self.rows.items() if rows}
         self.rows = defaultdict(list)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -308,9 +308,21 @@ class StoreWriter:
 
             copy_points(self._dbapi(), table, columns, rows)
             return
+        if hasattr(rows, "block_rows"):  # a fastscalars.PackedRows
+            self._insert_block_scalars(rows.file_id, rows.block_rows())
+            rows = rows.general_rows()
+            if not rows:
+                return
         marks = ", ".join([self._placeholder] * len(columns))
         self._executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
                           "ON CONFLICT DO NOTHING", rows)
+
+    def _insert_block_scalars(self, file_id: int, rows: Iterable[tuple[Any, ...]]) -> None:
+        # Rows of (series_id, step, record_offset, wall_time, value): the chunk's file id
+        # and value index 0 are literals of the statement, two parameters fewer a row.
+        self._executemany(
+            f"INSERT INTO scalars ({', '.join(POINT_COLUMNS['scalars'])}) "
+            f"VALUES (?, ?, {int(file_id)}, ?, 0, ?, ?) ON CONFLICT DO NOTHING", rows)
 
     def insert_blobs(self, blobs: dict[str, bytes]) -> None:
         """Store content-addressed bytes once each; remembers sha256 -> id for the rows."""
@@ -341,7 +353,7 @@ class StoreWriter:
     def _dbapi(self) -> Any:
         return self.conn.connection.dbapi_connection
 
-    def _executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    def _executemany(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> None:
         cursor = self._dbapi().cursor()
         try:
             cursor.executemany(sql, rows)
