@@ -1,0 +1,322 @@
+"""One conversion into an open store: plan per file, then apply the decoded chunks in order.
+
+Per file the store keeps size, mtime, a digest of the first record and the byte offset read
+(SPEC §7).  An unchanged file is skipped without being opened; a grown one is read from its
+offset; one that shrank or whose first record changed is read again from 0, its old points
+deleted in the same transaction as the first new ones.  Each chunk of points commits together
+with the file's new offset, so a crash at any moment leaves a store the next run completes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from converter import __version__, discovery
+from converter.decode import Selection, with_store_ids
+from converter.errors import StoreError
+from converter.filepass import Chunk, FileTask, bytes_to_read, decode_all, unreadable_reason
+from converter.report import FileProblem, Summary, progress_bar
+from converter.store.writer import FileState, StoreWriter
+
+# A chunk chosen as a server's deadlock victim is rolled back whole and applied again.
+_ATTEMPTS = 5
+# Series plugins that were not taken from a SummaryMetadata, so there is nothing to remember.
+_NOT_FROM_METADATA = frozenset({"tensor", "unknown", "graphs", "graph_tagged_run_metadata"})
+
+
+class Job:
+    """One conversion into an open store: plan the files, then apply their chunks in order."""
+
+    def __init__(
+        self,
+        writer: StoreWriter,
+        classification: discovery.Classification,
+        origin: Origin,
+        summary: Summary,
+        selection: Selection,
+        full: bool,
+        chunk_points: int,
+    ) -> None:
+        self.writer = writer
+        self.classification = classification
+        self.origin = origin
+        self.summary = summary
+        self.selection = selection
+        self.full = full
+        self.chunk_points = chunk_points
+        self.touched_series: set[int] = set()
+        self.touched_runs: set[int] = set()
+        self.contexts: set[str] = set()
+        self._runs: dict[str, discovery.RunSource] = {}
+
+    def run(self, progress: bool | None, prune: bool, notify: Callable[[str], Any],
+            jobs: int = 1) -> None:
+        """Convert every changed file of the classification, then record the conversion."""
+        if self.writer.is_busy():
+            notify("another process is writing to the store; waiting for it to finish ...")
+        tasks = self._plan()
+        conversion_id = self._start_conversion()
+        total = sum(bytes_to_read(task) for task in tasks)
+        with progress_bar(total, enabled=progress) as bar:
+            self._apply_all(decode_all(tasks, jobs), bar.update)
+        if prune:
+            self._mark_gone()
+        self.summary.contexts = len(self.contexts)
+        self.summary.runs_created = len(self.writer.created_runs)
+        self.summary.runs_extended = len(self.touched_runs - self.writer.created_runs)
+        self.summary.series_created = len(self.writer.created_series)
+        self.summary.series_extended = len(self.touched_series - self.writer.created_series)
+        self._finish_conversion(conversion_id)
+
+    def _plan(self) -> list[FileTask]:
+        with self.writer.transaction():
+            self._check_source()
+            known = self.writer.file_states_of_source(self.origin.source)
+        tasks: list[FileTask] = []
+        seeds: dict[tuple[str, str], dict[str, bytes]] = {}
+        for run in self.classification.runs:
+            for source in run.files:
+                self.contexts.add(source.context)
+                stat = self._stat(source)
+                if stat is None:
+                    continue
+                state = known.get((run.run_path, source.rel_path))
+                if not self.full and state is not None and unchanged(state, stat):
+                    self.summary.files_unchanged += 1
+                    continue
+                group = (run.run_path, source.context)
+                if group not in seeds:
+                    seeds[group] = self._remembered_metadata(*group)
+                tasks.append(FileTask(
+                    index=len(tasks), path=source.path, rel_path=source.rel_path,
+                    run_path=run.run_path, context=source.context, size=stat.st_size,
+                    mtime_ns=stat.st_mtime_ns, offset=0 if state is None else state.offset_consumed,
+                    stored_size=None if state is None else state.size,
+                    stored_digest=None if state is None else state.head_digest,
+                    full=self.full, seeds=seeds[group], selection=self.selection,
+                    chunk_points=self.chunk_points))
+        self._runs = {run.run_path: run for run in self.classification.runs}
+        return tasks
+
+    def _check_source(self) -> None:
+        """On a shared server, refuse to mix two machines' logdirs that share a path."""
+        origin = self.origin
+        if origin.explicit or not self.writer.shared:
+            return
+        others = sorted(self.writer.hosts_of_source(origin.source) - {origin.host})
+        if others:
+            raise StoreError(
+                f"the store already has runs of {origin.source} written from "
+                f"{', '.join(others)}, and this is {origin.host}",
+                path=self.summary.store,
+                hint=f"name this logdir: --source {origin.host}:{origin.source} if it is "
+                     f"another one, or --source {origin.source} if it is the same (shared) "
+                     "directory",
+            )
+
+    def _stat(self, source: discovery.EventFileSource) -> os.stat_result | None:
+        try:
+            return os.stat(source.path)
+        except OSError as error:
+            self.summary.problems.append(FileProblem(source.rel_path, unreadable_reason(error)))
+            return None
+
+    def _apply_all(self, chunks: Iterator[tuple[FileTask, Chunk]],
+                   advance: Callable[[int], Any]) -> None:
+        open_file: _OpenFile | None = None
+        for task, chunk in chunks:
+            if chunk.error is not None:
+                self.summary.problems.append(FileProblem(task.rel_path, chunk.error))
+                continue
+            if open_file is not None and open_file.state.path != task.rel_path:
+                open_file = None
+            before, open_file = self._commit_chunk(task, chunk, open_file)
+            self.summary.add_damage(task.rel_path, chunk.damage)
+            advance(max(open_file.state.offset_consumed - before, 0))
+            if chunk.done:
+                self._finish_file(task, chunk, open_file.state, open_file.ids)
+                open_file = None
+
+    def _commit_chunk(self, task: FileTask, chunk: Chunk,
+                      open_file: _OpenFile | None) -> tuple[int, _OpenFile]:
+        """Apply one chunk in one transaction; a server's deadlock victim tries again."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                with self.writer.transaction():
+                    self.writer.lock_run(self.origin.source, task.run_path)
+                    replaced = False
+                    if open_file is None:
+                        state, replaced = self._open_state(task, chunk)
+                        current = _OpenFile(state, [], state.records)
+                    else:
+                        current = replace(open_file, ids=list(open_file.ids))
+                    before = current.state.offset_consumed
+                    current.state = self._apply(task, chunk, current)
+            except Exception as error:  # driver errors come raw from COPY, wrapped otherwise
+                if attempt < _ATTEMPTS and self.writer.is_transient(error):
+                    continue
+                raise
+            if replaced and not task.full:
+                self.summary.files_replaced += 1
+            return before, current
+        raise AssertionError("unreachable")
+
+    def _open_state(self, task: FileTask, chunk: Chunk) -> tuple[FileState, bool]:
+        writer = self.writer
+        run = self._runs[task.run_path]
+        logdir = self.classification.logdir
+        origin = self.origin
+        run_id = writer.run_id(origin.source, run.run_path, host=origin.host, logdir=logdir,
+                               group_path=run.group_path, name=_run_name(logdir, run.run_path))
+        context_id = writer.context_id(task.context)
+        # Read again under the write lock: another converter may have moved the offset.
+        state = writer.file_state(run_id, task.rel_path)
+        replaced = False
+        if state is None:
+            state = writer.save_file(FileState(None, run_id, context_id, task.rel_path))
+        elif chunk.restart:
+            writer.delete_file_points(state.id or 0)
+            replaced = True
+            state = replace(state, offset_consumed=0, records=0, damaged_records=0,
+                            first_wall_time=None, last_wall_time=None)
+        state = replace(state, size=task.size, mtime_ns=task.mtime_ns, head_digest=chunk.digest)
+        return state, replaced
+
+    def _apply(self, task: FileTask, chunk: Chunk, open_file: _OpenFile) -> FileState:
+        from tensorboard.compat.proto.summary_pb2 import SummaryMetadata
+
+        writer = self.writer
+        state, ids, base_records = open_file.state, open_file.ids, open_file.base_records
+        for _local, tag, plugin, dtype, content in chunk.new_series:
+            metadata = SummaryMetadata.FromString(content) if content is not None else None
+            ids.append(writer.series_id(state.run_id, state.context_id, tag, plugin, dtype,
+                                        metadata))
+        writer.insert_blobs(chunk.blobs)
+        file_id = state.id
+        assert file_id is not None  # the file's row was saved when its first chunk began
+        for table, rows in chunk.rows.items():
+            writer.insert_points(table, with_store_ids(rows, ids, file_id))
+        invalid = (chunk.done and base_records + chunk.records == 0
+                   and any(region.offset == 0 for region in chunk.damage))
+        return writer.save_file(replace(
+            state,
+            offset_consumed=chunk.consumed,
+            records=base_records + chunk.records,
+            damaged_records=state.damaged_records + len(chunk.damage),
+            status=_status(chunk, invalid, state.damaged_records + len(chunk.damage)),
+            last_error=chunk.damage[-1].reason if chunk.damage else state.last_error,
+            first_wall_time=_extreme(min, state.first_wall_time, chunk.first_wall_time),
+            last_wall_time=_extreme(max, state.last_wall_time, chunk.last_wall_time),
+        ))
+
+    def _finish_file(self, task: FileTask, chunk: Chunk, state: FileState,
+                     ids: list[int]) -> None:
+        stats = chunk.stats
+        summary = self.summary
+        summary.files_read += 1
+        summary.bytes_read += max(chunk.consumed - (0 if chunk.restart else task.offset), 0)
+        summary.records_read += chunk.records
+        if stats is not None:
+            summary.points.update(stats.points)
+            summary.add_counts(summary.skipped, stats.skipped)
+            summary.add_counts(summary.undecodable, stats.undecodable)
+            summary.filtered_values += stats.filtered_values
+            summary.lossy_records += stats.lossy_records
+            for offset in stats.unparseable:
+                summary.damaged_records += 1
+                summary.problems.append(
+                    FileProblem(task.rel_path, "record is not an Event", offset))
+        if state.status == "invalid":
+            summary.problems.append(FileProblem(task.rel_path,
+                                                "not an event file (no valid record)"))
+        if state.status == "partial":
+            summary.files_partial += 1
+        self.touched_series.update(ids)
+        if ids:
+            self.touched_runs.add(state.run_id)
+
+    def _remembered_metadata(self, run_path: str, context: str) -> dict[str, bytes]:
+        from tensorboard.compat.proto import summary_pb2
+
+        remembered: dict[str, bytes] = {}
+        with self.writer.transaction():
+            rows = self.writer.series_metadata(self.origin.source, run_path, context)
+        for tag, plugin, display, description, content in rows:
+            if tag in remembered or plugin in _NOT_FROM_METADATA:
+                continue
+            remembered[tag] = summary_pb2.SummaryMetadata(
+                display_name=display or "",
+                summary_description=description or "",
+                plugin_data=summary_pb2.SummaryMetadata.PluginData(
+                    plugin_name=plugin, content=content or b""),
+            ).SerializeToString()
+        return remembered
+
+    def _mark_gone(self) -> None:
+        present = {(run.run_path, source.rel_path)
+                   for run in self.classification.runs for source in run.files}
+        with self.writer.transaction():
+            stored = self.writer.files_of_source(self.origin.source)
+            gone = [file_id for file_id, run_path, path in stored
+                    if (run_path, path) not in present]
+            self.writer.mark_gone(gone)
+        self.summary.files_gone = len(gone)
+
+    def _start_conversion(self) -> int:
+        with self.writer.transaction():
+            return self.writer.start_conversion(self.classification.logdir, __version__, json.dumps(
+                {"source": self.origin.source, "flat": self.classification.flat, "full": self.full,
+                 "plugins": sorted(self.selection.plugins) if self.selection.plugins else None,
+                 "tags": list(self.selection.tags),
+                 "exclude_tags": list(self.selection.exclude_tags)}))
+
+    def _finish_conversion(self, conversion_id: int) -> None:
+        with self.writer.transaction():
+            self.writer.finish_conversion(conversion_id, self.summary.to_json())
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the logdir comes from: its name in the store, and the machine reading it."""
+
+    source: str
+    explicit: bool
+    host: str
+
+
+@dataclass
+class _OpenFile:
+    """The file whose chunks are being applied: its state and store ids of its series."""
+
+    state: FileState
+    ids: list[int]
+    base_records: int
+
+
+def _extreme(pick: Callable[[float, float], float], old: float | None,
+             new: float | None) -> float | None:
+    if old is None:
+        return new
+    return old if new is None else pick(old, new)
+
+
+def unchanged(state: FileState, stat: os.stat_result) -> bool:
+    """True when a file's size and mtime are what the store recorded (it is not opened)."""
+    return state.size == stat.st_size and state.mtime_ns == stat.st_mtime_ns
+
+
+def _status(chunk: Chunk, invalid: bool, damaged: int) -> str:
+    if invalid:
+        return "invalid"
+    if not chunk.done or chunk.torn:
+        return "partial"
+    return "damaged" if damaged else "ok"
+
+
+def _run_name(logdir: str, run_path: str) -> str:
+    """A run's display name: its directory's name (the logdir's for the run ".")."""
+    return os.path.basename(logdir) if run_path == "." else run_path.rsplit("/", 1)[-1]
