@@ -101,7 +101,8 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
     @click.option("--exclude-tag", "exclude_tags", multiple=True, metavar="GLOB",
                   help="Skip tags that match (repeatable).")
     @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
-                  help="Decode files in this many worker processes (one writer).")
+                  help="Decode files in this many worker processes (one writer); 2 pays on a machine "
+                  "with a core to spare.")
     @click.option("--source", envvar="TBCONVERT_SOURCE", metavar="NAME",
                   help="The logdir's name in the store (default: its absolute path). Runs are "
                   "(source, run path): give each machine's logdir its own name on a shared "

@@ -3,7 +3,8 @@
 
 Points bypass the ORM and SQLAlchemy's parameter processing (5x slower on this path): rows
 are tuples handed to the DBAPI cursor.  ``ON CONFLICT DO NOTHING`` on the point tables' keys
-(source file and byte offset) makes re-reading the same bytes a no-op.
+(source file and byte offset) makes re-reading the same bytes a no-op.  On SQLite this
+connection does not enforce foreign keys (see ``StoreWriter.__init__``).
 """
 
 from __future__ import annotations
