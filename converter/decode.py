@@ -41,6 +41,8 @@ _GRAPH_EVENTS = {
 
 # A table's rows: a list of tuples, or (scalars) a PackedRows, iterable and sized like one.
 Rows = Any
+# (tag, plugin, dtype, first metadata) -> series id
+SeriesResolver = Callable[[str, str, "str | None", Any], int]
 
 
 def with_store_ids(rows: Rows, series_ids: Sequence[int], file_id: int) -> Rows:
@@ -48,10 +50,6 @@ def with_store_ids(rows: Rows, series_ids: Sequence[int], file_id: int) -> Rows:
     if isinstance(rows, list):
         return [(series_ids[row[0]], row[1], file_id, *row[3:]) for row in rows]
     return rows.with_store_ids(series_ids, file_id)
-
-
-# (tag, plugin, dtype, first metadata) -> series id
-SeriesResolver = Callable[[str, str, "str | None", Any], int]
 
 
 @dataclass(frozen=True)

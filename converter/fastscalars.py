@@ -217,11 +217,13 @@ class PackedRows:
     def with_store_ids(self, series_ids: Sequence[int], file_id: int) -> PackedRows:
         """The same rows with local series numbers mapped through ``series_ids`` and the
         file id set; packed runs are rewritten by NumPy, never unpacked here."""
+        from converter.decode import with_store_ids
+
         lookup = np.asarray(series_ids, dtype=np.int64)
         parts: list[list[tuple[Any, ...]] | bytes] = []
         for part in self._parts:
             if isinstance(part, list):
-                parts.append([(series_ids[row[0]], row[1], file_id, *row[3:]) for row in part])
+                parts.append(with_store_ids(part, series_ids, file_id))
                 continue
             table = np.frombuffer(part, dtype=_PACKED_DTYPE).copy()
             table["series"] = lookup[table["series"]]
