@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STORE ?= demo.db
 
-.PHONY: demo test bench clean
+.PHONY: demo test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +20,16 @@ demo: $(VENV)/.installed
 	@echo
 	@echo "Example query: the last value of every scalar series"
 	@echo "  sqlite3 $(STORE) \"SELECT run_path, context, tag, step, value FROM v_last_scalars ORDER BY run_path, context, tag\""
-	@$(BIN)/python -m converter.demo_query $(STORE)
+	@$(BIN)/python -m converter.cli.demo $(STORE)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
+
+# The gates CI runs before the tests: lint, formatting, strict types on the package.
+lint: $(VENV)/.installed
+	$(BIN)/ruff check converter tests benchmarks migrations
+	$(BIN)/ruff format --check converter tests benchmarks migrations
+	$(BIN)/mypy
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py

@@ -45,8 +45,14 @@ def accumulator(logdir: str, rel_dirs: list[str]) -> dict[str, Any]:
     from tensorboard.util import tensor_util
 
     imported = time.perf_counter() - started
-    size_guidance = {ea.COMPRESSED_HISTOGRAMS: 0, ea.IMAGES: 0, ea.AUDIO: 0, ea.SCALARS: 0,
-                     ea.HISTOGRAMS: 0, ea.TENSORS: 0}
+    size_guidance = {
+        ea.COMPRESSED_HISTOGRAMS: 0,
+        ea.IMAGES: 0,
+        ea.AUDIO: 0,
+        ea.SCALARS: 0,
+        ea.HISTOGRAMS: 0,
+        ea.TENSORS: 0,
+    }
     t0, c0 = time.perf_counter(), time.process_time()
     accumulators = []
     counts = {"scalar_events_tf1": 0, "scalar_events_tf2": 0, "images": 0, "other_tensors": 0}
@@ -75,10 +81,16 @@ def accumulator(logdir: str, rel_dirs: list[str]) -> dict[str, Any]:
         per_dir[rel] = {"wall": time.perf_counter() - d0, "cpu": time.process_time() - dc0}
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     counts["scalar_events"] = counts["scalar_events_tf1"] + counts["scalar_events_tf2"]
-    return {"work_wall": wall, "work_cpu": cpu, "import_wall": imported,
-            "accumulators": len(accumulators), "checksum": checksum, **counts,
-            "per_dir": per_dir,
-            "startup_cpu": c0 - cpu_started}
+    return {
+        "work_wall": wall,
+        "work_cpu": cpu,
+        "import_wall": imported,
+        "accumulators": len(accumulators),
+        "checksum": checksum,
+        **counts,
+        "per_dir": per_dir,
+        "startup_cpu": c0 - cpu_started,
+    }
 
 
 def _rows_from_store(store: str) -> list[tuple[Any, ...]]:
@@ -104,8 +116,9 @@ def _rows_from_manifest(manifest_path: str) -> list[tuple[Any, ...]]:
         offset = record_size
         for k in range(entry["scalar_events"]):
             step, t = divmod(k, per_file_tags)
-            rows.append((series_base + t + 1, step, file_id, offset, 0,
-                         1.7e9 + step * 0.05, 1.0 / (k + 1)))
+            rows.append(
+                (series_base + t + 1, step, file_id, offset, 0, 1.7e9 + step * 0.05, 1.0 / (k + 1))
+            )
             offset += record_size
         series_base += per_file_tags
     return rows
@@ -127,7 +140,8 @@ def ceiling(store: str, new_db: str, manifest: str | None = None) -> dict[str, A
 
     The rows are the ones tbconvert stored, in its insertion order (file, then offset),
     loaded before the clock starts.  Timed: BEGIN, one ``executemany`` of plain INSERTs,
-    COMMIT, into a fresh WAL database; best of ``CEILING_ATTEMPTS``.  Then, for reference, tbconvert's own statement
+    COMMIT, into a fresh WAL database; best of ``CEILING_ATTEMPTS``.  Then, for reference,
+    tbconvert's own statement
     (``ON CONFLICT DO NOTHING``) in its chunk size, one transaction per chunk.
     """
     source = "store"
@@ -156,13 +170,21 @@ def ceiling(store: str, new_db: str, manifest: str | None = None) -> dict[str, A
     t1, c1 = time.perf_counter(), time.process_time()
     for i in range(0, len(rows), TBCONVERT_CHUNK):
         db.execute("BEGIN IMMEDIATE")
-        db.executemany(sql, rows[i:i + TBCONVERT_CHUNK])
+        db.executemany(sql, rows[i : i + TBCONVERT_CHUNK])
         db.execute("COMMIT")
     chunked_wall, chunked_cpu = time.perf_counter() - t1, time.process_time() - c1
     db.close()
-    return {"rows": len(rows), "stored": stored, "source": source, "work_wall": wall,
-            "work_cpu": cpu, "attempts_wall": [a[0] for a in attempts], "chunked_wall": chunked_wall, "chunked_cpu": chunked_cpu,
-            "sqlite_version": sqlite3.sqlite_version}
+    return {
+        "rows": len(rows),
+        "stored": stored,
+        "source": source,
+        "work_wall": wall,
+        "work_cpu": cpu,
+        "attempts_wall": [a[0] for a in attempts],
+        "chunked_wall": chunked_wall,
+        "chunked_cpu": chunked_cpu,
+        "sqlite_version": sqlite3.sqlite_version,
+    }
 
 
 def main(argv: list[str]) -> int:

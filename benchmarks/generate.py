@@ -187,10 +187,21 @@ class _RecordFile:
 
 
 def _tag_names(count: int) -> list[str]:
-    base = ["loss", "accuracy", "learning_rate", "grad_norm", "epoch_time", "precision",
-            "recall", "f1", "auc", "perplexity"]
-    return [base[i % len(base)] + ("" if i < len(base) else f"_{i // len(base)}")
-            for i in range(count)]
+    base = [
+        "loss",
+        "accuracy",
+        "learning_rate",
+        "grad_norm",
+        "epoch_time",
+        "precision",
+        "recall",
+        "f1",
+        "auc",
+        "perplexity",
+    ]
+    return [
+        base[i % len(base)] + ("" if i < len(base) else f"_{i // len(base)}") for i in range(count)
+    ]
 
 
 def _curve(rng: Any, tag_index: int, steps: int) -> Any:
@@ -218,8 +229,9 @@ def _plan(events: int, tags: int) -> tuple[int, int]:
     return divmod(events, tags) if tags else (0, 0)
 
 
-def _write_tf1_file(path: Path, tags: list[str], events: int, images: int, image_size: int,
-                    rng: Any) -> dict[str, int]:
+def _write_tf1_file(
+    path: Path, tags: list[str], events: int, images: int, image_size: int, rng: Any
+) -> dict[str, int]:
     """TF1 / torch / tensorboardX style: simple_value, Summary.Image without metadata."""
     from tensorboard.compat.proto.event_pb2 import Event
 
@@ -257,12 +269,17 @@ def _write_tf1_file(path: Path, tags: list[str], events: int, images: int, image
             add(image_event.SerializeToString())
             images_written += 1
     out.close()
-    return {"scalar_events": written, "image_events": images_written,
-            "records": out.records, "bytes": out.bytes}
+    return {
+        "scalar_events": written,
+        "image_events": images_written,
+        "records": out.records,
+        "bytes": out.bytes,
+    }
 
 
-def _write_tf2_file(path: Path, tags: list[str], events: int, images: int, image_size: int,
-                    rng: Any) -> dict[str, int]:
+def _write_tf2_file(
+    path: Path, tags: list[str], events: int, images: int, image_size: int, rng: Any
+) -> dict[str, int]:
     """TF2 style: rank-0 DT_FLOAT tensor_content and metadata on every event."""
     from tensorboard.compat.proto.event_pb2 import Event
 
@@ -296,7 +313,7 @@ def _write_tf2_file(path: Path, tags: list[str], events: int, images: int, image
                 break
             event.wall_time = wall + t * 1e-4
             value.tag = tag
-            tensor.tensor_content = contents[t][at:at + 4]
+            tensor.tensor_content = contents[t][at : at + 4]
             add(serialize())
             written += 1
         if image_every and images_written < images and step % image_every == 0:
@@ -304,12 +321,17 @@ def _write_tf2_file(path: Path, tags: list[str], events: int, images: int, image
             image_event.wall_time = wall + 0.01
             del image_value.tensor.string_val[:]
             image_value.tensor.string_val.extend(
-                [str(image_size).encode(), str(image_size).encode(), _png(rng, image_size)])
+                [str(image_size).encode(), str(image_size).encode(), _png(rng, image_size)]
+            )
             add(image_event.SerializeToString())
             images_written += 1
     out.close()
-    return {"scalar_events": written, "image_events": images_written,
-            "records": out.records, "bytes": out.bytes}
+    return {
+        "scalar_events": written,
+        "image_events": images_written,
+        "records": out.records,
+        "bytes": out.bytes,
+    }
 
 
 def _split(total: int, parts: int) -> list[int]:
@@ -336,12 +358,19 @@ def _build_scalars(params: Params, logdir: Path) -> dict[str, Any]:
             continue
         run = logdir / f"run_{r:02d}_tf2"
         halves = _split(run_events, 2)
-        for c, (context, context_tags) in enumerate((("train", tags[0::2]),
-                                                     ("validation", tags[1::2]))):
+        for c, (context, context_tags) in enumerate(
+            (("train", tags[0::2]), ("validation", tags[1::2]))
+        ):
             (run / context).mkdir(parents=True)
             path = run / context / f"events.out.tfevents.{stamp:010d}.{HOST}.{4242 + r}.{c}.v2"
-            stats = _write_tf2_file(path, context_tags, halves[c],
-                                    params.images if c == 0 else 0, params.image_size, rng)
+            stats = _write_tf2_file(
+                path,
+                context_tags,
+                halves[c],
+                params.images if c == 0 else 0,
+                params.image_size,
+                rng,
+            )
             files.append({"path": str(path.relative_to(logdir)), "encoding": "tf2", **stats})
     return {"files": files}
 
@@ -362,12 +391,26 @@ def _build_small(params: SmallParams, logdir: Path) -> dict[str, Any]:
             out = _RecordFile(path)
             out.add(Event(wall_time=float(stamp), file_version=FILE_VERSION).SerializeToString())
             for step in range(params.events):
-                out.add(Event(wall_time=stamp + step * 0.5, step=step, summary=Summary(value=[
-                    Summary.Value(tag="loss", simple_value=1.0 / (step + 1))])).SerializeToString())
+                out.add(
+                    Event(
+                        wall_time=stamp + step * 0.5,
+                        step=step,
+                        summary=Summary(
+                            value=[Summary.Value(tag="loss", simple_value=1.0 / (step + 1))]
+                        ),
+                    ).SerializeToString()
+                )
             out.close()
-            files.append({"path": str(path.relative_to(logdir)), "encoding": "tf1",
-                          "scalar_events": params.events, "image_events": 0,
-                          "records": out.records, "bytes": out.bytes})
+            files.append(
+                {
+                    "path": str(path.relative_to(logdir)),
+                    "encoding": "tf1",
+                    "scalar_events": params.events,
+                    "image_events": 0,
+                    "records": out.records,
+                    "bytes": out.bytes,
+                }
+            )
             n += 1
     return {"files": files}
 
@@ -375,8 +418,7 @@ def _build_small(params: SmallParams, logdir: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- cache
 
 
-def _ensure(key: str, params: Any, build: Any, data_dir: Path, force: bool,
-            log: Any) -> Dataset:
+def _ensure(key: str, params: Any, build: Any, data_dir: Path, force: bool, log: Any) -> Dataset:
     root = data_dir / key
     manifest_path = root / "manifest.json"
     if force and root.exists():
@@ -415,8 +457,10 @@ def _ensure(key: str, params: Any, build: Any, data_dir: Path, force: bool,
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    log(f"generated {manifest['records']:,} records, {manifest['bytes'] / 1e6:,.1f} MB "
-        f"in {manifest['generation_seconds']} s")
+    log(
+        f"generated {manifest['records']:,} records, {manifest['bytes'] / 1e6:,.1f} MB "
+        f"in {manifest['generation_seconds']} s"
+    )
     return Dataset(root, json.loads(manifest_path.read_text()))
 
 
@@ -424,14 +468,20 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def ensure_scalars(params: Params = Params(), *, data_dir: Path = DATA_DIR, force: bool = False,
-                   log: Any = _stderr) -> Dataset:
+def ensure_scalars(
+    params: Params = Params(), *, data_dir: Path = DATA_DIR, force: bool = False, log: Any = _stderr
+) -> Dataset:
     """The scalar logdir for ``params``, generated unless already cached."""
     return _ensure(params.key(), params, _build_scalars, data_dir, force, log)
 
 
-def ensure_small(params: SmallParams = SmallParams(), *, data_dir: Path = DATA_DIR,
-                 force: bool = False, log: Any = _stderr) -> Dataset:
+def ensure_small(
+    params: SmallParams = SmallParams(),
+    *,
+    data_dir: Path = DATA_DIR,
+    force: bool = False,
+    log: Any = _stderr,
+) -> Dataset:
     """The many-tiny-files logdir for ``params``, generated unless already cached."""
     return _ensure(params.key(), params, _build_small, data_dir, force, log)
 
@@ -445,11 +495,16 @@ def iter_cached(data_dir: Path = DATA_DIR) -> Iterator[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     defaults = Params()
-    parser.add_argument("--events", type=int, default=defaults.events,
-                        help="scalar events in total (default %(default)s)")
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=defaults.events,
+        help="scalar events in total (default %(default)s)",
+    )
     parser.add_argument("--runs", type=int, default=defaults.runs)
     parser.add_argument("--tags", type=int, default=defaults.tags, help="scalar tags per run")
     parser.add_argument("--images", type=int, default=defaults.images, help="image events per run")
@@ -457,8 +512,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--quick", action="store_true", help="small data for a smoke run")
     parser.add_argument("--big", action="store_true", help=f"~2 GB logdir ({BIG.events:,} events)")
-    parser.add_argument("--small-files", action="store_true",
-                        help="the 10,000 tiny files logdir instead")
+    parser.add_argument(
+        "--small-files", action="store_true", help="the 10,000 tiny files logdir instead"
+    )
     parser.add_argument("--force", action="store_true", help="regenerate even if cached")
     parser.add_argument("--list", action="store_true", help="list cached datasets")
     args = parser.parse_args(argv)
@@ -475,8 +531,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.big:
             params = BIG
         else:
-            params = Params(args.events, args.runs, args.tags, args.images, args.image_size,
-                            args.seed)
+            params = Params(
+                args.events, args.runs, args.tags, args.images, args.image_size, args.seed
+            )
         dataset = ensure_scalars(params, force=args.force)
     manifest = {k: v for k, v in dataset.manifest.items() if k not in ("file_list", "event_dirs")}
     print(dataset.logdir)

@@ -56,18 +56,23 @@ def main(argv: list[str] | None = None) -> int:
         profiler = cProfile.Profile()
         started = time.perf_counter()
         profiler.enable()
-        summary = convert(str(dataset.logdir), store=str(work / "profile.db"), progress=False,
-                          jobs=args.jobs)
+        summary = convert(
+            str(dataset.logdir), store=str(work / "profile.db"), progress=False, jobs=args.jobs
+        )
         profiler.disable()
         wall = time.perf_counter() - started
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     events = dataset.manifest["scalar_events"]
-    print(f"tbconvert {converter.__version__}: {dataset.root.name}: {events:,} scalar events, "
-          f"points {dict(summary.points)}")
-    print(f"wall under cProfile: {wall:.2f} s ({events / wall:,.0f} events/s; "
-          f"convert() says {summary.elapsed:.2f} s)\n")
+    print(
+        f"tbconvert {converter.__version__}: {dataset.root.name}: {events:,} scalar events, "
+        f"points {dict(summary.points)}"
+    )
+    print(
+        f"wall under cProfile: {wall:.2f} s ({events / wall:,.0f} events/s; "
+        f"convert() says {summary.elapsed:.2f} s)\n"
+    )
     if args.output:
         profiler.dump_stats(args.output)
         print(f"raw profile saved to {args.output}\n")
@@ -79,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         stats.sort_stats(key).print_stats(args.top)
         text = out.getvalue()
         # Drop pstats' preamble (call counts, "Ordered by"): keep the listing.
-        listing = text[text.index("   ncalls"):] if "   ncalls" in text else text
+        listing = text[text.index("   ncalls") :] if "   ncalls" in text else text
         print(f"=== top {args.top} {title} ===")
         print(listing.rstrip() + "\n")
     return 0

@@ -107,8 +107,12 @@ class Measured:
         return {}
 
     def brief(self) -> dict[str, Any]:
-        return {"returncode": self.returncode, "wall_s": round(self.wall, 4),
-                "cpu_s": round(self.cpu, 4), "maxrss_mb": round(self.maxrss_mb, 1)}
+        return {
+            "returncode": self.returncode,
+            "wall_s": round(self.wall, 4),
+            "cpu_s": round(self.cpu, 4),
+            "maxrss_mb": round(self.maxrss_mb, 1),
+        }
 
 
 def _child_env() -> dict[str, str]:
@@ -124,8 +128,9 @@ def measure(cmd: list[str], *, cwd: Path | None = None) -> Measured:
     harness_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                cwd=cwd, env=_child_env())
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=_child_env()
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -133,15 +138,24 @@ def measure(cmd: list[str], *, cwd: Path | None = None) -> Measured:
         err.seek(0)
         stdout = out.read().decode("utf-8", "replace")
         stderr = err.read().decode("utf-8", "replace")
-    return Measured(cmd, proc.returncode, wall, usage.ru_utime + usage.ru_stime,
-                    usage.ru_maxrss / 1024.0, stdout, stderr, harness_mb=harness_mb)
+    return Measured(
+        cmd,
+        proc.returncode,
+        wall,
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_maxrss / 1024.0,
+        stdout,
+        stderr,
+        harness_mb=harness_mb,
+    )
 
 
 def generated(ensure: Any, params: Any) -> generate.Dataset:
     """The dataset, generated (when not cached) in a child process: generating here would
     raise this process's high-water mark, which every later child's peak RSS starts from."""
-    child = multiprocessing.get_context("fork").Process(target=ensure, args=(params,),
-                                                         kwargs={"log": _log})
+    child = multiprocessing.get_context("fork").Process(
+        target=ensure, args=(params,), kwargs={"log": _log}
+    )
     child.start()
     child.join()
     if child.exitcode != 0:
@@ -165,8 +179,18 @@ def fresh_store(work: Path, name: str) -> Path:
 
 
 def convert(logdir: Path, store: Path, jobs: int = 1) -> Measured:
-    cmd = [*tbconvert_cmd(), "tf", "--logdir", str(logdir), "--store", str(store),
-           "--jobs", str(jobs), "-q", "--json"]
+    cmd = [
+        *tbconvert_cmd(),
+        "tf",
+        "--logdir",
+        str(logdir),
+        "--store",
+        str(store),
+        "--jobs",
+        str(jobs),
+        "-q",
+        "--json",
+    ]
     measured = measure(cmd)
     measured.extra = measured.last_json()
     return measured
@@ -184,8 +208,9 @@ def encoding_logdir(dataset: generate.Dataset, work: Path, encoding: str) -> Pat
     """A logdir of symlinks to the runs of one encoding only (tbconvert follows them)."""
     target = work / f"only-{encoding}"
     target.mkdir()
-    runs = sorted({rel.split("/")[0] for rel, enc in encodings(dataset.manifest).items()
-                   if enc == encoding})
+    runs = sorted(
+        {rel.split("/")[0] for rel, enc in encodings(dataset.manifest).items() if enc == encoding}
+    )
     for run_dir in runs:
         os.symlink(dataset.logdir / run_dir, target / run_dir)
     return target
@@ -219,11 +244,18 @@ def _verdict(ok: bool | None) -> str:
 
 def _git() -> str:
     try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--",
-                                "converter", "migrations"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "converter", "migrations"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + (" + uncommitted changes in converter/" if dirty else "")
@@ -260,13 +292,17 @@ class Report:
         self.notes: list[str] = []
         self.results: dict[str, Any] = {}
 
-    def row(self, number: str, what: str, result: str, target: str = "",
-            verdict: str = "") -> None:
+    def row(self, number: str, what: str, result: str, target: str = "", verdict: str = "") -> None:
         self.rows.append((number, what, result, target, verdict))
 
     def table(self) -> str:
-        widths = [max(len(r[i]) for r in [("#", "measurement", "result", "target (SPEC §8)",
-                                             "verdict"), *self.rows]) for i in range(5)]
+        widths = [
+            max(
+                len(r[i])
+                for r in [("#", "measurement", "result", "target (SPEC §8)", "verdict"), *self.rows]
+            )
+            for i in range(5)
+        ]
         head = ("#", "measurement", "result", "target (SPEC §8)", "verdict")
         lines = []
         for i, r in enumerate([head, *self.rows]):
@@ -281,8 +317,10 @@ def _log(line: str) -> None:
 
 
 def _unknown_rss(what: str, measured: Measured) -> str:
-    return (f"CHECK: peak RSS of {what} ({measured.maxrss_mb:,.0f} MB) is not above this "
-            f"harness's own ({measured.harness_mb:,.0f} MB), which a child's figure starts from")
+    return (
+        f"CHECK: peak RSS of {what} ({measured.maxrss_mb:,.0f} MB) is not above this "
+        f"harness's own ({measured.harness_mb:,.0f} MB), which a child's figure starts from"
+    )
 
 
 def _failed(what: str, measured: Measured) -> str:
@@ -334,24 +372,41 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if stored.get("scalars") != events or stored.get("images", 0) != image_events:
             report.notes.append(
                 f"CHECK: tbconvert stored {stored} but the data holds {events:,} scalar events "
-                f"and {image_events} image events")
+                f"and {image_events} image events"
+            )
         points = sum(stored.values()) if stored else events + image_events
         rate = events / one.wall if one.ok else 0.0
         cpu_rate = events / one.cpu if one.ok and one.cpu else 0.0
         checks["rate"] = one.ok and rate >= TARGET_RATE
-        report.row("1", "tbconvert end to end, --jobs 1", f"{_n(rate)} scalar events/s",
-                   f">= {_n(TARGET_RATE)} events/s", _verdict(checks["rate"]))
+        report.row(
+            "1",
+            "tbconvert end to end, --jobs 1",
+            f"{_n(rate)} scalar events/s",
+            f">= {_n(TARGET_RATE)} events/s",
+            _verdict(checks["rate"]),
+        )
         report.row("", "  points/s (all plugins)", f"{_n(points / one.wall)} points/s")
-        report.row("", "  wall / CPU", f"{_s(one.wall)} / {_s(one.cpu)} "
-                   f"({_n(cpu_rate)} events/CPU-s)" + _spread(runs[1]))
+        report.row(
+            "",
+            "  wall / CPU",
+            f"{_s(one.wall)} / {_s(one.cpu)} ({_n(cpu_rate)} events/CPU-s)" + _spread(runs[1]),
+        )
         inner = one.extra.get("elapsed_seconds") if one.extra else None
         if inner:
-            report.row("", "  convert() alone (its summary)", f"{_s(inner)} "
-                       f"({_n(events / inner)} events/s)")
+            report.row(
+                "",
+                "  convert() alone (its summary)",
+                f"{_s(inner)} ({_n(events / inner)} events/s)",
+            )
         results["tbconvert_jobs1"] = {
-            **one.brief(), "events_per_s": rate, "points_per_s": points / one.wall,
-            "events_per_cpu_s": cpu_rate, "convert_elapsed_s": inner, "points": stored,
-            "all_walls_s": [m.wall for m in runs[1]]}
+            **one.brief(),
+            "events_per_s": rate,
+            "points_per_s": points / one.wall,
+            "events_per_cpu_s": cpu_rate,
+            "convert_elapsed_s": inner,
+            "points": stored,
+            "all_walls_s": [m.wall for m in runs[1]],
+        }
 
         # Per encoding: the same runs, TF1 only and TF2 only (a logdir of symlinks each).
         by_encoding: dict[str, dict[str, Any]] = {}
@@ -361,89 +416,151 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if not count:
                     continue
                 _log(f"tbconvert, {label} runs only ...")
-                part = convert(encoding_logdir(dataset, work, encoding),
-                               fresh_store(work, f"only-{encoding}"))
+                part = convert(
+                    encoding_logdir(dataset, work, encoding), fresh_store(work, f"only-{encoding}")
+                )
                 if not part.ok:
                     report.notes.append(_failed(f"tbconvert on the {label} runs", part))
                     continue
                 elapsed = part.extra.get("elapsed_seconds") or part.wall
-                by_encoding[encoding] = {**part.brief(), "events": count,
-                                         "events_per_s": count / part.wall,
-                                         "convert_elapsed_s": elapsed,
-                                         "convert_events_per_s": count / elapsed}
-                report.row("", f"  {label} runs only ({_n(count)})",
-                           f"{_n(count / part.wall)} events/s ({_s(part.wall)}; "
-                           f"convert() {_n(count / elapsed)}/s)")
+                by_encoding[encoding] = {
+                    **part.brief(),
+                    "events": count,
+                    "events_per_s": count / part.wall,
+                    "convert_elapsed_s": elapsed,
+                    "convert_events_per_s": count / elapsed,
+                }
+                report.row(
+                    "",
+                    f"  {label} runs only ({_n(count)})",
+                    f"{_n(count / part.wall)} events/s ({_s(part.wall)}; "
+                    f"convert() {_n(count / elapsed)}/s)",
+                )
             results["tbconvert_by_encoding"] = by_encoding
 
         # (2) EventAccumulator.
         ea_rate = 0.0
         if not args.skip_ea:
             _log("EventAccumulator (size_guidance 0) ...")
-            ea = measure([sys.executable, str(TASKS), "accumulator", str(dataset.logdir),
-                          *manifest["event_dirs"]])
+            ea = measure(
+                [
+                    sys.executable,
+                    str(TASKS),
+                    "accumulator",
+                    str(dataset.logdir),
+                    *manifest["event_dirs"],
+                ]
+            )
             got = ea.last_json()
             if ea.ok:
                 ea_rate = events / ea.wall
                 if got.get("scalar_events") != events:
-                    report.notes.append(f"CHECK: EventAccumulator read {got.get('scalar_events')}"
-                                        f" scalar events, the data holds {events:,}")
+                    report.notes.append(
+                        f"CHECK: EventAccumulator read {got.get('scalar_events')}"
+                        f" scalar events, the data holds {events:,}"
+                    )
             else:
                 report.notes.append(_failed("EventAccumulator", ea))
             ratio = rate / ea_rate if ea_rate else 0.0
             checks["vs_ea"] = bool(ea_rate) and ratio >= TARGET_VS_EA
-            report.row("2", "EventAccumulator, nothing sampled, all read",
-                       f"{_n(ea_rate)} scalar events/s", "", "")
-            report.row("", "  wall / CPU / peak RSS",
-                       f"{_s(ea.wall)} / {_s(ea.cpu)} / {ea.maxrss_mb:,.0f} MB")
-            report.row("", "  tbconvert / EventAccumulator", f"{ratio:.2f}x "
-                       f"(CPU: {(ea.cpu / one.cpu) if one.cpu else 0:.2f}x)",
-                       f">= {TARGET_VS_EA:g}x", _verdict(checks["vs_ea"]))
+            report.row(
+                "2",
+                "EventAccumulator, nothing sampled, all read",
+                f"{_n(ea_rate)} scalar events/s",
+                "",
+                "",
+            )
+            report.row(
+                "",
+                "  wall / CPU / peak RSS",
+                f"{_s(ea.wall)} / {_s(ea.cpu)} / {ea.maxrss_mb:,.0f} MB",
+            )
+            report.row(
+                "",
+                "  tbconvert / EventAccumulator",
+                f"{ratio:.2f}x (CPU: {(ea.cpu / one.cpu) if one.cpu else 0:.2f}x)",
+                f">= {TARGET_VS_EA:g}x",
+                _verdict(checks["vs_ea"]),
+            )
             ea_by_encoding: dict[str, Any] = {}
             per_dir = got.get("per_dir", {})
             for encoding, label in (("tf1", "TF1"), ("tf2", "TF2")):
                 count = manifest[f"{encoding}_scalar_events"]
-                spent = sum(t["wall"] for rel, t in per_dir.items()
-                            if encodings(manifest).get(rel) == encoding)
+                spent = sum(
+                    t["wall"]
+                    for rel, t in per_dir.items()
+                    if encodings(manifest).get(rel) == encoding
+                )
                 if not count or not spent:
                     continue
                 ea_by_encoding[encoding] = {"work_wall_s": spent, "events_per_s": count / spent}
                 ours = by_encoding.get(encoding, {}).get("convert_events_per_s")
-                report.row("", f"  {label} only, work time (excl. start-up)",
-                           f"{_n(count / spent)} events/s"
-                           + (f"; tbconvert {ours / (count / spent):.2f}x" if ours else ""))
-            results["event_accumulator"] = {**ea.brief(), "events_per_s": ea_rate,
-                                            "ratio": ratio, "by_encoding": ea_by_encoding,
-                                            "child": got}
+                report.row(
+                    "",
+                    f"  {label} only, work time (excl. start-up)",
+                    f"{_n(count / spent)} events/s"
+                    + (f"; tbconvert {ours / (count / spent):.2f}x" if ours else ""),
+                )
+            results["event_accumulator"] = {
+                **ea.brief(),
+                "events_per_s": ea_rate,
+                "ratio": ratio,
+                "by_encoding": ea_by_encoding,
+                "child": got,
+            }
 
         # (3) executemany ceiling, with the rows tbconvert stored.
         _log("sqlite3 executemany ceiling ...")
         manifest_path = dataset.root / "manifest.json"
-        ceiling = measure([sys.executable, str(TASKS), "ceiling", str(main_store),
-                           str(work / "ceiling.db"), str(manifest_path)])
+        ceiling = measure(
+            [
+                sys.executable,
+                str(TASKS),
+                "ceiling",
+                str(main_store),
+                str(work / "ceiling.db"),
+                str(manifest_path),
+            ]
+        )
         got = ceiling.last_json()
         ceiling_rate = 0.0
         if ceiling.ok and got.get("work_wall"):
             ceiling_rate = got["rows"] / got["work_wall"]
             chunked_rate = got["rows"] / got["chunked_wall"]
             if got.get("source") != "store":
-                report.notes.append("CHECK: the ceiling's rows were synthesised (no tbconvert "
-                                    "store to take them from)")
+                report.notes.append(
+                    "CHECK: the ceiling's rows were synthesised (no tbconvert "
+                    "store to take them from)"
+                )
         else:
             chunked_rate = 0.0
             report.notes.append(_failed("executemany ceiling", ceiling))
         ratio = rate / ceiling_rate if ceiling_rate else 0.0
         checks["vs_ceiling"] = bool(ceiling_rate) and ratio >= TARGET_VS_CEILING
-        report.row("3", "sqlite3.executemany ceiling (best of 3)",
-                   f"{_n(ceiling_rate)} rows/s", "", "")
-        report.row("", "  insert wall / CPU", f"{_s(got.get('work_wall', 0))} / "
-                   f"{_s(got.get('work_cpu', 0))} for {_n(got.get('rows', 0))} rows")
+        report.row(
+            "3", "sqlite3.executemany ceiling (best of 3)", f"{_n(ceiling_rate)} rows/s", "", ""
+        )
+        report.row(
+            "",
+            "  insert wall / CPU",
+            f"{_s(got.get('work_wall', 0))} / "
+            f"{_s(got.get('work_cpu', 0))} for {_n(got.get('rows', 0))} rows",
+        )
         report.row("", "  tbconvert's SQL (ON CONFLICT, 50k txns)", f"{_n(chunked_rate)} rows/s")
-        report.row("", "  tbconvert / ceiling", f"{ratio:.2f}", f">= {TARGET_VS_CEILING:g}",
-                   _verdict(checks["vs_ceiling"]))
-        results["executemany_ceiling"] = {**ceiling.brief(), "rows_per_s": ceiling_rate,
-                                          "tbconvert_sql_rows_per_s": chunked_rate,
-                                          "ratio": ratio, "child": got}
+        report.row(
+            "",
+            "  tbconvert / ceiling",
+            f"{ratio:.2f}",
+            f">= {TARGET_VS_CEILING:g}",
+            _verdict(checks["vs_ceiling"]),
+        )
+        results["executemany_ceiling"] = {
+            **ceiling.brief(),
+            "rows_per_s": ceiling_rate,
+            "tbconvert_sql_rows_per_s": chunked_rate,
+            "ratio": ratio,
+            "child": got,
+        }
 
         # (4) jobs 2 vs jobs 1.
         if runs[2]:
@@ -452,14 +569,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             checks["jobs"] = two.ok and one.ok and two.wall < TARGET_JOBS_GAIN * one.wall
             if not two.ok:
                 report.notes.append(_failed("tbconvert --jobs 2", two))
-            report.row("4", "--jobs 2 vs --jobs 1 (wall)",
-                       f"{_s(two.wall)} vs {_s(one.wall)} ({gain:.2f}x)" + _spread(runs[2]),
-                       "jobs 2 faster (> 5%)", _verdict(checks["jobs"]))
-            report.row("", "  --jobs 2: events/s, CPU, peak RSS",
-                       f"{_n(events / two.wall)}/s, {_s(two.cpu)}, {two.maxrss_mb:,.0f} MB")
-            results["tbconvert_jobs2"] = {**two.brief(), "events_per_s": events / two.wall,
-                                          "speedup": gain, "points": two.extra.get("points"),
-                                          "all_walls_s": [m.wall for m in runs[2]]}
+            report.row(
+                "4",
+                "--jobs 2 vs --jobs 1 (wall)",
+                f"{_s(two.wall)} vs {_s(one.wall)} ({gain:.2f}x)" + _spread(runs[2]),
+                "jobs 2 faster (> 5%)",
+                _verdict(checks["jobs"]),
+            )
+            report.row(
+                "",
+                "  --jobs 2: events/s, CPU, peak RSS",
+                f"{_n(events / two.wall)}/s, {_s(two.cpu)}, {two.maxrss_mb:,.0f} MB",
+            )
+            results["tbconvert_jobs2"] = {
+                **two.brief(),
+                "events_per_s": events / two.wall,
+                "speedup": gain,
+                "points": two.extra.get("points"),
+                "all_walls_s": [m.wall for m in runs[2]],
+            }
 
         # (5) start-up.
         _log("tbconvert --help start-up ...")
@@ -471,11 +599,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         checks["help"] = all(m.ok for m in helps) and help_wall < TARGET_HELP
         if not helps[0].ok:
             report.notes.append(_failed("tbconvert --help", helps[0]))
-        report.row("5", f"tbconvert --help (median of {HELP_RUNS})", _s(help_wall),
-                   f"< {TARGET_HELP:g} s", _verdict(checks["help"]))
+        report.row(
+            "5",
+            f"tbconvert --help (median of {HELP_RUNS})",
+            _s(help_wall),
+            f"< {TARGET_HELP:g} s",
+            _verdict(checks["help"]),
+        )
         report.row("", "  bare `python -c pass`", _s(bare_wall))
-        results["startup"] = {"help_median_s": help_wall, "python_median_s": bare_wall,
-                              "help_walls_s": [m.wall for m in helps]}
+        results["startup"] = {
+            "help_median_s": help_wall,
+            "python_median_s": bare_wall,
+            "help_walls_s": [m.wall for m in helps],
+        }
 
         # (6) no-change re-run over many small files.
         files = small.manifest["files"]
@@ -485,27 +621,45 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _log(f"{files:,} small files: no-change re-run ...")
         again = convert(small.logdir, small_store)
         unchanged = again.extra.get("files", {}).get("unchanged") if again.extra else None
-        checks["nochange"] = (first_small.ok and again.ok and unchanged == files
-                              and again.wall < TARGET_NOCHANGE)
+        checks["nochange"] = (
+            first_small.ok and again.ok and unchanged == files and again.wall < TARGET_NOCHANGE
+        )
         if not first_small.ok:
             report.notes.append(_failed("small files, first conversion", first_small))
         elif unchanged != files:
             report.notes.append(f"CHECK: the re-run saw {unchanged} of {files} files unchanged")
-        report.row("6", f"no-change re-run, {files:,} files", _s(again.wall),
-                   f"< {TARGET_NOCHANGE:g} s", _verdict(checks["nochange"]))
-        report.row("", "  convert() alone / first conversion",
-                   f"{_s(again.extra.get('elapsed_seconds', 0))} / {_s(first_small.wall)}")
-        results["nochange"] = {**again.brief(), "files": files, "unchanged": unchanged,
-                               "convert_elapsed_s": again.extra.get("elapsed_seconds"),
-                               "first_conversion": first_small.brief()}
+        report.row(
+            "6",
+            f"no-change re-run, {files:,} files",
+            _s(again.wall),
+            f"< {TARGET_NOCHANGE:g} s",
+            _verdict(checks["nochange"]),
+        )
+        report.row(
+            "",
+            "  convert() alone / first conversion",
+            f"{_s(again.extra.get('elapsed_seconds', 0))} / {_s(first_small.wall)}",
+        )
+        results["nochange"] = {
+            **again.brief(),
+            "files": files,
+            "unchanged": unchanged,
+            "convert_elapsed_s": again.extra.get("elapsed_seconds"),
+            "first_conversion": first_small.brief(),
+        }
 
         # (7) peak RSS.
         rss = one.maxrss_mb
         checks["rss"] = one.ok and rss < TARGET_RSS_MB
         if not one.rss_known:
             report.notes.append(_unknown_rss("tbconvert --jobs 1", one))
-        report.row("7", f"peak RSS, {_n(events)} events, --jobs 1", f"{rss:,.0f} MB",
-                   f"< {TARGET_RSS_MB:g} MB", _verdict(checks["rss"]))
+        report.row(
+            "7",
+            f"peak RSS, {_n(events)} events, --jobs 1",
+            f"{rss:,.0f} MB",
+            f"< {TARGET_RSS_MB:g} MB",
+            _verdict(checks["rss"]),
+        )
         results["rss"] = {"jobs1_mb": rss}
         if args.big:
             big = generated(generate.ensure_scalars, generate.BIG)
@@ -518,14 +672,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 report.notes.append(_failed("tbconvert on the big logdir", measured))
             if not measured.rss_known:
                 report.notes.append(_unknown_rss("the big logdir", measured))
-            report.row("", f"peak RSS, {big.manifest['bytes'] / 1e9:.1f} GB logdir",
-                       f"{measured.maxrss_mb:,.0f} MB", f"< {TARGET_RSS_MB:g} MB",
-                       _verdict(checks["rss_big"]))
-            report.row("", "  its rate / wall",
-                       f"{_n(big_events / measured.wall)} events/s / {_s(measured.wall)}")
-            results["rss"]["big"] = {**measured.brief(), "bytes": big.manifest["bytes"],
-                                     "events": big_events,
-                                     "events_per_s": big_events / measured.wall}
+            report.row(
+                "",
+                f"peak RSS, {big.manifest['bytes'] / 1e9:.1f} GB logdir",
+                f"{measured.maxrss_mb:,.0f} MB",
+                f"< {TARGET_RSS_MB:g} MB",
+                _verdict(checks["rss_big"]),
+            )
+            report.row(
+                "",
+                "  its rate / wall",
+                f"{_n(big_events / measured.wall)} events/s / {_s(measured.wall)}",
+            )
+            results["rss"]["big"] = {
+                **measured.brief(),
+                "bytes": big.manifest["bytes"],
+                "events": big_events,
+                "events_per_s": big_events / measured.wall,
+            }
         if not args.skip_pg:
             results["postgresql"] = _postgresql(dataset.logdir, events, rate, report)
     finally:
@@ -536,17 +700,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     env["load_end"] = os.getloadavg()
     results["checks"] = {name: _verdict(ok) for name, ok in checks.items()}
-    results["targets"] = {"events_per_s": TARGET_RATE, "vs_event_accumulator": TARGET_VS_EA,
-                          "vs_ceiling": TARGET_VS_CEILING, "jobs2_wall_fraction": TARGET_JOBS_GAIN,
-                          "help_s": TARGET_HELP, "nochange_s": TARGET_NOCHANGE,
-                          "rss_mb": TARGET_RSS_MB}
+    results["targets"] = {
+        "events_per_s": TARGET_RATE,
+        "vs_event_accumulator": TARGET_VS_EA,
+        "vs_ceiling": TARGET_VS_CEILING,
+        "jobs2_wall_fraction": TARGET_JOBS_GAIN,
+        "help_s": TARGET_HELP,
+        "nochange_s": TARGET_NOCHANGE,
+        "rss_mb": TARGET_RSS_MB,
+    }
     results["notes"] = report.notes
     results["_table"] = report.table()
     return results
 
 
-def _postgresql(logdir: Path, events: int, sqlite_rate: float,
-                report: Report) -> dict[str, Any]:
+def _postgresql(logdir: Path, events: int, sqlite_rate: float, report: Report) -> dict[str, Any]:
     sys.path.insert(0, str(REPO))
     from tests.pgserver import PostgresServer, find_bindir
 
@@ -564,11 +732,17 @@ def _postgresql(logdir: Path, events: int, sqlite_rate: float,
         return measured.brief()
     rate = events / measured.wall
     report.row("8", "tbconvert into PostgreSQL (local server)", f"{_n(rate)} scalar events/s")
-    report.row("", "  wall / client CPU / vs SQLite",
-               f"{_s(measured.wall)} / {_s(measured.cpu)} / "
-               f"{rate / sqlite_rate if sqlite_rate else 0:.2f}x")
-    return {**measured.brief(), "events_per_s": rate,
-            "vs_sqlite": rate / sqlite_rate if sqlite_rate else None}
+    report.row(
+        "",
+        "  wall / client CPU / vs SQLite",
+        f"{_s(measured.wall)} / {_s(measured.cpu)} / "
+        f"{rate / sqlite_rate if sqlite_rate else 0:.2f}x",
+    )
+    return {
+        **measured.brief(),
+        "events_per_s": rate,
+        "vs_sqlite": rate / sqlite_rate if sqlite_rate else None,
+    }
 
 
 def _spread(measured: list[Measured]) -> str:
@@ -587,8 +761,11 @@ def _median_run(measured: list[Measured]) -> Measured:
 
 def render(results: dict[str, Any]) -> str:
     env, data = results["environment"], results["data"]
-    load = (f"load avg {env['load_start'][0]:.2f} at start, "
-            f"{env['load_end'][0]:.2f} at end" if "load_end" in env else "")
+    load = (
+        f"load avg {env['load_start'][0]:.2f} at start, {env['load_end'][0]:.2f} at end"
+        if "load_end" in env
+        else ""
+    )
     mb = data["bytes"] / 1e6
     lines = [
         f"tbconvert benchmark, {env['date']}, commit {env['commit']}",
@@ -613,28 +790,49 @@ def render(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="tbconvert's performance benchmark (SPEC §8).",
-        epilog="Data is cached in benchmarks/data/ (python benchmarks/generate.py --list).")
+        epilog="Data is cached in benchmarks/data/ (python benchmarks/generate.py --list).",
+    )
     defaults = generate.Params()
-    parser.add_argument("--events", type=int, default=defaults.events,
-                        help="scalar events in the main logdir (default %(default)s)")
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=defaults.events,
+        help="scalar events in the main logdir (default %(default)s)",
+    )
     parser.add_argument("--runs", type=int, default=defaults.runs, help=argparse.SUPPRESS)
     parser.add_argument("--tags", type=int, default=defaults.tags, help=argparse.SUPPRESS)
-    parser.add_argument("--small-files", type=int, default=generate.SmallParams().files,
-                        help="files in the no-change re-run logdir (default %(default)s)")
-    parser.add_argument("--small-dirs", type=int, default=generate.SmallParams().run_dirs,
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--small-files",
+        type=int,
+        default=generate.SmallParams().files,
+        help="files in the no-change re-run logdir (default %(default)s)",
+    )
+    parser.add_argument(
+        "--small-dirs", type=int, default=generate.SmallParams().run_dirs, help=argparse.SUPPRESS
+    )
     parser.add_argument("--quick", action="store_true", help="small data: a smoke run")
-    parser.add_argument("--json", action="store_true",
-                        help="print the results as one JSON document on stdout")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="tbconvert runs per --jobs value; the median is reported")
-    parser.add_argument("--big", action="store_true",
-                        help="also convert a ~2 GB logdir for peak RSS (slow: minutes)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the results as one JSON document on stdout"
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="tbconvert runs per --jobs value; the median is reported",
+    )
+    parser.add_argument(
+        "--big",
+        action="store_true",
+        help="also convert a ~2 GB logdir for peak RSS (slow: minutes)",
+    )
     parser.add_argument("--skip-ea", action="store_true", help="skip the EventAccumulator run")
     parser.add_argument("--skip-pg", action="store_true", help="skip the PostgreSQL run")
     parser.add_argument("--skip-jobs", action="store_true", help="skip the --jobs 2 run")
-    parser.add_argument("--skip-breakdown", action="store_true",
-                        help="skip the TF1-only and TF2-only tbconvert runs")
+    parser.add_argument(
+        "--skip-breakdown",
+        action="store_true",
+        help="skip the TF1-only and TF2-only tbconvert runs",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the stores it wrote")
     args = parser.parse_args(argv)
     if args.repeat < 1:

@@ -65,27 +65,44 @@ def startup(work: Path, repeat: int) -> float:
     times = []
     for k in range(repeat):
         started = time.perf_counter()
-        subprocess.run([*cmd, "tf", "--logdir", str(empty), "--store", str(work / f"s{k}.db"),
-                        "-q"], check=True, capture_output=True)
+        subprocess.run(
+            [*cmd, "tf", "--logdir", str(empty), "--store", str(work / f"s{k}.db"), "-q"],
+            check=True,
+            capture_output=True,
+        )
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
 
 def tasks(logdir: Path) -> list[Any]:
     """A FileTask per event file, as a first conversion plans them."""
-    from converter import discovery
     from converter.decode import Selection
     from converter.filepass import FileTask
+
+    from converter import discovery
 
     found = []
     for run in discovery.classify(logdir).runs:
         for source in run.files:
             stat = os.stat(source.path)
-            found.append(FileTask(
-                index=len(found), path=source.path, rel_path=source.rel_path,
-                run_path=run.run_path, context=source.context, size=stat.st_size,
-                mtime_ns=stat.st_mtime_ns, offset=0, stored_size=None, stored_digest=None,
-                full=False, seeds={}, selection=Selection(), chunk_points=50_000))
+            found.append(
+                FileTask(
+                    index=len(found),
+                    path=source.path,
+                    rel_path=source.rel_path,
+                    run_path=run.run_path,
+                    context=source.context,
+                    size=stat.st_size,
+                    mtime_ns=stat.st_mtime_ns,
+                    offset=0,
+                    stored_size=None,
+                    stored_digest=None,
+                    full=False,
+                    seeds={},
+                    selection=Selection(),
+                    chunk_points=50_000,
+                )
+            )
     return found
 
 
@@ -97,15 +114,16 @@ def read_only(file_tasks: list[Any]) -> int:
         with open(task.path, "rb") as handle:
             reader = RecordReader(handle)
             # An older tbconvert (for a before/after comparison) reads record by record.
-            for item in (reader.blocks() if hasattr(reader, "blocks") else reader.batches()):
+            for item in reader.blocks() if hasattr(reader, "blocks") else reader.batches():
                 records += len(item)
     return records
 
 
 def decode_only(file_tasks: list[Any]) -> tuple[int, int]:
     """Rows made, and records decoded by the general path."""
-    from converter import decode
     from converter.filepass import read_file
+
+    from converter import decode
 
     general = 0
     feed_all = decode.FileDecoder.feed_all
@@ -172,15 +190,21 @@ def main(argv: list[str] | None = None) -> int:
         start = startup(work, args.repeat)
         file_tasks = tasks(dataset.logdir)
         read_cpu, read_wall, read = best(lambda: read_only(file_tasks), args.repeat)
-        decode_cpu, decode_wall, (rows, general) = best(lambda: decode_only(file_tasks),
-                                                        args.repeat)
+        decode_cpu, decode_wall, (rows, general) = best(
+            lambda: decode_only(file_tasks), args.repeat
+        )
         store = work / "stages.db"
         # The first call imports what convert() imports lazily: best of several leaves it out.
-        empty_cpu, _, _ = best(lambda: converter.convert(
-            str(work / "empty"), store=str(fresh(work / "empty.db")), progress=False),
-            max(2, args.repeat))
-        convert_cpu, convert_wall, _ = best(lambda: converter.convert(
-            str(dataset.logdir), store=str(fresh(store)), progress=False), args.repeat)
+        empty_cpu, _, _ = best(
+            lambda: converter.convert(
+                str(work / "empty"), store=str(fresh(work / "empty.db")), progress=False
+            ),
+            max(2, args.repeat),
+        )
+        convert_cpu, convert_wall, _ = best(
+            lambda: converter.convert(str(dataset.logdir), store=str(fresh(store)), progress=False),
+            args.repeat,
+        )
         inserting, undo = timed_inserts()
         try:
             converter.convert(str(dataset.logdir), store=str(fresh(store)), progress=False)
@@ -194,7 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         return round(seconds / events * 1e9)
 
     result = {
-        "data": dataset.root.name, "scalar_events": events, "records": records, "rows": rows,
+        "data": dataset.root.name,
+        "scalar_events": events,
+        "records": records,
+        "rows": rows,
         "general_path_records": general,
         "startup_wall_s": round(start, 3),
         "ns_per_event_cpu": {
@@ -213,14 +240,18 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=1))
         return 0
     cost = result["ns_per_event_cpu"]
-    print(f"{dataset.root.name}: {events:,} scalar events in {records:,} records; "
-          f"{general:,} records ({general / records:.1%}) took the general protobuf path")
+    print(
+        f"{dataset.root.name}: {events:,} scalar events in {records:,} records; "
+        f"{general:,} records ({general / records:.1%}) took the general protobuf path"
+    )
     print(f"{'start-up (tbconvert over an empty logdir, median)':52} {start:7.3f} s once")
-    for key, label in (("read_frame_crc", "read + frame + CRC (RecordReader.blocks)"),
-                       ("decode_to_rows", "decode to rows (read_file, less the above)"),
-                       ("store_insert", "store: insert_points (executemany)"),
-                       ("store_remap_commit", "store: remap ids, commits, the rest"),
-                       ("convert_total", "convert() in process, imports done")):
+    for key, label in (
+        ("read_frame_crc", "read + frame + CRC (RecordReader.blocks)"),
+        ("decode_to_rows", "decode to rows (read_file, less the above)"),
+        ("store_insert", "store: insert_points (executemany)"),
+        ("store_remap_commit", "store: remap ids, commits, the rest"),
+        ("convert_total", "convert() in process, imports done"),
+    ):
         print(f"{label:52} {cost[key]:7,} ns/event")
     print(f"{'convert() in process, wall':52} {events / convert_wall:7,.0f} events/s")
     return 0

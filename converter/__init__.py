@@ -2,28 +2,44 @@
 
 The public API is small and imported lazily so that ``tbconvert --help`` starts fast:
 
-- :func:`convert` converts a logdir into a store and returns a :class:`~converter.report.Summary`.
-- :func:`open_store` opens a store for reading.
+- :func:`convert` converts a logdir into a store and returns a
+  :class:`~converter.conversion.summary.Summary`; :func:`watch` repeats it.
+- :func:`open_store` opens a store for reading (:class:`~converter.store.reader.Store`).
+
+How the package is organised, in pipeline order (imports only go down this list, and
+``tests/test_layers.py`` enforces it):
+
+- ``errors``, ``filters``, ``rows``: the shared vocabulary: errors, what a user selects, and
+  the row contract between decoders and the store.
+- ``plugins/``: one decoder per TensorBoard plugin (``registry`` picks one per value).
+- ``reading/``: bytes to rows, no database: ``discovery`` (logdir to runs and files) ->
+  ``records`` / ``blocks`` (TFRecord framing, CRCs in ``crc``) -> ``events`` -> ``decoder``
+  and ``fastscalars`` -> ``chunks`` (one file into chunks).  This is what ``--jobs`` workers run.
+- ``store/``: the run store: ``engine``, ``models``, ``migrate``/``admin`` (Alembic), ``files``
+  (per-file state), ``writer`` with per-backend ``bulk`` inserts, ``reader`` and ``query``.
+- ``conversion/``: ``plan`` -> ``workers`` -> ``job`` (apply chunks) -> ``summary``.
+- ``export``, ``datasette``: getting data out.
+- ``cli/``: the ``tbconvert`` command and all text rendering; nothing imports it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from converter.version import __version__
 
 if TYPE_CHECKING:
-    from converter.conversion import convert
+    from converter.conversion import convert, watch
     from converter.store.reader import open_store
 
-__all__ = ["__version__", "convert", "open_store"]
+__all__ = ["__version__", "convert", "open_store", "watch"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "convert":
-        from converter.conversion import convert
+    if name in ("convert", "watch"):
+        from converter import conversion
 
-        return convert
+        return getattr(conversion, name)
     if name == "open_store":
         from converter.store.reader import open_store
 

@@ -28,34 +28,59 @@ _OWNER = {
 # Views without the full (run, context, tag, step, wall_time) prefix.
 _OWNED = {"v_runs": ("run_id", "run_path"), "v_params": ("run_id", "run_path", "context")}
 _VIEWS: dict[str, tuple[str, list[str], dict[str, str]]] = {
-    "v_runs": ("One row per run: where it came from and when it was written.",
-               ["group_path", "logdir"],
-               {"group_path": "The group directory holding the run ('' at the top).",
-                "name": "The run directory's own name.",
-                "first_wall_time": "Earliest event time (seconds since the epoch, UTC).",
-                "last_wall_time": "Latest event time (seconds since the epoch, UTC)."}),
-    "v_scalars": ("Every scalar record: one row each, duplicates and resumed steps kept.", [],
-                  {"value": "float64; NULL exactly when a NaN was logged."}),
-    "v_last_scalars": ("The last point of each scalar series (highest step, then last "
-                       "written).", ["tag", "context"],
-                       {"value": "float64; NULL exactly when a NaN was logged."}),
-    "v_params": ("Hyper-parameters (hparams session_start_info), typed.", ["key", "value_type"],
-                 {"context": "The hparams session (torch/tensorboardX: one sub-directory "
-                             "per add_hparams call).",
-                  "key": "Hyper-parameter name.", "value": "The value as text.",
-                  "value_num": "Numbers and bools (1/0) as REAL, else NULL.",
-                  "value_type": "number, string, bool or json."}),
-    "v_images": ("Images, bytes exactly as logged (PNG, GIF, JPEG).", ["tag", "format"],
-                 {"idx": "Index of the image within its record.",
-                  "data": "The encoded image."}),
-    "v_texts": ("Text summaries, one row per string element.", ["tag"],
-                {"idx": "Element index (row-major).", "value": "UTF-8 text."}),
-    "v_histograms": ("Histograms as buckets.", ["tag"],
-                     {"buckets": "JSON [[left, right, count], ...]."}),
+    "v_runs": (
+        "One row per run: where it came from and when it was written.",
+        ["group_path", "logdir"],
+        {
+            "group_path": "The group directory holding the run ('' at the top).",
+            "name": "The run directory's own name.",
+            "first_wall_time": "Earliest event time (seconds since the epoch, UTC).",
+            "last_wall_time": "Latest event time (seconds since the epoch, UTC).",
+        },
+    ),
+    "v_scalars": (
+        "Every scalar record: one row each, duplicates and resumed steps kept.",
+        [],
+        {"value": "float64; NULL exactly when a NaN was logged."},
+    ),
+    "v_last_scalars": (
+        "The last point of each scalar series (highest step, then last written).",
+        ["tag", "context"],
+        {"value": "float64; NULL exactly when a NaN was logged."},
+    ),
+    "v_params": (
+        "Hyper-parameters (hparams session_start_info), typed.",
+        ["key", "value_type"],
+        {
+            "context": "The hparams session (torch/tensorboardX: one sub-directory "
+            "per add_hparams call).",
+            "key": "Hyper-parameter name.",
+            "value": "The value as text.",
+            "value_num": "Numbers and bools (1/0) as REAL, else NULL.",
+            "value_type": "number, string, bool or json.",
+        },
+    ),
+    "v_images": (
+        "Images, bytes exactly as logged (PNG, GIF, JPEG).",
+        ["tag", "format"],
+        {"idx": "Index of the image within its record.", "data": "The encoded image."},
+    ),
+    "v_texts": (
+        "Text summaries, one row per string element.",
+        ["tag"],
+        {"idx": "Element index (row-major).", "value": "UTF-8 text."},
+    ),
+    "v_histograms": (
+        "Histograms as buckets.",
+        ["tag"],
+        {"buckets": "JSON [[left, right, count], ...]."},
+    ),
     "v_audio": ("Audio clips (WAV bytes).", ["tag"], {"sample_rate": "Samples per second."}),
-    "v_tensors": ("Everything else, kept raw: pr_curves, custom_scalars, mesh, graphs, "
-                  "unknown plugins.", ["plugin", "dtype"],
-                  {"shape": "JSON list of dimensions.", "data": "The tensor's raw bytes."}),
+    "v_tensors": (
+        "Everything else, kept raw: pr_curves, custom_scalars, mesh, graphs, unknown plugins.",
+        ["plugin", "dtype"],
+        {"shape": "JSON list of dimensions.", "data": "The tensor's raw bytes."},
+    ),
 }
 _TABLES: dict[str, dict[str, Any]] = {
     "runs": {"label_column": "run_path", "facets": ["group_path"]},
@@ -71,49 +96,49 @@ QUERIES: dict[str, dict[str, Any]] = {
     "learning_curve": {
         "title": "Learning curve of a tag",
         "description": "Every point of one series, in step order (context: '' for the run "
-                       "directory itself).",
+        "directory itself).",
         "sql": "SELECT step, wall_time, value FROM v_scalars\n"
-               "WHERE run_path = :run_path AND context = :context AND tag = :tag\n"
-               "ORDER BY step",
+        "WHERE run_path = :run_path AND context = :context AND tag = :tag\n"
+        "ORDER BY step",
         "params": ["run_path", "context", "tag"],
     },
     "last_values": {
         "title": "Last value of every series",
         "sql": "SELECT run_path, context, tag, step, value FROM v_last_scalars\n"
-               "ORDER BY run_path, context, tag",
+        "ORDER BY run_path, context, tag",
     },
     "final_metric_with_params": {
         "title": "Final value of a tag in every run, next to the run's params",
         "description": "Long format: one row per (run, param). Pivot in pandas, or see the "
-                       "README for a wide query with known keys.",
+        "README for a wide query with known keys.",
         "sql": "SELECT l.run_path, l.context, l.value AS final_value, p.context AS session,\n"
-               "       p.key, p.value\n"
-               "FROM v_last_scalars AS l JOIN v_params AS p ON p.run_id = l.run_id\n"
-               "WHERE l.tag = :tag\n"
-               "ORDER BY final_value DESC, l.run_path, p.key",
+        "       p.key, p.value\n"
+        "FROM v_last_scalars AS l JOIN v_params AS p ON p.run_id = l.run_id\n"
+        "WHERE l.tag = :tag\n"
+        "ORDER BY final_value DESC, l.run_path, p.key",
         "params": ["tag"],
     },
     "nan_series": {
         "title": "Series that went NaN",
         "sql": "SELECT run_path, context, tag, min(step) AS first_nan_step,\n"
-               "       count(*) AS nan_points\n"
-               "FROM v_scalars WHERE value IS NULL\n"
-               "GROUP BY run_id, run_path, context, tag ORDER BY run_path, context, tag",
+        "       count(*) AS nan_points\n"
+        "FROM v_scalars WHERE value IS NULL\n"
+        "GROUP BY run_id, run_path, context, tag ORDER BY run_path, context, tag",
     },
     "images_at_step": {
         "title": "Images of a tag at a step",
         "sql": "SELECT run_path, context, idx, format, width, height, data FROM v_images\n"
-               "WHERE tag = :tag AND step = CAST(:step AS INTEGER)\n"
-               "ORDER BY run_path, context, idx",
+        "WHERE tag = :tag AND step = CAST(:step AS INTEGER)\n"
+        "ORDER BY run_path, context, idx",
         "params": ["tag", "step"],
     },
     "search_texts": {
         "title": "Search the texts",
         "description": "Case-insensitive substring search (no full-text index: every text "
-                       "is scanned).",
+        "is scanned).",
         "sql": "SELECT run_path, context, tag, step, value FROM v_texts\n"
-               "WHERE lower(value) LIKE '%' || lower(:words) || '%'\n"
-               "ORDER BY run_path, context, tag, step",
+        "WHERE lower(value) LIKE '%' || lower(:words) || '%'\n"
+        "ORDER BY run_path, context, tag, step",
         "params": ["words"],
     },
 }
@@ -136,7 +161,7 @@ def metadata(database: str) -> dict[str, Any]:
     return {
         "title": "TensorBoard runs",
         "description": "Converted by tbconvert. Start with v_runs, v_last_scalars and the "
-                       "canned queries; the v_* views are the stable interface.",
+        "canned queries; the v_* views are the stable interface.",
         "databases": {database: {"tables": tables, "queries": copy.deepcopy(QUERIES)}},
     }
 
@@ -156,6 +181,9 @@ def metadata_for(store: Store) -> dict[str, Any]:
 
     path = sqlite_path(str(store.engine.url))
     if path is None:
-        raise UsageError("datasette serves SQLite files only", path=store.display,
-                         hint="give --store a SQLite file")
+        raise UsageError(
+            "datasette serves SQLite files only",
+            path=store.display,
+            hint="give --store a SQLite file",
+        )
     return metadata(database_name(path))

@@ -1,4 +1,4 @@
-"""Typed errors raised by the library; only ``cli.py`` turns them into exit codes."""
+"""Typed errors raised by the library; only ``converter.cli`` turns them into exit codes."""
 
 from __future__ import annotations
 
@@ -46,3 +46,7 @@ class StoreVersionError(StoreError):
 
 class UsageError(ConverterError):
     """Arguments that cannot work together; the CLI maps this to exit code 2."""
+
+
+class MissingDependency(ConverterError, ImportError):
+    """An optional dependency is not installed; the hint names the extra that brings it."""

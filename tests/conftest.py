@@ -34,8 +34,10 @@ def dangling_foreign_keys() -> Iterator[list[tuple[str, tuple[object, ...]]]]:
         if writer.engine.dialect.name == "sqlite":
             raw = writer.conn.connection.dbapi_connection
             assert raw is not None
-            found.extend((str(writer.engine.url), tuple(row))
-                         for row in raw.execute("PRAGMA foreign_key_check"))
+            found.extend(
+                (str(writer.engine.url), tuple(row))
+                for row in raw.execute("PRAGMA foreign_key_check")
+            )
         close(writer)
 
     with pytest.MonkeyPatch.context() as patch:
@@ -45,7 +47,8 @@ def dangling_foreign_keys() -> Iterator[list[tuple[str, tuple[object, ...]]]]:
 
 @pytest.fixture(autouse=True)
 def _no_dangling_foreign_keys(
-        dangling_foreign_keys: list[tuple[str, tuple[object, ...]]]) -> Iterator[None]:
+    dangling_foreign_keys: list[tuple[str, tuple[object, ...]]],
+) -> Iterator[None]:
     yield
     dangling, dangling_foreign_keys[:] = list(dangling_foreign_keys), []
     assert not dangling, f"rows whose foreign key points nowhere: {dangling[:5]}"
@@ -55,8 +58,10 @@ def _no_dangling_foreign_keys(
 def pg_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server on 127.0.0.1 for the whole session."""
     if find_bindir() is None:
-        message = ("PostgreSQL server binaries not found (install Debian's 'postgresql' "
-                   "package, or set PG_BINDIR)")
+        message = (
+            "PostgreSQL server binaries not found (install Debian's 'postgresql' "
+            "package, or set PG_BINDIR)"
+        )
         if os.environ.get("TBCONVERT_REQUIRE_POSTGRES"):
             pytest.fail(message)
         pytest.skip(message)

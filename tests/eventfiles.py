@@ -278,7 +278,8 @@ def write_tbx_scalars(
             writer.add_scalar(tag, value, step, walltime=wall_time)
     created = [p for p in set(logdir.iterdir()) - before if "tfevents" in p.name]
     if len(created) != 1:
-        raise RuntimeError(f"expected one new event file in {logdir}, got {created} "
-                           "(pass a distinct suffix for each writer)")
+        raise RuntimeError(
+            f"expected one new event file in {logdir}, got {created} "
+            "(pass a distinct suffix for each writer)"
+        )
     return created[0]
-

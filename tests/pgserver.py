@@ -17,11 +17,21 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-_SEARCH = ("/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin", "/opt/homebrew/bin",
-           "/usr/local/bin", "/usr/bin")
+_SEARCH = (
+    "/usr/lib/postgresql/*/bin",
+    "/usr/local/pgsql/bin",
+    "/opt/homebrew/bin",
+    "/usr/local/bin",
+    "/usr/bin",
+)
 # Tests want speed, not durability: the whole cluster is thrown away.
-_SETTINGS = ("fsync=off", "synchronous_commit=off", "full_page_writes=off",
-             "max_connections=200", "listen_addresses=127.0.0.1")
+_SETTINGS = (
+    "fsync=off",
+    "synchronous_commit=off",
+    "full_page_writes=off",
+    "max_connections=200",
+    "listen_addresses=127.0.0.1",
+)
 
 
 def find_bindir() -> Path | None:
@@ -31,8 +41,11 @@ def find_bindir() -> Path | None:
     for pattern in _SEARCH:
         candidates += sorted(glob.glob(pattern), key=_version_key, reverse=True)
     for candidate in candidates:
-        if candidate and (Path(candidate) / "initdb").exists() and \
-                (Path(candidate) / "pg_ctl").exists():
+        if (
+            candidate
+            and (Path(candidate) / "initdb").exists()
+            and (Path(candidate) / "pg_ctl").exists()
+        ):
             return Path(candidate)
     return None
 
@@ -64,9 +77,17 @@ class PostgresServer:
         server = cls(bindir)
         try:
             server._initdb()
-            server._pg_ctl("start", "-w", "-t", "60", "-l", str(server.root / "server.log"),
-                           "-o", " ".join(f"-c {setting}" for setting in _SETTINGS)
-                           + f" -p {server.port} -k {server.root}")
+            server._pg_ctl(
+                "start",
+                "-w",
+                "-t",
+                "60",
+                "-l",
+                str(server.root / "server.log"),
+                "-o",
+                " ".join(f"-c {setting}" for setting in _SETTINGS)
+                + f" -p {server.port} -k {server.root}",
+            )
         except BaseException:
             server.stop()
             raise
@@ -110,19 +131,34 @@ class PostgresServer:
             return ""
 
     def _initdb(self) -> None:
-        self._run([str(self.bindir / "initdb"), "-D", str(self.root / "data"), "-A", "trust",
-                   "-U", self.user, "-E", "UTF8", "--locale=C", "--no-sync"])
+        self._run(
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(self.root / "data"),
+                "-A",
+                "trust",
+                "-U",
+                self.user,
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ]
+        )
 
     def _pg_ctl(self, *args: str, check: bool = True) -> None:
-        self._run([str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), *args],
-                  check=check)
+        self._run([str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), *args], check=check)
 
     def _run(self, command: list[str], check: bool = True) -> None:
-        result = subprocess.run(command, user=self._run_as, cwd=self.root,
-                                capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            command, user=self._run_as, cwd=self.root, capture_output=True, text=True, check=False
+        )
         if check and result.returncode != 0:
-            raise RuntimeError(f"{Path(command[0]).name} failed ({result.returncode}):\n"
-                               f"{result.stdout}{result.stderr}{self.log()}")
+            raise RuntimeError(
+                f"{Path(command[0]).name} failed ({result.returncode}):\n"
+                f"{result.stdout}{result.stderr}{self.log()}"
+            )
 
 
 def _unprivileged_user() -> str | None:

@@ -7,8 +7,17 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-VIEWS = ("v_runs", "v_scalars", "v_last_scalars", "v_images", "v_histograms", "v_texts",
-         "v_params", "v_audio", "v_tensors")
+VIEWS = (
+    "v_runs",
+    "v_scalars",
+    "v_last_scalars",
+    "v_images",
+    "v_histograms",
+    "v_texts",
+    "v_params",
+    "v_audio",
+    "v_tensors",
+)
 POINT_TABLES = ("scalars", "images", "histograms", "texts", "params", "audio", "tensors")
 
 
@@ -42,8 +51,12 @@ class _ServerConnection:
 
         parts = make_url(url)
         self._connection = psycopg.connect(
-            host=parts.host, port=parts.port, user=parts.username, dbname=parts.database,
-            autocommit=True)
+            host=parts.host,
+            port=parts.port,
+            user=parts.username,
+            dbname=parts.database,
+            autocommit=True,
+        )
         if read_only:
             self._connection.execute("SET default_transaction_read_only = on")
 
@@ -91,9 +104,13 @@ def view_rows(store: str | os.PathLike[str]) -> dict[str, list[tuple[object, ...
     """Every row of every view, as a sorted multiset (repr order copes with NULLs)."""
     connection = connect(store)
     try:
-        return {view: sorted((tuple(row) for row in
-                              connection.execute(f"SELECT * FROM {view}").fetchall()), key=repr)
-                for view in VIEWS}
+        return {
+            view: sorted(
+                (tuple(row) for row in connection.execute(f"SELECT * FROM {view}").fetchall()),
+                key=repr,
+            )
+            for view in VIEWS
+        }
     finally:
         connection.close()
 
@@ -116,8 +133,10 @@ def point_count(store: str | os.PathLike[str]) -> int:
     """Rows in all point tables together."""
     connection = connect(store)
     try:
-        return sum(connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                   for table in POINT_TABLES)
+        return sum(
+            connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in POINT_TABLES
+        )
     finally:
         connection.close()
 
@@ -126,7 +145,11 @@ def file_states(store: str | os.PathLike[str]) -> dict[str, tuple[object, ...]]:
     """path -> (status, offset_consumed, records) of every event file."""
     connection = connect(store)
     try:
-        return {row[0]: tuple(row[1:]) for row in connection.execute(
-            "SELECT path, status, offset_consumed, records FROM event_files").fetchall()}
+        return {
+            row[0]: tuple(row[1:])
+            for row in connection.execute(
+                "SELECT path, status, offset_consumed, records FROM event_files"
+            ).fetchall()
+        }
     finally:
         connection.close()

@@ -3,7 +3,6 @@ is untouched or consistent."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import struct
@@ -16,7 +15,7 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter.cli import cli
-from converter.records import masked_crc32c
+from converter.reading.crc import masked_crc32c
 from tests.eventfiles import simple_value, summary_event, write_events
 from tests.snapshots import view_rows, without_run_ids
 
@@ -82,8 +81,11 @@ def test_huge_length_field(logdir: Path, tmp_path: Path, valid_crc: bool) -> Non
 
 
 def test_non_utf8_tag_is_repaired_and_kept(tmp_path: Path) -> None:
-    event = Event(step=1, wall_time=5.0, summary=Summary(value=[
-        Summary.Value(tag="accXuracy", simple_value=0.5)]))
+    event = Event(
+        step=1,
+        wall_time=5.0,
+        summary=Summary(value=[Summary.Value(tag="accXuracy", simple_value=0.5)]),
+    )
     payload = event.SerializeToString().replace(b"accXuracy", b"acc\xffuracy")
     path = tmp_path / "logs" / "run" / "events.out.tfevents.1.host"
     path.parent.mkdir(parents=True)
@@ -104,7 +106,7 @@ def test_non_event_file_named_like_one(logdir: Path, tmp_path: Path) -> None:
 
 
 def test_unreadable_file(logdir: Path, tmp_path: Path, monkeypatch) -> None:
-    import converter.filepass as module
+    import converter.reading.chunks as module
 
     bad = logdir / "other" / "events.out.tfevents.1.host"
     write_events(bad, scalars(range(3)))
@@ -134,8 +136,9 @@ def test_read_only_store(logdir: Path, tmp_path: Path) -> None:
     write_events(logdir / "more" / "events.out.tfevents.1.host", scalars(range(5)))
     before = view_rows(store)
     # Root ignores file modes, so ask SQLite itself for a read-only connection.
-    code, summary, stderr = run("--logdir", str(logdir), "--store",
-                                f"sqlite:///file:{store}?mode=ro&uri=true")
+    code, summary, stderr = run(
+        "--logdir", str(logdir), "--store", f"sqlite:///file:{store}?mode=ro&uri=true"
+    )
     assert code == 1 and summary is None
     assert "read-only" in stderr and len(stderr.strip().splitlines()) == 1
     assert view_rows(store) == before
@@ -149,8 +152,7 @@ def test_full_disk_leaves_a_consistent_store_the_next_run_completes(
     store = tmp_path / "s.db"
     assert run("--logdir", str(logdir), "--store", str(store))[0] == 0
     for index in range(3):
-        write_events(logdir / f"big_{index}" / "events.out.tfevents.1.host",
-                     scalars(range(20_000)))
+        write_events(logdir / f"big_{index}" / "events.out.tfevents.1.host", scalars(range(20_000)))
     real_connect = engine_module._on_sqlite_connect
 
     def small_disk(dbapi_connection, record) -> None:
@@ -159,7 +161,7 @@ def test_full_disk_leaves_a_consistent_store_the_next_run_completes(
         dbapi_connection.execute(f"PRAGMA max_page_count = {pages + 300}")
 
     monkeypatch.setattr(engine_module, "_on_sqlite_connect", small_disk)
-    code, summary, stderr = run("--logdir", str(logdir), "--store", str(store))
+    code, _summary, stderr = run("--logdir", str(logdir), "--store", str(store))
     assert code == 1 and "disk is full" in stderr
     monkeypatch.setattr(engine_module, "_on_sqlite_connect", real_connect)
     assert run("--logdir", str(logdir), "--store", str(store))[0] == 0

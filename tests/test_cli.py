@@ -57,31 +57,35 @@ def test_version() -> None:
 
 def test_tf_json_on_stdout_summary_on_stderr(logdir: Path, tmp_path: Path) -> None:
     store = tmp_path / "s.db"
-    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store", str(store),
-                                      "--json"])
+    result = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(logdir), "--store", str(store), "--json"]
+    )
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["points"] == {"scalars": 40}
     assert summary["runs"] == {"total": 2, "created": 2, "extended": 0}
     assert "Converted" in result.stderr
-    again = CliRunner().invoke(cli, ["tensorboard", "--logdir", str(logdir), "--store",
-                                     str(store), "--json"])
+    again = CliRunner().invoke(
+        cli, ["tensorboard", "--logdir", str(logdir), "--store", str(store), "--json"]
+    )
     assert again.exit_code == 0
     second = json.loads(again.stdout)
     assert second["points"] == {} and second["files"]["unchanged"] == 2
 
 
 def test_quiet_prints_nothing(logdir: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store",
-                                      str(tmp_path / "s.db"), "-q"])
+    result = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(logdir), "--store", str(tmp_path / "s.db"), "-q"]
+    )
     assert result.exit_code == 0
     assert result.stdout == "" and result.stderr == ""
 
 
 def test_dry_run_writes_nothing(logdir: Path, tmp_path: Path) -> None:
     store = tmp_path / "never.db"
-    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store", str(store),
-                                      "--dry-run", "--json"])
+    result = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(logdir), "--store", str(store), "--dry-run", "--json"]
+    )
     assert result.exit_code == 0, result.stderr
     plan = json.loads(result.stdout)["plan"]
     assert [entry["action"] for entry in plan] == ["new", "new"]
@@ -90,8 +94,9 @@ def test_dry_run_writes_nothing(logdir: Path, tmp_path: Path) -> None:
 
 
 def test_missing_logdir_is_one_line_exit_1(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["tf", "--logdir", str(tmp_path / "nope"), "--store",
-                                      str(tmp_path / "s.db")])
+    result = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(tmp_path / "nope"), "--store", str(tmp_path / "s.db")]
+    )
     assert result.exit_code == 1
     assert str(tmp_path / "nope") in result.stderr
     assert "Traceback" not in result.stderr
@@ -99,8 +104,9 @@ def test_missing_logdir_is_one_line_exit_1(tmp_path: Path) -> None:
 
 
 def test_store_in_missing_directory_exit_1(logdir: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store",
-                                      str(tmp_path / "no" / "dir" / "s.db")])
+    result = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(logdir), "--store", str(tmp_path / "no" / "dir" / "s.db")]
+    )
     assert result.exit_code == 1
     assert "does not exist" in result.stderr and "mkdir" in result.stderr
     assert not (tmp_path / "no").exists()
@@ -117,8 +123,10 @@ def test_store_that_is_not_sqlite_exit_1(logdir: Path, tmp_path: Path) -> None:
 
 
 def test_unknown_plugin_is_usage_error(logdir: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store",
-                                      str(tmp_path / "s.db"), "--plugins", "nonsense"])
+    result = CliRunner().invoke(
+        cli,
+        ["tf", "--logdir", str(logdir), "--store", str(tmp_path / "s.db"), "--plugins", "nonsense"],
+    )
     assert result.exit_code == 2
     assert "nonsense" in result.stderr
 
@@ -131,8 +139,9 @@ def test_damaged_file_exit_3_names_file_and_offset(tmp_path: Path) -> None:
     middle = len(data) // 2
     data[middle] ^= 0xFF
     event_file.write_bytes(bytes(data))
-    result = CliRunner().invoke(cli, ["tf", "--logdir", str(root), "--store",
-                                      str(tmp_path / "s.db"), "--json"])
+    result = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(root), "--store", str(tmp_path / "s.db"), "--json"]
+    )
     assert result.exit_code == 3, result.stderr
     summary = json.loads(result.stdout)
     assert summary["damaged_records"] == 1
@@ -147,11 +156,13 @@ def test_orphans_are_warned_one_by_one(tmp_path: Path) -> None:
         writer.add_scalar("x", 1.0, 0)
     with SummaryWriter(str(root), filename_suffix=".two") as writer:
         writer.add_scalar("x", 1.0, 0)
-    result = CliRunner().invoke(cli, ["tf", "--logdir", str(root), "--store",
-                                      str(tmp_path / "s.db")])
+    result = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(root), "--store", str(tmp_path / "s.db")]
+    )
     assert result.exit_code == 0
-    orphan_lines = [line for line in result.stderr.splitlines()
-                    if line.startswith("warning: orphan")]
+    orphan_lines = [
+        line for line in result.stderr.splitlines() if line.startswith("warning: orphan")
+    ]
     assert len(orphan_lines) == 2
     assert "orphans:  2 event files" in result.stderr
     assert any(".one" in line for line in orphan_lines)
@@ -196,8 +207,13 @@ def test_store_from_environment(logdir: Path, tmp_path: Path, monkeypatch) -> No
 
 
 def test_python_dash_m_entry_point(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "converter", "--help"], capture_output=True,
-                            text=True, check=False, env={**os.environ, "NO_COLOR": "1"})
+    result = subprocess.run(
+        [sys.executable, "-m", "converter", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     assert result.returncode == 0
     assert "tf" in result.stdout
 

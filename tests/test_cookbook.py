@@ -21,7 +21,6 @@ import pytest
 from test_read_api import STEPS, SWEEP, build_store, sweep_pixels
 
 from converter.datasette import QUERIES, database_name, metadata
-
 from tests.snapshots import StoreFactory, connect, is_server
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -100,22 +99,29 @@ def check_params_pivot(rows: Rows, store: str) -> None:
 
 
 def check_nan(rows: Rows, store: str) -> None:
-    assert rows == [{"run_path": "sweep/lr_1.0", "context": "", "tag": "loss",
-                     "first_nan_step": 6, "nan_points": STEPS - 6}]
+    assert rows == [
+        {
+            "run_path": "sweep/lr_1.0",
+            "context": "",
+            "tag": "loss",
+            "first_nan_step": 6,
+            "nan_points": STEPS - 6,
+        }
+    ]
 
 
 def check_images(rows: Rows, store: str) -> None:
     assert [row["run_path"] for row in rows] == [f"sweep/{run}" for run in sorted(SWEEP)]
     for row in rows:
         height, width, _ = sweep_pixels(row["run_path"].split("/")[1], 2).shape
-        assert (row["format"], row["width"], row["height"], row["idx"]) == (
-            "PNG", width, height, 0)
+        assert (row["format"], row["width"], row["height"], row["idx"]) == ("PNG", width, height, 0)
         assert row["bytes"] > 50
 
 
 def check_search(rows: Rows, store: str) -> None:
     assert [(r["run_path"], r["tag"], r["value"]) for r in rows] == [
-        ("sweep/lr_1.0", "notes/text_summary", "Diverged at step 6")]
+        ("sweep/lr_1.0", "notes/text_summary", "Diverged at step 6")
+    ]
 
 
 CHECKS: dict[str, Callable[[Rows, str], None]] = {
@@ -176,8 +182,10 @@ def datasette_get(store: str, document: dict[str, Any], *paths: str) -> list[Any
         responses = [await app.client.get(path) for path in paths]
         for path, response in zip(paths, responses, strict=True):
             assert response.status_code == 200, (path, response.text[:500])
-        return [response.json() if ".json" in path else response.text
-                for path, response in zip(paths, responses, strict=True)]
+        return [
+            response.json() if ".json" in path else response.text
+            for path, response in zip(paths, responses, strict=True)
+        ]
 
     return asyncio.run(fetch())
 
@@ -189,9 +197,13 @@ def test_datasette_loads_the_metadata(store_path: str) -> None:
     name = database_name(store_path)
     document = json.loads(json.dumps(metadata(name)))  # what the command writes
     served, runs_page, runs_json, last = datasette_get(
-        store_path, document, "/-/metadata.json", f"/{name}/v_runs",
+        store_path,
+        document,
+        "/-/metadata.json",
+        f"/{name}/v_runs",
         f"/{name}/v_runs.json?_shape=objects&_extra=facet_results",
-        f"/{name}/v_last_scalars.json?_extra=facet_results&_shape=objects")
+        f"/{name}/v_last_scalars.json?_extra=facet_results&_shape=objects",
+    )
     # Datasette adds keys of its own (and to the dict it is given): compare what we wrote.
     written = metadata(name)["databases"][name]
     served_database = served["databases"][name]
@@ -214,8 +226,9 @@ def test_datasette_hides_internal_tables_and_labels_runs(store_path: str) -> Non
     (database,) = datasette_get(store_path, metadata(name), f"/{name}.json")
     hidden = {table["name"] for table in database["tables"] if table["hidden"]}
     assert hidden == {"blobs", "tbconvert_alembic_version"}
-    (series,) = datasette_get(store_path, metadata(name),
-                              f"/{name}/series.json?_shape=objects&_labels=on&_size=1")
+    (series,) = datasette_get(
+        store_path, metadata(name), f"/{name}/series.json?_shape=objects&_labels=on&_size=1"
+    )
     run = series["rows"][0]["run_id"]  # a label, not a bare id
     (expected,) = run_sql(store_path, f"SELECT run_path FROM runs WHERE id = {run['value']}")
     assert run["label"] == expected["run_path"]
@@ -224,13 +237,19 @@ def test_datasette_hides_internal_tables_and_labels_runs(store_path: str) -> Non
 CANNED: dict[str, tuple[str, Callable[[Rows], bool]]] = {
     "learning_curve": ("run_path=run_1&tag=loss", lambda rows: len(rows) == 350),
     "last_values": ("", lambda rows: any(r["tag"] == "ema_decay" for r in rows)),
-    "final_metric_with_params": ("tag=accuracy", lambda rows: {r["key"] for r in rows}
-                                 == {"lr", "optimizer", "batch_size"}
-                                 and rows[0]["run_path"] == "sweep/lr_0.1"),
+    "final_metric_with_params": (
+        "tag=accuracy",
+        lambda rows: (
+            {r["key"] for r in rows} == {"lr", "optimizer", "batch_size"}
+            and rows[0]["run_path"] == "sweep/lr_0.1"
+        ),
+    ),
     "nan_series": ("", lambda rows: [r["run_path"] for r in rows] == ["sweep/lr_1.0"]),
     "images_at_step": ("tag=samples&step=0", lambda rows: len(rows) == len(SWEEP)),
-    "search_texts": ("words=DIVERGED", lambda rows: [r["run_path"] for r in rows]
-                     == ["sweep/lr_1.0"]),
+    "search_texts": (
+        "words=DIVERGED",
+        lambda rows: [r["run_path"] for r in rows] == ["sweep/lr_1.0"],
+    ),
 }
 
 
@@ -240,8 +259,10 @@ def test_datasette_canned_queries(store_path: str) -> None:
     pytest.importorskip("datasette")
     assert sorted(CANNED) == sorted(QUERIES)
     name = database_name(store_path)
-    paths = [f"/{name}/{query}.json?_shape=objects&{arguments}"
-             for query, (arguments, _) in CANNED.items()]
+    paths = [
+        f"/{name}/{query}.json?_shape=objects&{arguments}"
+        for query, (arguments, _) in CANNED.items()
+    ]
     results = datasette_get(store_path, metadata(name), *paths)
     for (query, (_, check)), result in zip(CANNED.items(), results, strict=True):
         assert check(result["rows"]), (query, result["rows"][:3])

@@ -40,16 +40,22 @@ def big_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             steps = range(part * 25_000, (part + 1) * 25_000)
             write_events(
                 root / f"run_{run}" / f"events.out.tfevents.{part}.host",
-                [summary_event(step, 1e9 + step,
-                               [simple_value("loss", rng.random()), simple_value("acc", step)])
-                 for step in steps],
+                [
+                    summary_event(
+                        step,
+                        1e9 + step,
+                        [simple_value("loss", rng.random()), simple_value("acc", step)],
+                    )
+                    for step in steps
+                ],
             )
     return root
 
 
 @pytest.fixture(scope="module")
-def big_clean(big_logdir: Path, tmp_path_factory: pytest.TempPathFactory,
-              make_store: StoreFactory) -> dict:
+def big_clean(
+    big_logdir: Path, tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory
+) -> dict:
     store = make_store(tmp_path_factory.mktemp("clean"), "clean")
     summary = convert(big_logdir, store)
     assert summary.points["scalars"] == 400_000
@@ -61,45 +67,58 @@ def test_kill_9_at_random_moments_then_rerun_equals_clean(
 ) -> None:
     rng = random.Random(11)
     for _ in range(6):
-        process = subprocess.Popen(tbconvert("tf", "--logdir", str(big_logdir), "--store",
-                                             str(store), "-q"), env=ENV)
+        process = subprocess.Popen(
+            tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store), "-q"), env=ENV
+        )
         time.sleep(rng.uniform(0.4, 3.0))
         process.send_signal(signal.SIGKILL)
         process.wait()
-    final = subprocess.run(tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store),
-                                     "-q"), env=ENV, check=False)
+    final = subprocess.run(
+        tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store), "-q"),
+        env=ENV,
+        check=False,
+    )
     assert final.returncode == 0
     assert comparable_rows(store) == big_clean
 
 
-def test_two_converters_at_once_on_one_store(
-    big_logdir: Path, big_clean: dict, store: str
-) -> None:
+def test_two_converters_at_once_on_one_store(big_logdir: Path, big_clean: dict, store: str) -> None:
     processes = [
-        subprocess.Popen(tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store),
-                                   "--json"), env=ENV, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store), "--json"),
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(2)
     ]
     outputs = [process.communicate(timeout=300) for process in processes]
-    for process, (_stdout, stderr) in zip(processes, outputs):
+    for process, (_stdout, stderr) in zip(processes, outputs, strict=False):
         assert process.returncode == 0, stderr
         assert "locked" not in stderr
     assert comparable_rows(store) == big_clean
 
 
-def test_converters_on_different_logdirs_share_a_store(tmp_path: Path,
-                                                      make_store: StoreFactory) -> None:
+def test_converters_on_different_logdirs_share_a_store(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
     logdirs = []
     for name in ("a", "b", "c"):
         root = tmp_path / name
         for run in range(3):
-            write_events(root / f"run_{run}" / "events.out.tfevents.1.host",
-                         [summary_event(s, 1e9 + s, [simple_value("x", s)]) for s in range(3000)])
+            write_events(
+                root / f"run_{run}" / "events.out.tfevents.1.host",
+                [summary_event(s, 1e9 + s, [simple_value("x", s)]) for s in range(3000)],
+            )
         logdirs.append(root)
     store = make_store(tmp_path, "shared")
-    processes = [subprocess.Popen(tbconvert("tf", "--logdir", str(root), "--store", str(store),
-                                            "-q"), env=ENV) for root in logdirs]
+    processes = [
+        subprocess.Popen(
+            tbconvert("tf", "--logdir", str(root), "--store", str(store), "-q"), env=ENV
+        )
+        for root in logdirs
+    ]
     assert [process.wait(timeout=300) for process in processes] == [0, 0, 0]
     sequential = make_store(tmp_path, "sequential")
     for root in logdirs:
@@ -136,12 +155,14 @@ def _start_writer(path: Path, count: int) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(count)], env=ENV)
 
 
-def test_converter_runs_repeatedly_while_a_writer_appends(tmp_path: Path,
-                                                         make_store: StoreFactory) -> None:
+def test_converter_runs_repeatedly_while_a_writer_appends(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
     logdir = tmp_path / "live"
     store = make_store(tmp_path, "live")
-    writers = [_start_writer(logdir / f"run_{i}" / "events.out.tfevents.1.host", 3000)
-               for i in range(2)]
+    writers = [
+        _start_writer(logdir / f"run_{i}" / "events.out.tfevents.1.host", 3000) for i in range(2)
+    ]
     passes = 0
     while any(writer.poll() is None for writer in writers):
         convert(logdir, store) if logdir.exists() else None
@@ -151,18 +172,31 @@ def test_converter_runs_repeatedly_while_a_writer_appends(tmp_path: Path,
     assert passes > 1
     # Which run's file appeared first decides the run ids; everything else must match.
     assert without_run_ids(view_rows(store)) == without_run_ids(
-        view_rows(_clean_copy(logdir, tmp_path, make_store)))
+        view_rows(_clean_copy(logdir, tmp_path, make_store))
+    )
 
 
-def test_watch_follows_a_live_writer_until_ctrl_c(tmp_path: Path,
-                                                 make_store: StoreFactory) -> None:
+def test_watch_follows_a_live_writer_until_ctrl_c(tmp_path: Path, make_store: StoreFactory) -> None:
     logdir = tmp_path / "live"
     store = make_store(tmp_path, "watch")
     writer = _start_writer(logdir / "run_0" / "events.out.tfevents.1.host", 2000)
     watcher = subprocess.Popen(
-        tbconvert("tf", "--logdir", str(logdir), "--store", str(store), "--watch",
-                  "--interval", "0.2", "--json"),
-        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        tbconvert(
+            "tf",
+            "--logdir",
+            str(logdir),
+            "--store",
+            str(store),
+            "--watch",
+            "--interval",
+            "0.2",
+            "--json",
+        ),
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert writer.wait(timeout=120) == 0
     time.sleep(1.5)  # at least one whole pass after the last write
     watcher.send_signal(signal.SIGINT)

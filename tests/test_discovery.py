@@ -1,4 +1,4 @@
-"""Tests for converter.discovery: SPEC §3 classification on real tensorboardX event files."""
+"""Tests for converter.reading.discovery: SPEC §3 classification on real tensorboardX files."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from tensorboardX import SummaryWriter
 
-from converter.discovery import (
+from converter.errors import LogdirError
+from converter.reading.discovery import (
     Classification,
     EventFileSource,
     classify,
     filter_runs,
     is_event_file,
 )
-from converter.errors import LogdirError
 
 # tensorboardX names files by the second and hostname only, so two writers in one directory
 # within a second would collide without a distinct suffix.

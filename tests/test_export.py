@@ -24,9 +24,9 @@ from test_read_api import STEPS, SWEEP, build_store, view_rows
 
 import converter
 from converter import export
-from converter.cli import EXPORT_FORMATS, EXPORT_KINDS, cli
+from converter.cli import cli
+from converter.cli.inspect import EXPORT_FORMATS, EXPORT_KINDS
 from converter.conversion import convert
-
 from tests.snapshots import StoreFactory
 
 
@@ -86,8 +86,13 @@ def test_show_text_has_series_per_plugin_params_and_files(store_path: str) -> No
     result = invoke("show", "sweep/lr_1.0", "--store", str(store_path))
     assert result.exit_code == 0, result.stderr
     text = result.stdout
-    for heading in ("scalars (3 series)", "images (1 series)", "text (1 series)",
-                    "params (1 session)", "files (2)"):
+    for heading in (
+        "scalars (3 series)",
+        "images (1 series)",
+        "text (1 series)",
+        "params (1 session)",
+        "files (2)",
+    ):
         assert heading in text
     loss = next(line for line in text.splitlines() if " loss " in line)
     assert loss.split()[-3:] == [str(STEPS), "0..9", "NaN"]
@@ -136,31 +141,78 @@ def test_export_scalars_csv_on_stdout_equals_the_view(store_path: str) -> None:
     assert result.stderr == ""
     rows = csv_rows(result.stdout)
     assert list(rows[0]) == list(export.COLUMNS["scalars"])
-    expected = view_rows(store_path, "SELECT run_id, run_path, context, tag, step, wall_time, "
-                                     "value FROM v_scalars WHERE run_path = 'run_1'")
-    got = [(int(r["run_id"]), r["run_path"], r["context"], r["tag"], int(r["step"]),
-            float(r["wall_time"]), float(r["value"])) for r in rows]
+    expected = view_rows(
+        store_path,
+        "SELECT run_id, run_path, context, tag, step, wall_time, "
+        "value FROM v_scalars WHERE run_path = 'run_1'",
+    )
+    got = [
+        (
+            int(r["run_id"]),
+            r["run_path"],
+            r["context"],
+            r["tag"],
+            int(r["step"]),
+            float(r["wall_time"]),
+            float(r["value"]),
+        )
+        for r in rows
+    ]
     assert sorted(got) == sorted(expected)  # floats round-trip exactly through CSV text
     order = [(r["context"], r["tag"], int(r["step"])) for r in rows]
     assert order == sorted(order)
 
 
 def test_export_globs_on_run_tag_and_context(store_path: str) -> None:
-    result = invoke("export", "scalars", "--store", str(store_path), "--run", "group_1/*",
-                    "--tag", "epoch_*", "--tag", "learning_rate", "--context", "train")
+    result = invoke(
+        "export",
+        "scalars",
+        "--store",
+        str(store_path),
+        "--run",
+        "group_1/*",
+        "--tag",
+        "epoch_*",
+        "--tag",
+        "learning_rate",
+        "--context",
+        "train",
+    )
     rows = csv_rows(result.stdout)
     assert {(r["run_path"], r["context"], r["tag"]) for r in rows} == {
-        ("group_1/run_2", "train", "epoch_accuracy"), ("group_1/run_2", "train", "epoch_loss"),
-        ("group_1/run_2", "train", "epoch_learning_rate")}
+        ("group_1/run_2", "train", "epoch_accuracy"),
+        ("group_1/run_2", "train", "epoch_loss"),
+        ("group_1/run_2", "train", "epoch_learning_rate"),
+    }
     assert len(rows) == 75
 
 
 def test_export_nan_is_an_empty_cell_and_a_json_null(store_path: str) -> None:
-    as_csv = csv_rows(invoke("export", "scalars", "--store", str(store_path), "--run",
-                             "sweep/lr_1.0", "--tag", "loss").stdout)
+    as_csv = csv_rows(
+        invoke(
+            "export",
+            "scalars",
+            "--store",
+            str(store_path),
+            "--run",
+            "sweep/lr_1.0",
+            "--tag",
+            "loss",
+        ).stdout
+    )
     assert [r["value"] == "" for r in as_csv] == [step >= 6 for step in range(STEPS)]
-    lines = invoke("export", "scalars", "--store", str(store_path), "--run", "sweep/lr_1.0",
-                   "--tag", "loss", "--format", "jsonl").stdout.splitlines()
+    lines = invoke(
+        "export",
+        "scalars",
+        "--store",
+        str(store_path),
+        "--run",
+        "sweep/lr_1.0",
+        "--tag",
+        "loss",
+        "--format",
+        "jsonl",
+    ).stdout.splitlines()
     values = [json.loads(line)["value"] for line in lines]
     assert values[6:] == [None] * 4 and all(v is not None for v in values[:6])
 
@@ -196,19 +248,18 @@ def test_export_to_a_file_infers_jsonl(store_path: str, tmp_path: Path) -> None:
 
 
 def test_export_params_tag_filters_keys(store_path: str) -> None:
-    rows = csv_rows(invoke("export", "params", "--store", str(store_path), "--tag",
-                           "opt*").stdout)
+    rows = csv_rows(invoke("export", "params", "--store", str(store_path), "--tag", "opt*").stdout)
     assert sorted(r["value"] for r in rows) == ["adam", "adam", "sgd"]
     assert all(r["value_type"] == "string" for r in rows)
 
 
 def test_export_texts_match_without_the_text_summary_suffix(store_path: str) -> None:
-    rows = csv_rows(invoke("export", "texts", "--store", str(store_path), "--tag",
-                           "notes").stdout)
+    rows = csv_rows(invoke("export", "texts", "--store", str(store_path), "--tag", "notes").stdout)
     assert [(r["run_path"], r["tag"], r["value"]) for r in rows] == [
         ("sweep/lr_0.01", "notes/text_summary", "converged fine"),
         ("sweep/lr_0.1", "notes/text_summary", "converged fine"),
-        ("sweep/lr_1.0", "notes/text_summary", "Diverged at step 6")]
+        ("sweep/lr_1.0", "notes/text_summary", "Diverged at step 6"),
+    ]
 
 
 def test_export_nothing_matches_gives_the_header_only(store_path: str) -> None:
@@ -218,13 +269,13 @@ def test_export_nothing_matches_gives_the_header_only(store_path: str) -> None:
 
 def test_export_usage_errors_exit_2(store_path: str) -> None:
     assert invoke("export", "histograms", "--store", str(store_path)).exit_code == 2
-    assert invoke("export", "scalars", "--format", "xml", "--store",
-                  str(store_path)).exit_code == 2
+    assert invoke("export", "scalars", "--format", "xml", "--store", str(store_path)).exit_code == 2
 
 
 def test_export_into_a_missing_directory_exit_1(store_path: str, tmp_path: Path) -> None:
-    result = invoke("export", "scalars", "--store", str(store_path), "-o",
-                    str(tmp_path / "no" / "out.csv"))
+    result = invoke(
+        "export", "scalars", "--store", str(store_path), "-o", str(tmp_path / "no" / "out.csv")
+    )
     assert result.exit_code == 1
     assert len(result.stderr.strip().splitlines()) == 1 and "out.csv" in result.stderr
 
@@ -242,10 +293,10 @@ def test_failed_export_leaves_no_file(store_path: str, tmp_path: Path) -> None:
 
 
 def test_export_to_a_closed_pipe_is_quiet(store_path: str) -> None:
-    command = [sys.executable, "-m", "converter", "export", "scalars", "--store",
-               str(store_path)]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env={**os.environ, "NO_COLOR": "1"}) as process:
+    command = [sys.executable, "-m", "converter", "export", "scalars", "--store", str(store_path)]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "NO_COLOR": "1"}
+    ) as process:
         assert process.stdout is not None and process.stderr is not None
         header = process.stdout.readline()
         process.stdout.close()
@@ -261,7 +312,10 @@ def test_dumps_is_strict_json() -> None:
     document = {"a": [1.5, math.nan, math.inf, -math.inf], "b": "Infinity", "c": None}
     text = export.dumps(document)
     assert json.loads(text, parse_constant=_reject) == {
-        "a": [1.5, None, math.inf, -math.inf], "b": "Infinity", "c": None}
+        "a": [1.5, None, math.inf, -math.inf],
+        "b": "Infinity",
+        "c": None,
+    }
     assert export.dumps({"x": 1}) == '{"x": 1}'
 
 
@@ -300,8 +354,9 @@ def test_datasette_metadata_command(store_path: str, tmp_path: Path) -> None:
 # The other half of the SQLite-only test above: a server store is refused, and nothing written.
 @pytest.mark.parametrize("make_store", ["postgresql"], indirect=True)
 def test_datasette_metadata_refuses_a_server_store(store_path: str, tmp_path: Path) -> None:
-    result = invoke("datasette-metadata", "--store", store_path, "-o",
-                    str(tmp_path / "metadata.json"))
+    result = invoke(
+        "datasette-metadata", "--store", store_path, "-o", str(tmp_path / "metadata.json")
+    )
     assert result.exit_code == 2
     assert "datasette serves SQLite files only" in result.stderr and result.stdout == ""
     assert list(tmp_path.iterdir()) == []

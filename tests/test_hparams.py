@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from eventfiles import event_file_name, summary_event, tf2_scalar, write_events
 from google.protobuf import struct_pb2
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
@@ -25,21 +26,28 @@ from tensorboard.plugins.hparams import summary_v2 as hp
 from converter.conversion import convert
 from converter.plugins import hparams
 from converter.plugins.base import DecodeFailure
-from eventfiles import event_file_name, summary_event, tf2_scalar, write_events
-
 from tests.snapshots import StoreFactory, connect, rows
 
 W0 = 1_795_000_000.0
-EXP, START, END = (hp_metadata.EXPERIMENT_TAG, hp_metadata.SESSION_START_INFO_TAG,
-                   hp_metadata.SESSION_END_INFO_TAG)
+EXP, START, END = (
+    hp_metadata.EXPERIMENT_TAG,
+    hp_metadata.SESSION_START_INFO_TAG,
+    hp_metadata.SESSION_END_INFO_TAG,
+)
 HPARAMS = {"lr": 0.1, "bs": 32, "opt": "adam", "nesterov": True}
-PARAMS_SQL = ("SELECT key, value, value_num, value_type FROM v_params "
-              "WHERE run_path = ? AND context = ? ORDER BY key")
-SERIES_CONTENT_SQL = ("SELECT s.plugin_content FROM series s JOIN runs r ON r.id = s.run_id "
-                      "JOIN contexts c ON c.id = s.context_id "
-                      "WHERE r.run_path = ? AND c.name = ? AND s.name = ?")
-RAW_SQL = ("SELECT plugin, dtype, shape, data FROM v_tensors "
-           "WHERE run_path = ? AND context = ? AND tag = ?")
+PARAMS_SQL = (
+    "SELECT key, value, value_num, value_type FROM v_params "
+    "WHERE run_path = ? AND context = ? ORDER BY key"
+)
+SERIES_CONTENT_SQL = (
+    "SELECT s.plugin_content FROM series s JOIN runs r ON r.id = s.run_id "
+    "JOIN contexts c ON c.id = s.context_id "
+    "WHERE r.run_path = ? AND c.name = ? AND s.name = ?"
+)
+RAW_SQL = (
+    "SELECT plugin, dtype, shape, data FROM v_tensors "
+    "WHERE run_path = ? AND context = ? AND tag = ?"
+)
 
 
 def params(store: str, run_path: str, context: str) -> list[tuple[Any, ...]]:
@@ -73,8 +81,9 @@ def hparams_value(
 
 
 @pytest.fixture(scope="module")
-def tbx(tmp_path_factory: pytest.TempPathFactory,
-        make_store: StoreFactory) -> tuple[str, Any, list[str]]:
+def tbx(
+    tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory
+) -> tuple[str, Any, list[str]]:
     """logs/exp/run_1 holds the SummaryWriter; add_hparams twice -> two timestamp sub-dirs."""
     from tensorboardX import SummaryWriter
 
@@ -101,8 +110,12 @@ def test_tbx_sessions_are_contexts_of_the_writers_run(tbx: tuple[str, Any, list[
 
 def test_tbx_params_typed_per_session(tbx: tuple[str, Any, list[str]]) -> None:
     store, summary, sessions = tbx
-    expected = [("bs", "32.0", 32.0, "number"), ("lr", "0.1", 0.1, "number"),
-                ("nesterov", "true", 1.0, "bool"), ("opt", "adam", None, "string")]
+    expected = [
+        ("bs", "32.0", 32.0, "number"),
+        ("lr", "0.1", 0.1, "number"),
+        ("nesterov", "true", 1.0, "bool"),
+        ("opt", "adam", None, "string"),
+    ]
     for session in sessions:
         assert params(store, "exp/run_1", session) == expected
     assert params(store, "exp/run_1", "") == []
@@ -114,8 +127,10 @@ def test_tbx_params_typed_per_session(tbx: tuple[str, Any, list[str]]) -> None:
 def test_tbx_metric_is_a_scalar_of_each_session(tbx: tuple[str, Any, list[str]]) -> None:
     store, _, sessions = tbx
     with closing(connect(store)) as conn:
-        got = rows(conn, "SELECT context, step, value FROM v_scalars WHERE tag = 'hparam/acc' "
-                         "ORDER BY context")
+        got = rows(
+            conn,
+            "SELECT context, step, value FROM v_scalars WHERE tag = 'hparam/acc' ORDER BY context",
+        )
     assert got == [(session, 0, float(np.float32(0.9))) for session in sessions]
 
 
@@ -123,13 +138,17 @@ def test_tbx_experiment_and_session_end_kept_exactly(tbx: tuple[str, Any, list[s
     from tensorboardX.summary import hparams as tbx_hparams
 
     store, _, sessions = tbx
-    written = [plugin_data_pb2.HParamsPluginData.FromString(s.value[0].metadata.plugin_data.content)
-               for s in tbx_hparams(HPARAMS, {"hparam/acc": 0.9})]
+    written = [
+        plugin_data_pb2.HParamsPluginData.FromString(s.value[0].metadata.plugin_data.content)
+        for s in tbx_hparams(HPARAMS, {"hparam/acc": 0.9})
+    ]
     for session in sessions:
         assert raw_record(store, "exp/run_1", session, EXP) == written[0]
         assert raw_record(store, "exp/run_1", session, END) == written[2]
-        assert raw_record(store, "exp/run_1", session, END).session_end_info.status == \
-            api_pb2.STATUS_SUCCESS
+        assert (
+            raw_record(store, "exp/run_1", session, END).session_end_info.status
+            == api_pb2.STATUS_SUCCESS
+        )
 
 
 # --------------------------------------------------------------------------- torch
@@ -137,22 +156,32 @@ def test_tbx_experiment_and_session_end_kept_exactly(tbx: tuple[str, Any, list[s
 
 def test_torch_bools_stay_numbers(tmp_path: Path, store: str) -> None:
     """torch writes a bool as number_value 1.0 typed DATA_TYPE_FLOAT64: kept as a number."""
-    experiment = plugin_data_pb2.HParamsPluginData(experiment=api_pb2.Experiment(
-        hparam_infos=[api_pb2.HParamInfo(name="flag", type=api_pb2.DATA_TYPE_FLOAT64),
-                      api_pb2.HParamInfo(name="lr", type=api_pb2.DATA_TYPE_FLOAT64)],
-        metric_infos=[api_pb2.MetricInfo(name=api_pb2.MetricName(tag="acc"))]))
+    experiment = plugin_data_pb2.HParamsPluginData(
+        experiment=api_pb2.Experiment(
+            hparam_infos=[
+                api_pb2.HParamInfo(name="flag", type=api_pb2.DATA_TYPE_FLOAT64),
+                api_pb2.HParamInfo(name="lr", type=api_pb2.DATA_TYPE_FLOAT64),
+            ],
+            metric_infos=[api_pb2.MetricInfo(name=api_pb2.MetricName(tag="acc"))],
+        )
+    )
     start = plugin_data_pb2.HParamsPluginData()
     start.session_start_info.hparams["flag"].number_value = 1.0
     start.session_start_info.hparams["lr"].number_value = 0.001
     end = plugin_data_pb2.HParamsPluginData(
-        session_end_info=plugin_data_pb2.SessionEndInfo(status=api_pb2.STATUS_SUCCESS))
+        session_end_info=plugin_data_pb2.SessionEndInfo(status=api_pb2.STATUS_SUCCESS)
+    )
     sub = tmp_path / "logs" / "run" / "1795246946.4808772"
-    events = [summary_event(0, W0 + i, [hparams_value(tag, data, null_tensor=False)])
-              for i, (tag, data) in enumerate(((EXP, experiment), (START, start), (END, end)))]
+    events = [
+        summary_event(0, W0 + i, [hparams_value(tag, data, null_tensor=False)])
+        for i, (tag, data) in enumerate(((EXP, experiment), (START, start), (END, end)))
+    ]
     write_events(sub / event_file_name(W0), events)
     summary = convert(tmp_path / "logs", store, progress=False)
     assert params(store, "run", "1795246946.4808772") == [
-        ("flag", "1.0", 1.0, "number"), ("lr", "0.001", 0.001, "number")]
+        ("flag", "1.0", 1.0, "number"),
+        ("lr", "0.001", 0.001, "number"),
+    ]
     assert raw_record(store, "run", "1795246946.4808772", EXP) == experiment
     assert raw_record(store, "run", "1795246946.4808772", END) == end
     assert summary.undecodable == {}
@@ -170,20 +199,28 @@ TRIALS = {
 def write_tf2(parent: Path) -> dict[str, Any]:
     """hp.hparams_config in the parent, hp.hparams + session end in each trial directory."""
     config = hp.hparams_config_pb(
-        hparams=[hp.HParam("lr", hp.RealInterval(1e-4, 1.0)),
-                 hp.HParam("units", hp.Discrete([16, 32])),
-                 hp.HParam("opt", hp.Discrete(["sgd", "adam"])),
-                 hp.HParam("dropout", hp.Discrete([False, True]))],
-        metrics=[hp.Metric("epoch_accuracy", group="validation")])
+        hparams=[
+            hp.HParam("lr", hp.RealInterval(1e-4, 1.0)),
+            hp.HParam("units", hp.Discrete([16, 32])),
+            hp.HParam("opt", hp.Discrete(["sgd", "adam"])),
+            hp.HParam("dropout", hp.Discrete([False, True])),
+        ],
+        metrics=[hp.Metric("epoch_accuracy", group="validation")],
+    )
     write_events(parent / event_file_name(W0), [summary_event(0, W0, config.value)])
     written: dict[str, Any] = {"experiment": config.value[0].metadata.plugin_data.content}
     for name, (values, start_time) in TRIALS.items():
         start = hp.hparams_pb(values, trial_id=f"group-{name}", start_time_secs=start_time)
-        end = plugin_data_pb2.HParamsPluginData(session_end_info=plugin_data_pb2.SessionEndInfo(
-            status=api_pb2.STATUS_SUCCESS, end_time_secs=start_time + 5))
-        events = [summary_event(0, start_time, start.value),
-                  summary_event(1, start_time + 1, [tf2_scalar("epoch_accuracy", 0.75)]),
-                  summary_event(0, start_time + 5, [hparams_value(END, end, null_tensor=True)])]
+        end = plugin_data_pb2.HParamsPluginData(
+            session_end_info=plugin_data_pb2.SessionEndInfo(
+                status=api_pb2.STATUS_SUCCESS, end_time_secs=start_time + 5
+            )
+        )
+        events = [
+            summary_event(0, start_time, start.value),
+            summary_event(1, start_time + 1, [tf2_scalar("epoch_accuracy", 0.75)]),
+            summary_event(0, start_time + 5, [hparams_value(END, end, null_tensor=True)]),
+        ]
         write_events(parent / name / event_file_name(start_time), events)
         written[name] = (start.value[0].metadata.plugin_data.content, end)
     return written
@@ -194,14 +231,16 @@ def test_tf2_trials_experiment_and_session_ends(tmp_path: Path, store: str) -> N
     written = write_tf2(tmp_path / "logs" / "tuning")
     summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.undecodable == {} and summary.skipped == {} and summary.orphans == []
-    assert raw_record(store, "tuning", "", EXP) == \
-        plugin_data_pb2.HParamsPluginData.FromString(written["experiment"])
+    assert raw_record(store, "tuning", "", EXP) == plugin_data_pb2.HParamsPluginData.FromString(
+        written["experiment"]
+    )
     for name, (values, _) in TRIALS.items():
         assert params(store, "tuning", name) == [
             ("dropout", "true" if values["dropout"] else "false", float(values["dropout"]), "bool"),
             ("lr", repr(values["lr"]), values["lr"], "number"),
             ("opt", values["opt"], None, "string"),
-            ("units", repr(float(values["units"])), float(values["units"]), "number")]
+            ("units", repr(float(values["units"])), float(values["units"]), "number"),
+        ]
         start_content, end = written[name]
         assert raw_record(store, "tuning", name, END) == end
         # group_name and start_time_secs are kept as the series' plugin content.
@@ -240,10 +279,15 @@ def test_value_kinds() -> None:
     nonfinite.list_value.values.add(number_value=math.inf)
     nonfinite.list_value.values.add(number_value=math.nan)
     metadata = start_metadata(
-        z=struct_pb2.Value(number_value=-0.0), nan=struct_pb2.Value(number_value=math.nan),
-        big=struct_pb2.Value(number_value=2.0**62 + 2**10), s=struct_pb2.Value(string_value="é/x"),
-        off=struct_pb2.Value(bool_value=False), null=struct_pb2.Value(null_value=0),
-        nested=nested, nonfinite=nonfinite)
+        z=struct_pb2.Value(number_value=-0.0),
+        nan=struct_pb2.Value(number_value=math.nan),
+        big=struct_pb2.Value(number_value=2.0**62 + 2**10),
+        s=struct_pb2.Value(string_value="é/x"),
+        off=struct_pb2.Value(bool_value=False),
+        null=struct_pb2.Value(null_value=0),
+        nested=nested,
+        nonfinite=nonfinite,
+    )
     decoded = hparams.decode(Summary.Value(tag=START), metadata)
     assert decoded.table == "params"
     rows = {row[0]: row[1:] for row in decoded.rows}
@@ -260,8 +304,9 @@ def test_value_kinds() -> None:
 
 @pytest.mark.parametrize("content", [b"\xff\xff\xff", b"\x1a\x05ab", b""])
 def test_unreadable_content_is_a_decode_failure(content: bytes) -> None:
-    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
-        plugin_name="hparams", content=content))
+    metadata = SummaryMetadata(
+        plugin_data=SummaryMetadata.PluginData(plugin_name="hparams", content=content)
+    )
     with pytest.raises(DecodeFailure):
         hparams.decode(Summary.Value(tag=START), metadata)
     with pytest.raises(DecodeFailure):
@@ -276,23 +321,27 @@ def test_tensor_data_is_a_decode_failure() -> None:
 
 def test_unreadable_tf2_record_is_kept_raw_and_counted(tmp_path: Path, store: str) -> None:
     """A NULL-tensor value with broken content: undecodable, kept by the generic decoder."""
-    broken = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
-        plugin_name="hparams", content=b"\xff\xff\xff"))
+    broken = SummaryMetadata(
+        plugin_data=SummaryMetadata.PluginData(plugin_name="hparams", content=b"\xff\xff\xff")
+    )
     value = Summary.Value(tag=START, metadata=broken, tensor=hp_metadata.NULL_TENSOR)
     write_events(tmp_path / "logs" / "run" / event_file_name(W0), [summary_event(0, W0, [value])])
     summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.undecodable == {"hparams": {START: 1}}
     with closing(connect(store)) as conn:
         assert rows(conn, "SELECT plugin, dtype, shape, data FROM v_tensors") == [
-            ("hparams", "float32", "[0]", b"")]
+            ("hparams", "float32", "[0]", b"")
+        ]
         assert rows(conn, "SELECT plugin_content FROM series") == [(b"\xff\xff\xff",)]
 
 
-def test_unreadable_metadata_only_record_is_kept_raw_and_counted(tmp_path: Path,
-                                                                   store: str) -> None:
+def test_unreadable_metadata_only_record_is_kept_raw_and_counted(
+    tmp_path: Path, store: str
+) -> None:
     """A metadata-only value with broken content: undecodable, its metadata kept whole."""
-    broken = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
-        plugin_name="hparams", content=b"\xff\xff\xff"))
+    broken = SummaryMetadata(
+        plugin_data=SummaryMetadata.PluginData(plugin_name="hparams", content=b"\xff\xff\xff")
+    )
     value = Summary.Value(tag=START, metadata=broken)
     write_events(tmp_path / "logs" / "run" / event_file_name(W0), [summary_event(0, W0, [value])])
     summary = convert(tmp_path / "logs", store, progress=False)

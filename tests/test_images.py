@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from eventfiles import event_file_name, summary_event, write_events
 from PIL import Image
 from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 from tensorboard.compat.proto.event_pb2 import Event
@@ -28,8 +29,6 @@ from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.plugins.image import metadata as image_metadata
 
 from converter.conversion import convert
-from eventfiles import event_file_name, summary_event, write_events
-
 from tests.snapshots import connect, rows
 
 W0 = 1_795_000_000.0
@@ -82,8 +81,9 @@ def tf2_images(tag: str, width: int, height: int, images: list[bytes], md: bool 
 
 def stored(store: str) -> dict[Key, Row]:
     with closing(connect(store)) as conn:
-        found = rows(conn, "SELECT tag, step, idx, data, format, width, height, wall_time "
-                           "FROM v_images")
+        found = rows(
+            conn, "SELECT tag, step, idx, data, format, width, height, wall_time FROM v_images"
+        )
     result = {(t, s, i): (sha(d), f, w, h, wt) for t, s, i, d, f, w, h, wt in found}
     assert len(result) == len(found), "one row per (tag, step, idx)"
     return result
@@ -111,8 +111,9 @@ def test_tensorboardx_add_image_chw_hwc_and_grid(tmp_path: Path, store: str) -> 
             chw = pixels(step, 5, 7).transpose(2, 0, 1)
             first.setdefault("chw", chw.transpose(1, 2, 0))
             writer.add_image("chw", chw, step, walltime=W0 + step)
-            writer.add_image("hwc", pixels(10 + step, 4, 9), step, walltime=W0 + step,
-                             dataformats="HWC")
+            writer.add_image(
+                "hwc", pixels(10 + step, 4, 9), step, walltime=W0 + step, dataformats="HWC"
+            )
             batch = np.stack([pixels(20 + step * 3 + i, 4, 6) for i in range(3)])
             writer.add_images("grid", batch.transpose(0, 3, 1, 2), step, walltime=W0 + step)
     expected: dict[Key, Row] = {}
@@ -122,7 +123,12 @@ def test_tensorboardx_add_image_chw_hwc_and_grid(tmp_path: Path, store: str) -> 
             for value in event.summary.value:
                 width, height = expected_dims[value.tag]
                 expected[(value.tag, event.step, 0)] = (
-                    sha(value.image.encoded_image_string), "PNG", width, height, event.wall_time)
+                    sha(value.image.encoded_image_string),
+                    "PNG",
+                    width,
+                    height,
+                    event.wall_time,
+                )
     assert len(expected) == 9
     convert_ok(logdir, store)
     assert stored(store) == expected
@@ -133,11 +139,18 @@ def test_tensorboardx_add_image_chw_hwc_and_grid(tmp_path: Path, store: str) -> 
 
 def test_gif_and_tf1_multi_image_tags(tmp_path: Path, store: str) -> None:
     video, faces = gif(4, 8, 6), [png(1, 5, 3), png(2, 3, 5)]
-    events = [summary_event(step, W0 + step / 4, [
-        image_value("video", video, 8, 6),
-        image_value("faces/image/0", faces[0], 5, 3),
-        image_value("faces/image/1", faces[1], 3, 5),
-    ]) for step in (0, 10, 20)]
+    events = [
+        summary_event(
+            step,
+            W0 + step / 4,
+            [
+                image_value("video", video, 8, 6),
+                image_value("faces/image/0", faces[0], 5, 3),
+                image_value("faces/image/1", faces[1], 3, 5),
+            ],
+        )
+        for step in (0, 10, 20)
+    ]
     write_events(tmp_path / "logs" / event_file_name(W0), events)
     convert_ok(tmp_path / "logs", store)
     expected = {}
@@ -150,21 +163,35 @@ def test_gif_and_tf1_multi_image_tags(tmp_path: Path, store: str) -> None:
     assert count(store, "SELECT count(*) FROM blobs") == 3
 
 
-def test_tf2_image_tensors_keep_index_with_metadata_once_or_always(tmp_path: Path,
-                                                                   store: str) -> None:
+def test_tf2_image_tensors_keep_index_with_metadata_once_or_always(
+    tmp_path: Path, store: str
+) -> None:
     steps, tags = [0, 1, 2, 5], ("once", "always")
-    images = {(tag, step): [png(100 * t + 10 * step + i, 6, 4) for i in range(3)]
-              for t, tag in enumerate(tags) for step in steps}
+    images = {
+        (tag, step): [png(100 * t + 10 * step + i, 6, 4) for i in range(3)]
+        for t, tag in enumerate(tags)
+        for step in steps
+    }
     # "once": metadata on the first event only (TF1 FileWriter); "always": on every event.
-    events = [summary_event(step, W0 + step, [
-        tf2_images("once", 6, 4, images[("once", step)], md=n == 0),
-        tf2_images("always", 6, 4, images[("always", step)]),
-    ]) for n, step in enumerate(steps)]
+    events = [
+        summary_event(
+            step,
+            W0 + step,
+            [
+                tf2_images("once", 6, 4, images[("once", step)], md=n == 0),
+                tf2_images("always", 6, 4, images[("always", step)]),
+            ],
+        )
+        for n, step in enumerate(steps)
+    ]
     events.append(summary_event(9, W0 + 9, [tf2_images("always", 6, 4, [])]))  # k = 0
     write_events(tmp_path / "logs" / event_file_name(W0), events)
     summary = convert_ok(tmp_path / "logs", store)
-    expected = {(tag, step, idx): (sha(data), "PNG", 6, 4, W0 + step)
-                for (tag, step), batch in images.items() for idx, data in enumerate(batch)}
+    expected = {
+        (tag, step, idx): (sha(data), "PNG", 6, 4, W0 + step)
+        for (tag, step), batch in images.items()
+        for idx, data in enumerate(batch)
+    }
     assert stored(store) == expected
     assert summary.points["images"] == len(expected)
     assert count(store, "SELECT count(*) FROM series WHERE plugin='images'") == 2
@@ -172,9 +199,14 @@ def test_tf2_image_tensors_keep_index_with_metadata_once_or_always(tmp_path: Pat
 
 def test_same_image_every_step_is_stored_once(tmp_path: Path, store: str) -> None:
     logo, other = png(7, 4, 4), png(8, 4, 4)
-    events = [summary_event(step, W0 + step, [
-        image_value("logo", logo, 4, 4), tf2_images("tf2", 4, 4, [logo, other, logo])])
-        for step in range(20)]
+    events = [
+        summary_event(
+            step,
+            W0 + step,
+            [image_value("logo", logo, 4, 4), tf2_images("tf2", 4, 4, [logo, other, logo])],
+        )
+        for step in range(20)
+    ]
     write_events(tmp_path / "logs" / event_file_name(W0), events)
     convert_ok(tmp_path / "logs", store)
     assert count(store, "SELECT count(*) FROM images") == 20 * 4
@@ -184,11 +216,17 @@ def test_same_image_every_step_is_stored_once(tmp_path: Path, store: str) -> Non
 def test_corrupt_images_are_stored_with_format_null(tmp_path: Path, store: str) -> None:
     junk = b"\x00junk" + np.random.default_rng(3).bytes(500)
     truncated = png(4, 8, 8)[:8] + b"\x00" * 20
-    events = [summary_event(1, W0, [
-        image_value("sized", junk, 12, 34),
-        image_value("unsized", junk[:100]),
-        tf2_images("tf2", 21, 13, [png(5, 21, 13), truncated]),
-    ])]
+    events = [
+        summary_event(
+            1,
+            W0,
+            [
+                image_value("sized", junk, 12, 34),
+                image_value("unsized", junk[:100]),
+                tf2_images("tf2", 21, 13, [png(5, 21, 13), truncated]),
+            ],
+        )
+    ]
     write_events(tmp_path / "logs" / event_file_name(W0), events)
     convert_ok(tmp_path / "logs", store)
     assert stored(store) == {
@@ -201,8 +239,14 @@ def test_corrupt_images_are_stored_with_format_null(tmp_path: Path, store: str) 
 
 def test_decompression_bombs_are_stored_without_decoding(tmp_path: Path, store: str) -> None:
     huge, big = bomb_png(100_000, 100_000), bomb_png(10_000, 10_000)  # error / warning sizes
-    write_events(tmp_path / "logs" / event_file_name(W0), [summary_event(0, W0, [
-        image_value("huge", huge, 1, 1), tf2_images("big", 10_000, 10_000, [big])])])
+    write_events(
+        tmp_path / "logs" / event_file_name(W0),
+        [
+            summary_event(
+                0, W0, [image_value("huge", huge, 1, 1), tf2_images("big", 10_000, 10_000, [big])]
+            )
+        ],
+    )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     convert_ok(tmp_path / "logs", store)
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
@@ -232,8 +276,9 @@ def test_plugin_selection_skips_images_and_says_so(tmp_path: Path, store: str) -
     with SummaryWriter(logdir=str(tmp_path / "logs"), flush_secs=3600) as writer:
         for step in range(4):
             writer.add_scalar("loss", 1.0 / (step + 1), step, walltime=W0 + step)
-            writer.add_image("sample", pixels(step, 3, 3), step, walltime=W0 + step,
-                             dataformats="HWC")
+            writer.add_image(
+                "sample", pixels(step, 3, 3), step, walltime=W0 + step, dataformats="HWC"
+            )
     summary = convert(tmp_path / "logs", store, progress=False, plugins=["scalars"])
     assert summary.exit_code == 0
     assert summary.to_dict()["skipped"] == {"images": {"sample": 4}}

@@ -13,7 +13,6 @@ from converter.conversion import convert
 from tests.eventfiles import append_events, simple_value, summary_event, write_events
 from tests.snapshots import StoreFactory, file_states, point_count, view_rows
 
-
 Clean = Callable[[Path], dict]  # logdir -> the views of a clean conversion of it
 
 
@@ -54,12 +53,14 @@ def test_no_change_rerun_reports_every_file_unchanged(logdir: Path, store: str) 
 
 def test_unchanged_files_are_not_opened(logdir: Path, store: str, monkeypatch) -> None:
     convert(logdir, store)
-    import converter.filepass as module
+    import converter.conversion.plan as planner
+    import converter.reading.chunks as reader
 
     def refuse(path: str):
         raise AssertionError(f"opened {path}")
 
-    monkeypatch.setattr(module, "open_event_file", refuse)
+    monkeypatch.setattr(reader, "open_event_file", refuse)
+    monkeypatch.setattr(planner, "open_event_file", refuse)
     assert convert(logdir, store).files_unchanged == 2
 
 
@@ -79,7 +80,7 @@ def test_torn_tail_waits_for_the_rest(logdir: Path, store: str, clean: Clean) ->
     path = logdir / "run_a" / "events.out.tfevents.1.host"
     whole = path.read_bytes()
     append_events(path, events("loss", range(50, 53)))
-    appended = path.read_bytes()[len(whole):]
+    appended = path.read_bytes()[len(whole) :]
     path.write_bytes(whole + appended[:-7])  # the last record cut short, as mid-flush
     first = convert(logdir, store)
     assert first.exit_code == 0 and first.files_partial == 1
@@ -91,8 +92,9 @@ def test_torn_tail_waits_for_the_rest(logdir: Path, store: str, clean: Clean) ->
     assert file_states(store)["run_a/events.out.tfevents.1.host"][0] == "ok"
 
 
-def test_shrunk_file_is_read_again_without_duplicates(logdir: Path, store: str,
-                                                       clean: Clean) -> None:
+def test_shrunk_file_is_read_again_without_duplicates(
+    logdir: Path, store: str, clean: Clean
+) -> None:
     convert(logdir, store)
     path = logdir / "run_a" / "events.out.tfevents.1.host"
     write_events(path, events("loss", range(20)))
@@ -144,8 +146,9 @@ def test_sequence_of_changes_matches_a_clean_run(logdir: Path, store: str, clean
     path_a = logdir / "run_a" / "events.out.tfevents.1.host"
     steps = [
         lambda: append_events(path_a, events("loss", range(50, 55))),
-        lambda: write_events(logdir / "run_d" / "events.out.tfevents.9.host",
-                             events("x", range(3))),
+        lambda: write_events(
+            logdir / "run_d" / "events.out.tfevents.9.host", events("x", range(3))
+        ),
         lambda: write_events(path_a, events("loss", range(10), base=9000.0)),
         lambda: append_events(path_a, events("loss", range(10, 12), base=9000.0)),
         lambda: os.utime(path_a, ns=(1, 1)),  # touched only: re-read, nothing added

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from converter import filepass
 from converter.cli import cli
-from converter.conversion import convert
+from converter.conversion import convert, workers
 from converter.errors import ConverterError
+from converter.reading import chunks
 from tests.eventfiles import (
     simple_value,
     strip_repeated_metadata,
@@ -28,12 +28,14 @@ from tests.snapshots import view_rows
 def _logdir(root: Path) -> Path:
     for run in range(5):
         for context in ("train", "validate"):
-            write_events(root / "group" / f"run_{run}" / context / "events.out.tfevents.1.h",
-                         [summary_event(s, 1e9 + s, [simple_value("loss", s / 7.0)])
-                          for s in range(2000)])
+            write_events(
+                root / "group" / f"run_{run}" / context / "events.out.tfevents.1.h",
+                [summary_event(s, 1e9 + s, [simple_value("loss", s / 7.0)]) for s in range(2000)],
+            )
     # TF1 FileWriter.reopen: metadata only in the first of two files of one (run, context).
     tf1 = strip_repeated_metadata(
-        summary_event(s, 2e9 + s, [tf2_scalar("acc", s / 3.0)]) for s in range(40))
+        summary_event(s, 2e9 + s, [tf2_scalar("acc", s / 3.0)]) for s in range(40)
+    )
     write_events(root / "group" / "run_9" / "eval" / "events.out.tfevents.1.h", tf1[:20])
     write_events(root / "group" / "run_9" / "eval" / "events.out.tfevents.2.h", tf1[20:])
     return root
@@ -52,8 +54,9 @@ def test_jobs_2_gives_the_same_store_as_jobs_1(tmp_path: Path) -> None:
 
 def test_jobs_option_on_the_command_line(tmp_path: Path) -> None:
     logdir = _logdir(tmp_path / "logs")
-    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store",
-                                      str(tmp_path / "s.db"), "--jobs", "2", "-q"])
+    result = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(logdir), "--store", str(tmp_path / "s.db"), "--jobs", "2", "-q"]
+    )
     assert result.exit_code == 0, result.stderr
     assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))
 
@@ -87,20 +90,23 @@ def test_jobs_2_sends_block_rows_packed_in_record_order(tmp_path: Path) -> None:
     assert stores[(2, 50_000)] == stores[(1, 50_000)] == stores[(2, 333)]
 
 
-def test_a_worker_killed_midway_is_an_error_not_a_hang(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_killed_midway_is_an_error_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     logdir = _logdir(tmp_path / "logs")
-    read_file = filepass.read_file
+    read_file = chunks.read_file
 
-    def killed_at_run_3(task: filepass.FileTask, carry: filepass.Carry) -> Iterator[Any]:
+    def killed_at_run_3(
+        task: chunks.FileTask, settings: chunks.ReadSettings, carried: chunks.KnownMetadataByContext
+    ) -> Iterator[Any]:
         if "run_3" in task.run_path:
             os._exit(9)  # as the kernel's OOM killer would end it: no exception, no message
-        yield from read_file(task, carry)
+        yield from read_file(task, settings, carried)
 
-    monkeypatch.setattr(filepass, "read_file", killed_at_run_3)  # inherited by forked workers
+    monkeypatch.setattr(workers, "read_file", killed_at_run_3)  # inherited by forked workers
     with pytest.raises(ConverterError, match=r"worker exited \(code 9\)"):
         convert(logdir, tmp_path / "s.db", jobs=2)
     # Files before it were committed; a run without the fault completes the store.
-    monkeypatch.setattr(filepass, "read_file", read_file)
+    monkeypatch.setattr(workers, "read_file", read_file)
     convert(logdir, tmp_path / "s.db", jobs=2)
     assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))

@@ -12,16 +12,28 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_wheel_contains_migrations(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-         "-w", str(tmp_path), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
         check=True,
     )
     (wheel,) = tmp_path.glob("tbconvert-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "converter/_migrations/env.py" in names
     assert "converter/_migrations/script.py.mako" in names
-    revisions = {ROOT / "migrations" / "versions" / path.name
-                 for path in (ROOT / "migrations" / "versions").glob("*.py")}
+    revisions = {
+        ROOT / "migrations" / "versions" / path.name
+        for path in (ROOT / "migrations" / "versions").glob("*.py")
+    }
     for revision in revisions:
         assert f"converter/_migrations/versions/{revision.name}" in names
     assert not any("__pycache__" in name for name in names)

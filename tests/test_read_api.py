@@ -24,7 +24,6 @@ from converter.conversion import convert
 from converter.errors import StoreError, UsageError
 from converter.export import MissingDependency, hparams_table
 from converter.store.reader import Store, StoredImage
-
 from tests.snapshots import StoreFactory, connect, rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,15 +61,16 @@ def write_sweep(logdir: Path) -> None:
             for step in range(STEPS):
                 wall_time = W0 + step
                 writer.add_scalar("loss", sweep_loss(run, step), step, walltime=wall_time)
-                writer.add_scalar("accuracy", final * (step + 1) / STEPS, step,
-                                  walltime=wall_time)
+                writer.add_scalar("accuracy", final * (step + 1) / STEPS, step, walltime=wall_time)
             for step in IMAGE_STEPS:
-                writer.add_image("samples", sweep_pixels(run, step), step, walltime=W0 + step,
-                                 dataformats="HWC")
+                writer.add_image(
+                    "samples", sweep_pixels(run, step), step, walltime=W0 + step, dataformats="HWC"
+                )
             note = f"Diverged at step {nan_from}" if nan_from else "converged fine"
             writer.add_text("notes", note, STEPS - 1, walltime=W0 + STEPS)
-            writer.add_hparams({"lr": lr, "optimizer": optimizer, "batch_size": 32},
-                               {"hparam/accuracy": final})
+            writer.add_hparams(
+                {"lr": lr, "optimizer": optimizer, "batch_size": 32}, {"hparam/accuracy": final}
+            )
 
 
 def build_store(base: Path, make_store: StoreFactory, name: str = "runs") -> str:
@@ -142,10 +142,16 @@ def test_runs_lists_every_run_sorted_with_groups_and_contexts(store: Store) -> N
     runs = store.runs()
     sample = [run for run in runs if run["logdir"] == str(SAMPLE_LOGDIRS)]
     assert [run["run_path"] for run in sample] == [
-        "group_1/run_2", "group_1/run_3", "keras_style/fit/20261121-110640",
-        "keras_style/fit/20261121-113640", "run_1", "tensorboardx_mnist/lr_0.01/accuracy",
-        "tensorboardx_mnist/lr_0.01/loss", "tensorboardx_mnist/lr_0.1/accuracy",
-        "tensorboardx_mnist/lr_0.1/loss"]
+        "group_1/run_2",
+        "group_1/run_3",
+        "keras_style/fit/20261121-110640",
+        "keras_style/fit/20261121-113640",
+        "run_1",
+        "tensorboardx_mnist/lr_0.01/accuracy",
+        "tensorboardx_mnist/lr_0.01/loss",
+        "tensorboardx_mnist/lr_0.1/accuracy",
+        "tensorboardx_mnist/lr_0.1/loss",
+    ]
     by_path = {run["run_path"]: run for run in runs}
     assert by_path["group_1/run_2"]["contexts"] == ["", "train", "validate"]
     assert by_path["group_1/run_2"]["group_path"] == "group_1"
@@ -155,10 +161,15 @@ def test_runs_lists_every_run_sorted_with_groups_and_contexts(store: Store) -> N
 
 def test_runs_counts_equal_the_views(store: Store, store_path: str) -> None:
     for run in store.runs():
-        for view, table in (("v_scalars", "scalars"), ("v_images", "images"),
-                            ("v_texts", "texts"), ("v_params", "params")):
-            (count,) = view_rows(store_path, f"SELECT count(*) FROM {view} WHERE run_id = ?",
-                                 run["run_id"])[0]
+        for view, table in (
+            ("v_scalars", "scalars"),
+            ("v_images", "images"),
+            ("v_texts", "texts"),
+            ("v_params", "params"),
+        ):
+            (count,) = view_rows(
+                store_path, f"SELECT count(*) FROM {view} WHERE run_id = ?", run["run_id"]
+            )[0]
             assert run["points"].get(table, 0) == count
         assert run["scalar_points"] == run["points"].get("scalars", 0)
 
@@ -174,7 +185,10 @@ def test_runs_carry_typed_params_per_session(store: Store) -> None:
 def test_runs_filter_with_globs(store: Store) -> None:
     assert [r["run_path"] for r in store.runs("sweep/*")] == [f"sweep/{r}" for r in sorted(SWEEP)]
     assert [r["run_path"] for r in store.runs(["run_1", "group_1/*"])] == [
-        "group_1/run_2", "group_1/run_3", "run_1"]
+        "group_1/run_2",
+        "group_1/run_3",
+        "run_1",
+    ]
     assert store.runs("nothing*") == []
 
 
@@ -184,8 +198,10 @@ def test_runs_filter_with_globs(store: Store) -> None:
 def test_scalars_is_a_structured_array_equal_to_the_view(store: Store, store_path: str) -> None:
     curve = store.scalars("run_1", "loss")
     assert curve.dtype == np.dtype([("step", "<i8"), ("wall_time", "<f8"), ("value", "<f8")])
-    expected = view_rows(store_path, "SELECT step, wall_time, value FROM v_scalars "
-                                     "WHERE run_path = 'run_1' AND tag = 'loss'")
+    expected = view_rows(
+        store_path,
+        "SELECT step, wall_time, value FROM v_scalars WHERE run_path = 'run_1' AND tag = 'loss'",
+    )
     assert len(curve) == len(expected) == 350
     assert sorted(expected) == sorted(map(tuple, curve.tolist()))
 
@@ -202,16 +218,20 @@ def test_scalars_nan_where_nan_was_logged(store: Store) -> None:
     curve = store.scalars("sweep/lr_1.0", "loss")
     expected = [sweep_loss("lr_1.0", step) for step in range(STEPS)]
     assert curve["step"].tolist() == list(range(STEPS))
-    assert np.array_equal(curve["value"], np.array(expected, dtype=np.float32).astype(float),
-                          equal_nan=True)
+    assert np.array_equal(
+        curve["value"], np.array(expected, dtype=np.float32).astype(float), equal_nan=True
+    )
     assert np.isnan(curve["value"][6:]).all() and not np.isnan(curve["value"][:6]).any()
     assert curve["wall_time"].tolist() == [W0 + step for step in range(STEPS)]
 
 
 def test_scalars_keep_float64_exactly(store: Store, store_path: str) -> None:
     curve = store.scalars("group_1/run_3", "ema_decay")
-    expected = view_rows(store_path, "SELECT value FROM v_scalars WHERE run_path = "
-                                     "'group_1/run_3' AND tag = 'ema_decay' ORDER BY step")
+    expected = view_rows(
+        store_path,
+        "SELECT value FROM v_scalars WHERE run_path = "
+        "'group_1/run_3' AND tag = 'ema_decay' ORDER BY step",
+    )
     assert curve["value"].tolist() == [value for (value,) in expected]
     assert any(value != float(np.float32(value)) for (value,) in expected)
 
@@ -239,8 +259,7 @@ def test_scalars_unknown_tag_or_run_suggests(store: Store) -> None:
     assert "run_1" in error.value.hint and "tbconvert runs" in error.value.hint
 
 
-def test_scalars_keep_int64_steps_and_infinities(tmp_path: Path,
-                                                 make_store: StoreFactory) -> None:
+def test_scalars_keep_int64_steps_and_infinities(tmp_path: Path, make_store: StoreFactory) -> None:
     logdir = tmp_path / "logs"
     with SummaryWriter(str(logdir / "big"), flush_secs=3600) as writer:
         writer.add_scalar("x", 1.5, 2**62, walltime=W0)
@@ -262,8 +281,9 @@ def test_params_are_typed(store: Store) -> None:
     assert store.params("run_1") == {}
 
 
-def test_params_of_disagreeing_sessions_need_a_context(tmp_path: Path,
-                                                        make_store: StoreFactory) -> None:
+def test_params_of_disagreeing_sessions_need_a_context(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
     logdir = tmp_path / "logs"
     with SummaryWriter(str(logdir / "trials"), flush_secs=3600) as writer:
         writer.add_hparams({"lr": 0.1, "flag": True}, {"m": 1.0}, name="a")
@@ -277,7 +297,9 @@ def test_params_of_disagreeing_sessions_need_a_context(tmp_path: Path,
         assert opened.params("trials", context="b") == {"flag": True, "lr": 0.2}
         table = hparams_table(opened, metrics=["m"])
     assert [(row["context"], row["lr"], row["flag"], row["m"]) for row in table] == [
-        ("a", 0.1, True, 1.0), ("b", 0.2, True, 2.0)]
+        ("a", 0.1, True, 1.0),
+        ("b", 0.2, True, 2.0),
+    ]
 
 
 def test_hparams_table_puts_final_metrics_next_to_params(store: Store) -> None:
@@ -286,8 +308,9 @@ def test_hparams_table_puts_final_metrics_next_to_params(store: Store) -> None:
     for row in table:
         lr, optimizer, final, _ = SWEEP[row["run_path"].split("/")[1]]
         assert (row["lr"], row["optimizer"], row["batch_size"]) == (lr, optimizer, 32.0)
-        assert row["accuracy"] == pytest.approx(final) and row["hparam/accuracy"] == \
-            pytest.approx(final)
+        assert row["accuracy"] == pytest.approx(final) and row["hparam/accuracy"] == pytest.approx(
+            final
+        )
     explicit = hparams_table(store, metrics=[("", "loss")], run="sweep/lr_1.0")
     assert explicit[0]["/loss"] is None  # the last loss is the NaN, stored as NULL
 
@@ -301,8 +324,11 @@ def test_images_come_back_as_the_pixels_logged(store: Store) -> None:
     for image in images:
         assert isinstance(image, StoredImage)
         pixels = sweep_pixels(image.run_path.split("/")[1], image.step)
-        assert (image.format, image.width, image.height) == ("PNG", pixels.shape[1],
-                                                             pixels.shape[0])
+        assert (image.format, image.width, image.height) == (
+            "PNG",
+            pixels.shape[1],
+            pixels.shape[0],
+        )
         decoded = image.open()
         assert decoded.size == (image.width, image.height)
         assert np.array_equal(np.asarray(decoded.convert("RGB")), pixels)
@@ -311,8 +337,9 @@ def test_images_come_back_as_the_pixels_logged(store: Store) -> None:
 def test_images_filtered_by_step_and_equal_to_the_view(store: Store, store_path: str) -> None:
     images = list(store.images(tag="samples", step=2, run="sweep/lr_0.1"))
     assert [(i.run_path, i.step, i.idx) for i in images] == [("sweep/lr_0.1", 2, 0)]
-    ((data,),) = view_rows(store_path, "SELECT data FROM v_images WHERE run_path = "
-                                       "'sweep/lr_0.1' AND step = 2")
+    ((data,),) = view_rows(
+        store_path, "SELECT data FROM v_images WHERE run_path = 'sweep/lr_0.1' AND step = 2"
+    )
     assert images[0].data == data and data.startswith(b"\x89PNG")
     assert list(store.images(tag="samples", step=1)) == []
 
@@ -320,15 +347,20 @@ def test_images_filtered_by_step_and_equal_to_the_view(store: Store, store_path:
 # --------------------------------------------------------------------------- describe
 
 
-def test_describe_lists_series_ranges_last_values_and_files(store: Store,
-                                                            store_path: str) -> None:
+def test_describe_lists_series_ranges_last_values_and_files(store: Store, store_path: str) -> None:
     detail = store.describe("run_1")
     assert detail["run"]["run_path"] == "run_1" and detail["params"] == {}
     loss = next(s for s in detail["series"] if s["tag"] == "loss")
-    ((step, value),) = view_rows(store_path, "SELECT step, value FROM v_last_scalars "
-                                             "WHERE run_path = 'run_1' AND tag = 'loss'")
+    ((step, value),) = view_rows(
+        store_path,
+        "SELECT step, value FROM v_last_scalars WHERE run_path = 'run_1' AND tag = 'loss'",
+    )
     assert (loss["plugin"], loss["points"], loss["first_step"], loss["last_step"]) == (
-        "scalars", 350, 0, 299)
+        "scalars",
+        350,
+        0,
+        299,
+    )
     assert loss["last_value"] == value and step == 299
     assert [f["status"] for f in detail["files"]] == ["ok", "ok"]
     assert all(f["offset_consumed"] == f["size"] for f in detail["files"])
@@ -340,8 +372,7 @@ def test_describe_texts_images_and_params(store: Store) -> None:
     assert by_tag["notes/text_summary"]["last_value"] == "Diverged at step 6"
     assert by_tag["samples"]["points"] == 2 and by_tag["samples"]["last_step"] == 2
     assert by_tag["loss"]["last_value"] is None  # NaN, stored as NULL
-    assert list(detail["params"].values()) == [{"batch_size": 32.0, "lr": 1.0,
-                                                "optimizer": "adam"}]
+    assert list(detail["params"].values()) == [{"batch_size": 32.0, "lr": 1.0, "optimizer": "adam"}]
 
 
 def test_describe_unknown_run_is_a_usage_error(store: Store) -> None:
@@ -350,8 +381,9 @@ def test_describe_unknown_run_is_a_usage_error(store: Store) -> None:
 
 
 def test_query_returns_dicts(store: Store) -> None:
-    rows = store.query("SELECT run_path FROM v_runs WHERE run_path LIKE :p ORDER BY 1",
-                       {"p": "sweep/%"})
+    rows = store.query(
+        "SELECT run_path FROM v_runs WHERE run_path LIKE :p ORDER BY 1", {"p": "sweep/%"}
+    )
     assert rows == [{"run_path": f"sweep/{run}"} for run in sorted(SWEEP)]
 
 
@@ -361,8 +393,15 @@ def test_query_returns_dicts(store: Store) -> None:
 def test_to_pandas_scalars_long_format(store: Store) -> None:
     pytest.importorskip("pandas")
     frame = store.to_pandas("scalars", run="sweep/*", tag="loss")
-    assert list(frame.columns) == ["run_id", "run_path", "context", "tag", "step", "wall_time",
-                                   "value"]
+    assert list(frame.columns) == [
+        "run_id",
+        "run_path",
+        "context",
+        "tag",
+        "step",
+        "wall_time",
+        "value",
+    ]
     assert len(frame) == len(SWEEP) * STEPS
     assert str(frame["step"].dtype) == "int64" and str(frame["value"].dtype) == "float64"
     assert frame["value"].isna().sum() == STEPS - 6
@@ -371,8 +410,7 @@ def test_to_pandas_scalars_long_format(store: Store) -> None:
 def test_to_pandas_hparams_and_runs(store: Store) -> None:
     pytest.importorskip("pandas")
     wide = store.to_pandas("hparams", metrics=["accuracy"])
-    assert set(wide.columns) >= {"run_path", "context", "lr", "optimizer", "batch_size",
-                                 "accuracy"}
+    assert set(wide.columns) >= {"run_path", "context", "lr", "optimizer", "batch_size", "accuracy"}
     best = wide.sort_values("accuracy", ascending=False).iloc[0]
     assert best["run_path"] == "sweep/lr_0.1"
     runs = store.to_pandas("runs")

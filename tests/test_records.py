@@ -1,4 +1,4 @@
-"""Tests for converter.records: framing, torn tails, damage recovery and resumption.
+"""Tests for converter.reading.records: framing, torn tails, damage recovery and resumption.
 
 Records are framed by tensorboard's own RecordWriter (an independent implementation of the format),
 so a bug shared by our reader and a writer of ours cannot hide.
@@ -25,10 +25,11 @@ from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary, Summar
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from converter import blocks
-from converter import records as records_module
-from converter.decode import FileDecoder, Selection, with_store_ids
-from converter.records import (
+from converter.filters import Selection
+from converter.reading import blocks
+from converter.reading import records as records_module
+from converter.reading.decoder import EventDecoder
+from converter.reading.records import (
     FOOTER_SIZE,
     HEADER_SIZE,
     Damage,
@@ -37,6 +38,7 @@ from converter.records import (
     open_event_file,
     read_first_record,
 )
+from converter.rows import remap_to_store_ids
 from tests.eventfiles import (
     double_content_scalar,
     event_file_name,
@@ -360,7 +362,8 @@ def test_read_first_record(tmp_path: Path) -> None:
 def test_dense_candidates_match_brute_force() -> None:
     # Arrays of small integers put a possible length at nearly every offset; the vectorised
     # header check used there must agree with a byte-by-byte one.
-    from converter.records import _candidates, _dense_candidates
+    from converter.reading.resync import dense_candidates as _dense_candidates
+    from converter.reading.resync import resync_candidates as _candidates
 
     rnd = random.Random(3)
     words = [struct.pack("<q", rnd.randrange(-300, 300)) for _ in range(3000)]
@@ -393,8 +396,9 @@ def eager_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(records_module, "_WHOLE_MIN_RECORDS", 1)
 
 
-def read_blocks(path: Path, start: int = 0, size: int = 3,
-                **kwargs: int) -> tuple[list[tuple[int, bytes]], RecordReader, int]:
+def read_blocks(
+    path: Path, start: int = 0, size: int = 3, **kwargs: int
+) -> tuple[list[tuple[int, bytes]], RecordReader, int]:
     """Records as blocks() yields them (Blocks flattened), the reader, and how many Blocks."""
     found: list[tuple[int, bytes]] = []
     whole = 0
@@ -415,22 +419,36 @@ def assert_same_reading(path: Path, start: int = 0, **kwargs: int) -> int:
     found, again, whole = read_blocks(path, start, **kwargs)
     assert found == records
     assert (again.consumed, again.records, again.damage, again.torn) == (
-        reader.consumed, reader.records, reader.damage, reader.torn)
+        reader.consumed,
+        reader.records,
+        reader.damage,
+        reader.torn,
+    )
     return whole
 
 
 @PROPERTY
 @given(
     payloads=st.lists(st.binary(max_size=40), min_size=1, max_size=30),
-    flips=st.lists(st.tuples(st.floats(min_value=0, max_value=1, exclude_max=True),
-                             st.integers(min_value=1, max_value=255)), max_size=3),
+    flips=st.lists(
+        st.tuples(
+            st.floats(min_value=0, max_value=1, exclude_max=True),
+            st.integers(min_value=1, max_value=255),
+        ),
+        max_size=3,
+    ),
     cut=st.floats(min_value=0, max_value=1),
     start=st.floats(min_value=0, max_value=1, exclude_max=True),
     block_size=block_sizes,
 )
 def test_blocks_read_what_batches_read(
-    tmp_path: Path, eager_blocks: None, payloads: list[bytes],
-    flips: list[tuple[float, int]], cut: float, start: float, block_size: int,
+    tmp_path: Path,
+    eager_blocks: None,
+    payloads: list[bytes],
+    flips: list[tuple[float, int]],
+    cut: float,
+    start: float,
+    block_size: int,
 ) -> None:
     data, offsets = frame(payloads)
     damaged = bytearray(data)
@@ -444,8 +462,9 @@ def test_blocks_read_what_batches_read(
 
 
 @pytest.mark.parametrize("period", [1, 3, 10, 37])
-def test_blocks_follow_cycles_of_record_sizes(tmp_path: Path, eager_blocks: None,
-                                              period: int) -> None:
+def test_blocks_follow_cycles_of_record_sizes(
+    tmp_path: Path, eager_blocks: None, period: int
+) -> None:
     # Sizes repeating with the tag cycle are guessed and checked at once; the guess must
     # break where the cycle does (a longer step, an odd record) and be right everywhere else.
     rnd = random.Random(period)
@@ -467,8 +486,7 @@ def test_walk_stops_before_a_record_past_the_buffer() -> None:
     data, offsets = frame([b"abcd" * k for k in range(1, 200)])
     for cut in (len(data), len(data) - 1, offsets[150] + 20, offsets[150], 15, 0):
         starts, end = blocks.walk(data[:cut], 0)
-        whole = [o for o, nxt in zip(offsets, [*offsets[1:], len(data)], strict=True)
-                 if nxt <= cut]
+        whole = [o for o, nxt in zip(offsets, [*offsets[1:], len(data)], strict=True) if nxt <= cut]
         assert starts.tolist() == whole
         assert end == [*offsets, len(data)][len(whole)]
 
@@ -501,8 +519,9 @@ def test_damaged_big_file_reads_the_same_in_blocks(tmp_path: Path) -> None:
 
 # ------------------------------------------------ block decoding matches the general path
 #
-# FileDecoder.feed_block decodes single-scalar events of a whole Block with NumPy; every row,
-# statistic, series and metadata must be what feed_all makes from the same records.
+# The block path (fastscalars.BlockScalars) decodes single-scalar events of a whole Block with
+# NumPy; every row, statistic, series and metadata must be what the general path
+# (EventDecoder.feed_records) makes from the same records.
 
 W0 = 1_700_000_000.0
 SPECIAL_VALUES = [0.5, math.nan, math.inf, -math.inf, -0.0, 0.0, 1e-45, 3.4e38, -2.5]
@@ -518,37 +537,32 @@ def exact(value: Any) -> Any:
     return value
 
 
-def decode_file(path: Path, *, whole: bool, selection: Selection | None = None,
-                seeds: dict[str, Any] | None = None,
-                size: int = 100) -> tuple[dict[str, Any], int]:
-    """Everything a FileDecoder makes of a file, and how many records feed_all decoded."""
-    series: list[tuple[Any, ...]] = []
-
-    def resolve(tag: str, plugin: str, dtype: str | None, metadata: Any) -> int:
-        content = None if metadata is None else metadata.SerializeToString()
-        series.append((tag, plugin, dtype, content))
-        return len(series) - 1
-
-    decoder = FileDecoder(3, resolve, selection or Selection())
-    decoder.seed_metadata(seeds or {})
+def decode_file(
+    path: Path,
+    *,
+    whole: bool,
+    selection: Selection | None = None,
+    seeds: dict[str, Any] | None = None,
+    size: int = 100,
+) -> tuple[dict[str, Any], int]:
+    """Everything an EventDecoder makes of a file, and how many records its general path
+    decoded."""
+    decoder = EventDecoder(selection or Selection(), seeds or {})
     general = 0
-    feed_all = decoder.feed_all
+    feed_records = decoder.feed_records
 
     def counted(batch: list[tuple[int, bytes]]) -> None:
         nonlocal general
         general += len(batch)
-        feed_all(batch)
+        feed_records(batch)
 
-    decoder.feed_all = counted  # type: ignore[method-assign]
+    decoder.feed_records = counted  # type: ignore[method-assign]
     rows: dict[str, list[Any]] = {}
     with open_event_file(str(path)) as f:
         reader = RecordReader(f, block_size=8 << 20)
         for item in reader.blocks(size) if whole else reader.batches(size):
-            if isinstance(item, list):
-                decoder.feed_all(item)
-            else:
-                decoder.feed_block(item)
-            taken, _ = decoder.take()  # as filepass does after each chunk
+            decoder.feed(item)
+            taken, _ = decoder.take()  # as reading.chunks does after each chunk
             for table, table_rows in taken.items():
                 # As a --jobs worker sends them; iterated twice, as a retried chunk is.
                 again = pickle.loads(pickle.dumps(table_rows))
@@ -556,18 +570,27 @@ def decode_file(path: Path, *, whole: bool, selection: Selection | None = None,
                 assert [exact(row) for row in again] == [exact(row) for row in table_rows]
                 rows.setdefault(table, []).extend(exact(row) for row in table_rows)
                 # The writer's remap to store ids, whatever form the rows took.
-                store_ids = [1000 + 7 * number for number in range(len(series))]
-                remapped = with_store_ids(table_rows, store_ids, 42)
+                store_ids = [1000 + 7 * number for number in range(len(decoder.definitions))]
+                remapped = remap_to_store_ids(table_rows, store_ids, 42)
                 assert [exact(row) for row in remapped] == [
-                    exact((store_ids[row[0]], row[1], 42, *row[3:])) for row in table_rows]
+                    exact((store_ids[row[0]], row[1], 42, *row[3:])) for row in table_rows
+                ]
     stats = decoder.stats
     return {
         "rows": rows,
-        "series": series,
+        "series": [tuple(definition[1:]) for definition in decoder.definitions],
         "metadata": {tag: m.SerializeToString() for tag, m in decoder.metadata().items()},
-        "stats": (dict(stats.points), dict(stats.skipped), dict(stats.undecodable),
-                  stats.filtered_values, dict(stats.other_events), stats.lossy_records,
-                  stats.unparseable, exact(stats.first_wall_time), exact(stats.last_wall_time)),
+        "stats": (
+            dict(stats.points),
+            dict(stats.skipped),
+            dict(stats.undecodable),
+            stats.filtered_values,
+            dict(stats.other_events),
+            stats.lossy_records,
+            stats.unparseable,
+            exact(stats.first_wall_time),
+            exact(stats.last_wall_time),
+        ),
         "reader": (reader.consumed, reader.records, reader.damage, reader.torn),
     }, general
 
@@ -584,8 +607,15 @@ def _tensorboardx_scalars(run: Path) -> Path:
 
 
 def _histogram(tag: str, step: int) -> Summary.Value:
-    histo = HistogramProto(min=0.0, max=step + 1.0, num=3, sum=1.5, sum_squares=2.0,
-                           bucket_limit=[1.0, step + 1.0], bucket=[1.0, 2.0])
+    histo = HistogramProto(
+        min=0.0,
+        max=step + 1.0,
+        num=3,
+        sum=1.5,
+        sum_squares=2.0,
+        bucket_limit=[1.0, step + 1.0],
+        bucket=[1.0, 2.0],
+    )
     return Summary.Value(tag=tag, histo=histo)
 
 
@@ -595,7 +625,8 @@ def _protobuf_events(run: Path) -> Path:
     custom = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="custom"))
     payloads = [file_version_event(W0).SerializeToString(), b""]
     stripped = strip_repeated_metadata(
-        summary_event(s, W0 + s, [tf2_scalar("stripped", s / 3)]) for s in range(300))
+        summary_event(s, W0 + s, [tf2_scalar("stripped", s / 3)]) for s in range(300)
+    )
     for step in range(300):
         wall = {5: 0.0, 6: math.nan, 7: math.inf, 250: -0.0}.get(step, W0 + step)
         number = SPECIAL_VALUES[step % len(SPECIAL_VALUES)]
@@ -644,14 +675,19 @@ def event_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("blocks")
     tbx = _tensorboardx_scalars(root / "tbx")
     proto = _protobuf_events(root / "proto")
-    return {"tbx": tbx, "proto": proto, "tbx_damaged": _damaged(tbx, root / "tbx_damaged"),
-            "proto_damaged": _damaged(proto, root / "proto_damaged")}
+    return {
+        "tbx": tbx,
+        "proto": proto,
+        "tbx_damaged": _damaged(tbx, root / "tbx_damaged"),
+        "proto_damaged": _damaged(proto, root / "proto_damaged"),
+    }
 
 
 @pytest.mark.parametrize("name", ["tbx", "proto", "tbx_damaged", "proto_damaged"])
 @pytest.mark.parametrize("size", [64, 100, 8192])
-def test_block_decoding_matches_the_general_path(event_files: dict[str, Path], name: str,
-                                                 size: int) -> None:
+def test_block_decoding_matches_the_general_path(
+    event_files: dict[str, Path], name: str, size: int
+) -> None:
     general, _ = decode_file(event_files[name], whole=False)
     whole, decoded_in_general = decode_file(event_files[name], whole=True, size=size)
     assert whole == general
@@ -661,13 +697,17 @@ def test_block_decoding_matches_the_general_path(event_files: dict[str, Path], n
         assert decoded_in_general < general["reader"][1] / 10
 
 
-@pytest.mark.parametrize("selection", [
-    Selection(tags=("train/*", "mixed")),
-    Selection(exclude_tags=("*acc*", "lr")),
-    Selection(plugins=frozenset({"histograms", "tensors"})),
-])
-def test_block_decoding_applies_the_same_selection(event_files: dict[str, Path],
-                                                   selection: Selection) -> None:
+@pytest.mark.parametrize(
+    "selection",
+    [
+        Selection(tags=("train/*", "mixed")),
+        Selection(exclude_tags=("*acc*", "lr")),
+        Selection(plugins=frozenset({"histograms", "tensors"})),
+    ],
+)
+def test_block_decoding_applies_the_same_selection(
+    event_files: dict[str, Path], selection: Selection
+) -> None:
     for name in ("tbx", "proto"):
         general, _ = decode_file(event_files[name], whole=False, selection=selection)
         whole, _ = decode_file(event_files[name], whole=True, selection=selection)
@@ -684,10 +724,11 @@ def test_block_decoding_with_seeded_metadata(event_files: dict[str, Path]) -> No
 
 def test_signalling_nan_value_matches(tmp_path: Path) -> None:
     quiet, signalling = struct.unpack("<f", b"\x00\x00\xc0\x7f")[0], b"\x01\x00\xa0\x7f"
-    events = [summary_event(s, W0 + s, [simple_value("x", quiet), tf2_scalar("y", 1.0)])
-              for s in range(300)]
-    payloads = [e.SerializeToString().replace(b"\x00\x00\x80\x3f", signalling)
-                for e in events]
+    events = [
+        summary_event(s, W0 + s, [simple_value("x", quiet), tf2_scalar("y", 1.0)])
+        for s in range(300)
+    ]
+    payloads = [e.SerializeToString().replace(b"\x00\x00\x80\x3f", signalling) for e in events]
     path = tmp_path / "f"
     with path.open("wb") as handle:
         writer = RecordWriter(handle)
@@ -698,8 +739,9 @@ def test_signalling_nan_value_matches(tmp_path: Path) -> None:
     assert whole == general
 
 
-def test_densely_damaged_buffer_is_walked_once(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_densely_damaged_buffer_is_walked_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # After a damaged record the rest of the buffer is read record by record: walking and
     # verifying the rest again after each of many damaged records would take quadratic time.
     rnd = random.Random(8)

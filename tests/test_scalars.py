@@ -18,10 +18,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-
-from converter.conversion import convert
-
-from tests.snapshots import StoreFactory, connect, is_server, rows
 from eventfiles import (
     ScalarPoint,
     append_events,
@@ -39,6 +35,9 @@ from eventfiles import (
     write_events,
     write_tbx_scalars,
 )
+
+from converter.conversion import convert
+from tests.snapshots import StoreFactory, connect, is_server, rows
 
 W0 = 1_795_000_000.0  # a fixed base wall time (2026-11)
 NAN, INF = float("nan"), float("inf")
@@ -73,20 +72,26 @@ ENCODINGS: dict[str, Encoding] = {
     "torch_double_val": Encoding(torch_double_scalar, "float64", float),
     "double_tensor_content": Encoding(double_content_scalar, "float64", float),
     "shape1_float_content": Encoding(
-        lambda t, v: shape1_scalar(t, v, "float32", "content"), "float32", as_float32),
+        lambda t, v: shape1_scalar(t, v, "float32", "content"), "float32", as_float32
+    ),
     "shape1_float_val": Encoding(
-        lambda t, v: shape1_scalar(t, v, "float32", "val"), "float32", as_float32),
+        lambda t, v: shape1_scalar(t, v, "float32", "val"), "float32", as_float32
+    ),
     "shape1_double_content": Encoding(
-        lambda t, v: shape1_scalar(t, v, "float64", "content"), "float64", float),
+        lambda t, v: shape1_scalar(t, v, "float64", "content"), "float64", float
+    ),
     "int32_int_val": Encoding(lambda t, v: int_scalar(t, v, "int32", "val"), "int32", as_int),
     "int32_tensor_content": Encoding(
-        lambda t, v: int_scalar(t, v, "int32", "content"), "int32", as_int),
+        lambda t, v: int_scalar(t, v, "int32", "content"), "int32", as_int
+    ),
     "int64_int64_val": Encoding(lambda t, v: int_scalar(t, v, "int64", "val"), "int64", as_int),
     "int64_tensor_content": Encoding(
-        lambda t, v: int_scalar(t, v, "int64", "content"), "int64", as_int),
+        lambda t, v: int_scalar(t, v, "int64", "content"), "int64", as_int
+    ),
     "half_half_val": Encoding(lambda t, v: half_scalar(t, v, "val"), "float16", as_float16),
     "half_tensor_content": Encoding(
-        lambda t, v: half_scalar(t, v, "content"), "float16", as_float16),
+        lambda t, v: half_scalar(t, v, "content"), "float16", as_float16
+    ),
 }
 
 # 0.1 and 1/3 tell float32 from float64; 2**40+1 is exact in float64 only; 1e-45 is a float32
@@ -181,10 +186,14 @@ class RunLog:
 def encoding_case(encoding: str) -> Callable[[RunLog], None]:
     def write(log: RunLog) -> None:
         values = values_for(encoding)
-        log.hand(event_file_name(W0), [
-            (step, W0 + step * 0.123456789, [("value", encoding, v)])
-            for step, v in enumerate(values)
-        ])
+        log.hand(
+            event_file_name(W0),
+            [
+                (step, W0 + step * 0.123456789, [("value", encoding, v)])
+                for step, v in enumerate(values)
+            ],
+        )
+
     return write
 
 
@@ -205,15 +214,17 @@ def case_tbx_nonfinite(log: RunLog) -> None:
 
 
 def case_tbx_steps(log: RunLog) -> None:
-    log.tbx([
-        ("x", None, W0, 1.0),  # no global_step: the writer leaves 0
-        ("x", 2**62, W0 + 1, 2.0),
-        ("x", -1, W0 + 2, 3.0),
-        ("x", -(2**62), W0 + 3, 4.0),
-        ("x", 2**63 - 1, W0 + 4, 5.0),
-        ("x", -(2**63), W0 + 5, 6.0),
-        ("x", 7, W0 + 6, 7.0),
-    ])
+    log.tbx(
+        [
+            ("x", None, W0, 1.0),  # no global_step: the writer leaves 0
+            ("x", 2**62, W0 + 1, 2.0),
+            ("x", -1, W0 + 2, 3.0),
+            ("x", -(2**62), W0 + 3, 4.0),
+            ("x", 2**63 - 1, W0 + 4, 5.0),
+            ("x", -(2**63), W0 + 5, 6.0),
+            ("x", 7, W0 + 6, 7.0),
+        ]
+    )
 
 
 def case_tbx_resumed(log: RunLog) -> None:
@@ -224,97 +235,175 @@ def case_tbx_resumed(log: RunLog) -> None:
 
 
 def case_tbx_duplicates_walltime_back(log: RunLog) -> None:
-    log.tbx([
-        ("eval", 0, W0 + 50, 0.5),
-        ("eval", 10, W0 + 40, 0.6),
-        ("eval", 10, W0 + 30, 0.7),  # the same step again, earlier wall time
-        ("eval", 20, 1_234_567_890.5, 0.8),
-        ("eval", 20, W0 - 1_000_000, 0.9),  # highest step twice: this later record wins
-        ("eval", 5, W0 + 60, 1.0),  # and a step that goes back
-    ])
+    log.tbx(
+        [
+            ("eval", 0, W0 + 50, 0.5),
+            ("eval", 10, W0 + 40, 0.6),
+            ("eval", 10, W0 + 30, 0.7),  # the same step again, earlier wall time
+            ("eval", 20, 1_234_567_890.5, 0.8),
+            ("eval", 20, W0 - 1_000_000, 0.9),  # highest step twice: this later record wins
+            ("eval", 5, W0 + 60, 1.0),  # and a step that goes back
+        ]
+    )
 
 
 def case_steps_extreme(log: RunLog) -> None:
     steps = [0, 2**62, -1, -(2**62), 2**63 - 1, -(2**63), 3]
-    log.hand(event_file_name(W0), [
-        (s, W0 + i, [("simple", "simple_value", i + 0.5), ("tf2", "tf2_tensor_content", i + 0.25)])
-        for i, s in enumerate(steps)
-    ])
+    log.hand(
+        event_file_name(W0),
+        [
+            (
+                s,
+                W0 + i,
+                [("simple", "simple_value", i + 0.5), ("tf2", "tf2_tensor_content", i + 0.25)],
+            )
+            for i, s in enumerate(steps)
+        ],
+    )
 
 
 def case_duplicates_resume(log: RunLog) -> None:
     steps = [0, 1, 1, 2, 2, 2, 1, 0]
-    log.hand(event_file_name(W0, suffix=".a"), [
-        (s, W0 + i, [("dup", "tf2_tensor_content", float(i)),
-                     ("dup64", "double_tensor_content", i + 0.1)])
-        for i, s in enumerate(steps)
-    ])
+    log.hand(
+        event_file_name(W0, suffix=".a"),
+        [
+            (
+                s,
+                W0 + i,
+                [
+                    ("dup", "tf2_tensor_content", float(i)),
+                    ("dup64", "double_tensor_content", i + 0.1),
+                ],
+            )
+            for i, s in enumerate(steps)
+        ],
+    )
     # A resumed job: a later file whose steps go back below the first file's maximum.
-    log.hand(event_file_name(W0 + 10, suffix=".b"), [
-        (s, W0 + 10 + s, [("dup", "tf2_tensor_content", 100.0 + s),
-                          ("dup64", "double_tensor_content", 100.1 + s)])
-        for s in (1, 2)
-    ])
+    log.hand(
+        event_file_name(W0 + 10, suffix=".b"),
+        [
+            (
+                s,
+                W0 + 10 + s,
+                [
+                    ("dup", "tf2_tensor_content", 100.0 + s),
+                    ("dup64", "double_tensor_content", 100.1 + s),
+                ],
+            )
+            for s in (1, 2)
+        ],
+    )
 
 
 def case_merge_all(log: RunLog) -> None:
     # TF1 merge_all: every summary of a session.run in one Event, sharing step and wall time.
-    log.hand(event_file_name(W0), [
-        (step, W0 + step * 0.5, [
-            ("loss", "simple_value", 1.0 / (step + 1)),
-            ("accuracy", "simple_value", step / 10),
-            ("lr", "tf2_tensor_content", 0.1 * 0.9**step),
-            ("lr64", "double_tensor_content", 0.1 * 0.9**step),
-        ])
-        for step in range(10)
-    ] + [
-        # the same tag twice in one Event: two rows (value_index 0 and 1)
-        (10, W0 + 5, [("loss", "simple_value", 0.25), ("loss", "simple_value", 0.125)]),
-    ])
+    log.hand(
+        event_file_name(W0),
+        [
+            (
+                step,
+                W0 + step * 0.5,
+                [
+                    ("loss", "simple_value", 1.0 / (step + 1)),
+                    ("accuracy", "simple_value", step / 10),
+                    ("lr", "tf2_tensor_content", 0.1 * 0.9**step),
+                    ("lr64", "double_tensor_content", 0.1 * 0.9**step),
+                ],
+            )
+            for step in range(10)
+        ]
+        + [
+            # the same tag twice in one Event: two rows (value_index 0 and 1)
+            (10, W0 + 5, [("loss", "simple_value", 0.25), ("loss", "simple_value", 0.125)]),
+        ],
+    )
 
 
 def case_tf1_filewriter(log: RunLog) -> None:
     # TF1 FileWriter.add_summary: metadata only on each tag's first occurrence.
-    log.hand(event_file_name(W0), [
-        (step, W0 + step, [
-            ("simple", "simple_value", step * 0.5),
-            ("tensor", "tf2_tensor_content", step * 0.25),
-            ("double", "torch_double_val", step * 0.1),
-        ])
-        for step in range(8)
-    ], metadata_once=True)
+    log.hand(
+        event_file_name(W0),
+        [
+            (
+                step,
+                W0 + step,
+                [
+                    ("simple", "simple_value", step * 0.5),
+                    ("tensor", "tf2_tensor_content", step * 0.25),
+                    ("double", "torch_double_val", step * 0.1),
+                ],
+            )
+            for step in range(8)
+        ],
+        metadata_once=True,
+    )
 
 
 def case_walltime_backwards(log: RunLog) -> None:
     walls = [W0 + 100, W0 + 50, 1_234_567_890.5, W0 + 0.000001, 0.0, W0 + 100]
-    log.hand(event_file_name(W0), [
-        (step, wall, [("t", "tf2_tensor_content", step + 0.5), ("s", "simple_value", step + 0.5)])
-        for step, wall in enumerate(walls)
-    ])
+    log.hand(
+        event_file_name(W0),
+        [
+            (
+                step,
+                wall,
+                [("t", "tf2_tensor_content", step + 0.5), ("s", "simple_value", step + 0.5)],
+            )
+            for step, wall in enumerate(walls)
+        ],
+    )
 
 
 def case_no_file_version(log: RunLog) -> None:
-    log.hand(event_file_name(W0), [
-        (step, W0 + step, [("s", "simple_value", step * 1.5), ("t", "tf2_tensor_content", -step)])
-        for step in range(5)
-    ], file_version=False)
+    log.hand(
+        event_file_name(W0),
+        [
+            (
+                step,
+                W0 + step,
+                [("s", "simple_value", step * 1.5), ("t", "tf2_tensor_content", -step)],
+            )
+            for step in range(5)
+        ],
+        file_version=False,
+    )
 
 
 def case_one_tag_many_encodings(log: RunLog) -> None:
     # The same tag written as simple_value by one job and as tensors by the next (TF1 code run
     # eagerly under TF2 switches encodings, pitfall 30): one series, every point, in file order.
-    log.hand(event_file_name(W0, suffix=".1"), [
-        (s, W0 + s, [("loss", "simple_value", 1.0 / (s + 1))]) for s in range(4)])
-    log.hand(event_file_name(W0 + 10, suffix=".2"), [
-        (s, W0 + 10 + s, [("loss", "tf2_tensor_content" if s < 7 else "double_tensor_content",
-                           1.0 / (s + 1))]) for s in range(3, 9)])
+    log.hand(
+        event_file_name(W0, suffix=".1"),
+        [(s, W0 + s, [("loss", "simple_value", 1.0 / (s + 1))]) for s in range(4)],
+    )
+    log.hand(
+        event_file_name(W0 + 10, suffix=".2"),
+        [
+            (
+                s,
+                W0 + 10 + s,
+                [
+                    (
+                        "loss",
+                        "tf2_tensor_content" if s < 7 else "double_tensor_content",
+                        1.0 / (s + 1),
+                    )
+                ],
+            )
+            for s in range(3, 9)
+        ],
+    )
 
 
 def case_nan_last(log: RunLog) -> None:
     # The last point of a series is NaN (the loss blew up): v_last_scalars shows it as NULL.
-    log.hand(event_file_name(W0), [
-        (s, W0 + s, [("loss", "simple_value", v), ("loss64", "torch_double_val", v)])
-        for s, v in enumerate([3.0, 2.0, NAN])])
+    log.hand(
+        event_file_name(W0),
+        [
+            (s, W0 + s, [("loss", "simple_value", v), ("loss64", "torch_double_val", v)])
+            for s, v in enumerate([3.0, 2.0, NAN])
+        ],
+    )
 
 
 CASES: dict[str, Callable[[RunLog], None]] = {
@@ -362,9 +451,13 @@ def file_order(conn: Any, run_path: str, tag: str) -> list[Point]:
 
 def snapshot(store: str) -> list[tuple[Any, ...]]:
     with closing(connect(store)) as conn:
-        return [tuple(row) for row in conn.execute(
-            "SELECT series_id, step, file_id, record_offset, value_index, wall_time, value "
-            "FROM scalars ORDER BY series_id, file_id, record_offset, value_index").fetchall()]
+        return [
+            tuple(row)
+            for row in conn.execute(
+                "SELECT series_id, step, file_id, record_offset, value_index, wall_time, value "
+                "FROM scalars ORDER BY series_id, file_id, record_offset, value_index"
+            ).fetchall()
+        ]
 
 
 @dataclass
@@ -406,19 +499,20 @@ def test_summary_counts_every_value_once(converted: Converted) -> None:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_points_exact_in_file_order(converted: Converted, conn: Any,
-                                    case: str) -> None:
+def test_points_exact_in_file_order(converted: Converted, conn: Any, case: str) -> None:
     for tag, series in converted.expected[case].items():
         assert file_order(conn, case, tag) == series.points, tag
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_series_dtype_and_no_extra_series(converted: Converted, conn: Any,
-                                          case: str) -> None:
-    got = rows(conn,
-               "SELECT s.name, s.plugin, s.dtype, c.name FROM series s JOIN runs r "
-               "ON r.id = s.run_id JOIN contexts c ON c.id = s.context_id WHERE r.run_path = ? "
-               "ORDER BY s.name", (case,))
+def test_series_dtype_and_no_extra_series(converted: Converted, conn: Any, case: str) -> None:
+    got = rows(
+        conn,
+        "SELECT s.name, s.plugin, s.dtype, c.name FROM series s JOIN runs r "
+        "ON r.id = s.run_id JOIN contexts c ON c.id = s.context_id WHERE r.run_path = ? "
+        "ORDER BY s.name",
+        (case,),
+    )
     expected = sorted((tag, "scalars", s.dtype, "") for tag, s in converted.expected[case].items())
     assert got == expected
 
@@ -426,25 +520,32 @@ def test_series_dtype_and_no_extra_series(converted: Converted, conn: Any,
 def test_v_scalars_columns_and_multiset(converted: Converted, conn: Any) -> None:
     cursor = conn.execute("SELECT * FROM v_scalars")
     assert [d[0] for d in cursor.description] == SPEC_SCALAR_COLUMNS
-    got = Counter((run_path, context, tag, step, wall, value)
-                  for _run_id, run_path, context, tag, step, wall, value in cursor)
-    want = Counter((case, "", tag, *pt)
-                   for case, series in converted.expected.items()
-                   for tag, s in series.items() for pt in s.points)
+    got = Counter(
+        (run_path, context, tag, step, wall, value)
+        for _run_id, run_path, context, tag, step, wall, value in cursor
+    )
+    want = Counter(
+        (case, "", tag, *pt)
+        for case, series in converted.expected.items()
+        for tag, s in series.items()
+        for pt in s.points
+    )
     assert got == want
     # run_id agrees with v_runs
-    bad = conn.execute("SELECT COUNT(*) FROM v_scalars v JOIN v_runs r ON r.run_id = v.run_id "
-                       "WHERE r.run_path <> v.run_path").fetchone()[0]
+    bad = conn.execute(
+        "SELECT COUNT(*) FROM v_scalars v JOIN v_runs r ON r.run_id = v.run_id "
+        "WHERE r.run_path <> v.run_path"
+    ).fetchone()[0]
     assert bad == 0
 
 
-def test_v_last_scalars_highest_step_then_last_written(converted: Converted,
-                                                       conn: Any) -> None:
+def test_v_last_scalars_highest_step_then_last_written(converted: Converted, conn: Any) -> None:
     cursor = conn.execute("SELECT * FROM v_last_scalars")
     assert [d[0] for d in cursor.description] == SPEC_SCALAR_COLUMNS
-    got = {(run_path, context, tag): (step, wall, value) for
-           _run_id, run_path, context, tag, step, wall, value in
-           cursor}
+    got = {
+        (run_path, context, tag): (step, wall, value)
+        for _run_id, run_path, context, tag, step, wall, value in cursor
+    }
     want = {}
     for case, series in converted.expected.items():
         for tag, s in series.items():
@@ -453,33 +554,50 @@ def test_v_last_scalars_highest_step_then_last_written(converted: Converted,
     assert got == want
 
 
-def test_nan_is_null_and_infinities_stay_infinite(converted: Converted,
-                                                  conn: Any) -> None:
+def test_nan_is_null_and_infinities_stay_infinite(converted: Converted, conn: Any) -> None:
     sqlite = not is_server(converted.store)
-    for case in ("tbx_nonfinite", "enc_simple_value", "enc_tf2_tensor_content",
-                 "enc_torch_double_val", "enc_half_half_val", "enc_half_tensor_content"):
-        values = [row[0] for row in conn.execute(
-            "SELECT value FROM v_scalars WHERE run_path = ?", (case,))]
+    for case in (
+        "tbx_nonfinite",
+        "enc_simple_value",
+        "enc_tf2_tensor_content",
+        "enc_torch_double_val",
+        "enc_half_half_val",
+        "enc_half_tensor_content",
+    ):
+        values = [
+            row[0]
+            for row in conn.execute("SELECT value FROM v_scalars WHERE run_path = ?", (case,))
+        ]
         assert values.count(None) == 1, case
         assert values.count(INF) == 1 and values.count(-INF) == 1, case
         if sqlite:  # dynamic typing: every other value must be stored as REAL
-            types = Counter(row[0] for row in conn.execute(
-                "SELECT typeof(value) FROM v_scalars WHERE run_path = ?", (case,)))
+            types = Counter(
+                row[0]
+                for row in conn.execute(
+                    "SELECT typeof(value) FROM v_scalars WHERE run_path = ?", (case,)
+                )
+            )
             assert types["null"] == 1 and types["real"] == len(values) - 1, case
         else:  # PostgreSQL could hold NaN: it must not (value IS NULL means NaN)
-            nans = conn.execute("SELECT count(*) FROM scalars WHERE value = 'NaN' "
-                                "OR wall_time = 'NaN'").fetchone()[0]
+            nans = conn.execute(
+                "SELECT count(*) FROM scalars WHERE value = 'NaN' OR wall_time = 'NaN'"
+            ).fetchone()[0]
             assert nans == 0, case
 
 
 def test_float64_is_not_squeezed_through_float32(conn: Any) -> None:
-    for case in ("enc_torch_double_val", "enc_double_tensor_content",
-                 "enc_shape1_double_content"):
-        values = {row[0] for row in conn.execute(
-            "SELECT value FROM v_scalars WHERE run_path = ?", (case,))}
+    for case in ("enc_torch_double_val", "enc_double_tensor_content", "enc_shape1_double_content"):
+        values = {
+            row[0]
+            for row in conn.execute("SELECT value FROM v_scalars WHERE run_path = ?", (case,))
+        }
         assert {0.1, 1 / 3, 2.0**40 + 1} <= values, case
-    assert 2.0**40 + 1 in {row[0] for row in conn.execute(
-        "SELECT value FROM v_scalars WHERE run_path = 'enc_int64_int64_val'")}
+    assert 2.0**40 + 1 in {
+        row[0]
+        for row in conn.execute(
+            "SELECT value FROM v_scalars WHERE run_path = 'enc_int64_int64_val'"
+        )
+    }
 
 
 def test_steps_are_int64(conn: Any) -> None:
@@ -489,8 +607,9 @@ def test_steps_are_int64(conn: Any) -> None:
         assert all(type(s) is int for s in steps)
 
 
-def test_second_conversion_adds_nothing(converted: Converted, tmp_path: Path,
-                                        make_store: StoreFactory) -> None:
+def test_second_conversion_adds_nothing(
+    converted: Converted, tmp_path: Path, make_store: StoreFactory
+) -> None:
     store = make_store(tmp_path, "again")
     first = convert(converted.logdir, store, progress=False)
     before = snapshot(store)
@@ -507,14 +626,17 @@ def test_second_conversion_adds_nothing(converted: Converted, tmp_path: Path,
     assert snapshot(store) == before
 
 
-def test_chunk_boundaries_change_nothing(converted: Converted, tmp_path: Path,
-                                         make_store: StoreFactory) -> None:
+def test_chunk_boundaries_change_nothing(
+    converted: Converted, tmp_path: Path, make_store: StoreFactory
+) -> None:
     store = make_store(tmp_path, "chunked")
     summary = convert(converted.logdir, store, chunk_points=7, progress=False)
     assert summary.points == converted.summary.points
-    query = ("SELECT r.run_path, s.name, p.step, p.wall_time, p.value FROM scalars p "
-             "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
-             "ORDER BY r.run_path, s.name, p.file_id, p.record_offset, p.value_index")
+    query = (
+        "SELECT r.run_path, s.name, p.step, p.wall_time, p.value FROM scalars p "
+        "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
+        "ORDER BY r.run_path, s.name, p.file_id, p.record_offset, p.value_index"
+    )
     with closing(connect(store)) as chunked, closing(connect(converted.store)) as whole:
         assert rows(chunked, query) == rows(whole, query)
 
@@ -522,15 +644,22 @@ def test_chunk_boundaries_change_nothing(converted: Converted, tmp_path: Path,
 def test_appended_points_are_read_once(tmp_path: Path, store: str) -> None:
     logdir = tmp_path / "logs"
     log = RunLog(logdir / "run")
-    records = [(s, W0 + s, [("a", "simple_value", s * 0.5), ("b", "tf2_tensor_content", -s)])
-               for s in range(10)]
+    records = [
+        (s, W0 + s, [("a", "simple_value", s * 0.5), ("b", "tf2_tensor_content", -s)])
+        for s in range(10)
+    ]
     path = log.hand(event_file_name(W0), records[:4])
     assert convert(logdir, store, progress=False).points["scalars"] == 8
-    events = [summary_event(s, w, [ENCODINGS[e].build(t, v) for t, e, v in vals])
-              for s, w, vals in records[4:]]
+    events = [
+        summary_event(s, w, [ENCODINGS[e].build(t, v) for t, e, v in vals])
+        for s, w, vals in records[4:]
+    ]
     append_events(path, events)
-    log.files[path.name] += [(t, ENCODINGS[e].dtype, point(s, w, ENCODINGS[e].widen(v)))
-                             for s, w, vals in records[4:] for t, e, v in vals]
+    log.files[path.name] += [
+        (t, ENCODINGS[e].dtype, point(s, w, ENCODINGS[e].widen(v)))
+        for s, w, vals in records[4:]
+        for t, e, v in vals
+    ]
     second = convert(logdir, store, progress=False)
     assert second.points == Counter({"scalars": 12})
     with closing(connect(store)) as conn:
@@ -538,7 +667,9 @@ def test_appended_points_are_read_once(tmp_path: Path, store: str) -> None:
             assert file_order(conn, "run", tag) == series.points
 
 
-def test_tf1_metadata_from_first_occurrence_survives_an_incremental_read(tmp_path: Path, store: str) -> None:
+def test_tf1_metadata_from_first_occurrence_survives_an_incremental_read(
+    tmp_path: Path, store: str
+) -> None:
     """SPEC §4: plugin metadata is remembered per (file, tag) from its first occurrence; a file
     written by a TF1 FileWriter and read in two passes (it grew in between) must not lose the
     second pass's tensor scalars, which carry no metadata."""
@@ -546,7 +677,8 @@ def test_tf1_metadata_from_first_occurrence_survives_an_incremental_read(tmp_pat
     records = [(s, W0 + s, [("tensor", "tf2_tensor_content", s * 0.25)]) for s in range(8)]
     events = strip_repeated_metadata(
         summary_event(s, w, [ENCODINGS[e].build(t, v) for t, e, v in vals])
-        for s, w, vals in records)
+        for s, w, vals in records
+    )
     path = write_events(logdir / "run" / event_file_name(W0), events[:3])
     convert(logdir, store, progress=False)
     append_events(path, events[3:])
@@ -556,19 +688,23 @@ def test_tf1_metadata_from_first_occurrence_survives_an_incremental_read(tmp_pat
         series = rows(conn, "SELECT name, plugin, dtype FROM series")
         assert series == [("tensor", "scalars", "float32")]
         assert file_order(conn, "run", "tensor") == [
-            point(s, w, as_float32(v)) for s, w, vals in records for _t, _e, v in vals]
+            point(s, w, as_float32(v)) for s, w, vals in records for _t, _e, v in vals
+        ]
 
 
 def test_nonfinite_wall_times_are_kept(tmp_path: Path, store: str) -> None:
     """Pitfall 10: NaN or infinite wall times are stored, not fatal; ordering never uses them."""
     logdir = tmp_path / "logs"
     log = RunLog(logdir / "run")
-    log.hand(event_file_name(W0), [
-        (0, W0, [("s", "simple_value", 1.0)]),
-        (1, NAN, [("s", "simple_value", 2.0)]),
-        (2, INF, [("s", "simple_value", 3.0)]),
-        (3, -INF, [("s", "simple_value", 4.0)]),
-    ])
+    log.hand(
+        event_file_name(W0),
+        [
+            (0, W0, [("s", "simple_value", 1.0)]),
+            (1, NAN, [("s", "simple_value", 2.0)]),
+            (2, INF, [("s", "simple_value", 3.0)]),
+            (3, -INF, [("s", "simple_value", 4.0)]),
+        ],
+    )
     summary = convert(logdir, store, progress=False)
     assert summary.points == Counter({"scalars": 4})
     with closing(connect(store)) as conn:
@@ -576,16 +712,21 @@ def test_nonfinite_wall_times_are_kept(tmp_path: Path, store: str) -> None:
     assert got == [(0, W0, 1.0), (1, None, 2.0), (2, INF, 3.0), (3, -INF, 4.0)]
 
 
-def test_legacy_node_name_tag_does_not_depend_on_what_came_before(tmp_path: Path, store: str) -> None:
+def test_legacy_node_name_tag_does_not_depend_on_what_came_before(
+    tmp_path: Path, store: str
+) -> None:
     """A value with an empty tag falls back to its node_name (old TF writers); whether an
     empty-tag simple_value came earlier in the file must not change which series it joins."""
     from tensorboard.compat.proto.summary_pb2 import Summary
 
     logdir = tmp_path / "logs"
-    write_events(logdir / "run" / event_file_name(W0), [
-        summary_event(0, W0, [Summary.Value(tag="", simple_value=5.0)]),
-        summary_event(1, W0 + 1, [Summary.Value(tag="", node_name="legacy", simple_value=7.0)]),
-    ])
+    write_events(
+        logdir / "run" / event_file_name(W0),
+        [
+            summary_event(0, W0, [Summary.Value(tag="", simple_value=5.0)]),
+            summary_event(1, W0 + 1, [Summary.Value(tag="", node_name="legacy", simple_value=7.0)]),
+        ],
+    )
     convert(logdir, store, progress=False)
     with closing(connect(store)) as conn:
         got = rows(conn, "SELECT tag, step, value FROM v_scalars ORDER BY step")
@@ -599,26 +740,38 @@ def test_tensorboardx_add_scalars_subruns_are_contexts(tmp_path: Path, store: st
     logdir = tmp_path / "logs"
     with SummaryWriter(logdir=str(logdir), flush_secs=3600) as writer:
         for step in range(5):
-            writer.add_scalars("loss", {"train": 1.0 / (step + 1), "val": 2.0 / (step + 1)},
-                               step, walltime=W0 + step)
+            writer.add_scalars(
+                "loss",
+                {"train": 1.0 / (step + 1), "val": 2.0 / (step + 1)},
+                step,
+                walltime=W0 + step,
+            )
     summary = convert(logdir, store, progress=False)
     assert summary.points == Counter({"scalars": 10})
     assert len(summary.orphans) == 1  # the main writer's file (file_version only) in the root
     with closing(connect(store)) as conn:
-        got = rows(conn, "SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
-                         "ORDER BY context, step")
-    assert got == [("loss", ctx, "loss", s, W0 + s, as_float32(k / (s + 1)))
-                    for ctx, k in (("train", 1.0), ("val", 2.0)) for s in range(5)]
+        got = rows(
+            conn,
+            "SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
+            "ORDER BY context, step",
+        )
+    assert got == [
+        ("loss", ctx, "loss", s, W0 + s, as_float32(k / (s + 1)))
+        for ctx, k in (("train", 1.0), ("val", 2.0))
+        for s in range(5)
+    ]
 
 
-def test_same_bytes_under_another_logdir_give_the_same_points(converted: Converted,
-                                                              tmp_path: Path,
-                                                              store: str) -> None:
+def test_same_bytes_under_another_logdir_give_the_same_points(
+    converted: Converted, tmp_path: Path, store: str
+) -> None:
     """The same bytes under another logdir path give the same points (run identity is relative)."""
     copy = tmp_path / "copy"
     shutil.copytree(converted.logdir, copy)
     convert(copy, store, progress=False)
     with closing(connect(store)) as conn, closing(connect(converted.store)) as original:
-        query = ("SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
-                 "ORDER BY run_path, tag, step, wall_time, value")
+        query = (
+            "SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
+            "ORDER BY run_path, tag, step, wall_time, value"
+        )
         assert rows(conn, query) == rows(original, query)

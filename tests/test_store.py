@@ -16,20 +16,67 @@ from converter.store import migrate
 from converter.store.engine import create_store_engine, store_url
 
 SPEC_VIEW_COLUMNS = {
-    "v_runs": ["run_id", "logdir", "run_path", "group_path", "name", "first_wall_time",
-               "last_wall_time"],
+    "v_runs": [
+        "run_id",
+        "logdir",
+        "run_path",
+        "group_path",
+        "name",
+        "first_wall_time",
+        "last_wall_time",
+    ],
     "v_scalars": ["run_id", "run_path", "context", "tag", "step", "wall_time", "value"],
     "v_last_scalars": ["run_id", "run_path", "context", "tag", "step", "wall_time", "value"],
-    "v_images": ["run_id", "run_path", "context", "tag", "step", "wall_time", "idx", "format",
-                 "width", "height", "data"],
-    "v_histograms": ["run_id", "run_path", "context", "tag", "step", "wall_time", "count", "min",
-                     "max", "buckets"],
+    "v_images": [
+        "run_id",
+        "run_path",
+        "context",
+        "tag",
+        "step",
+        "wall_time",
+        "idx",
+        "format",
+        "width",
+        "height",
+        "data",
+    ],
+    "v_histograms": [
+        "run_id",
+        "run_path",
+        "context",
+        "tag",
+        "step",
+        "wall_time",
+        "count",
+        "min",
+        "max",
+        "buckets",
+    ],
     "v_texts": ["run_id", "run_path", "context", "tag", "step", "wall_time", "idx", "value"],
     "v_params": ["run_id", "run_path", "context", "key", "value", "value_num", "value_type"],
-    "v_audio": ["run_id", "run_path", "context", "tag", "step", "wall_time", "idx", "sample_rate",
-                "data"],
-    "v_tensors": ["run_id", "run_path", "context", "tag", "plugin", "step", "wall_time", "dtype",
-                  "shape", "data"],
+    "v_audio": [
+        "run_id",
+        "run_path",
+        "context",
+        "tag",
+        "step",
+        "wall_time",
+        "idx",
+        "sample_rate",
+        "data",
+    ],
+    "v_tensors": [
+        "run_id",
+        "run_path",
+        "context",
+        "tag",
+        "plugin",
+        "step",
+        "wall_time",
+        "dtype",
+        "shape",
+        "data",
+    ],
 }
 
 
@@ -54,8 +101,11 @@ def sqlite_engine(tmp_path: Path):
 
 def _relations(conn) -> list[str]:
     found = inspect(conn)
-    return sorted(name for name in found.get_table_names() + found.get_view_names()
-                  if name != migrate.VERSION_TABLE)
+    return sorted(
+        name
+        for name in found.get_table_names() + found.get_view_names()
+        if name != migrate.VERSION_TABLE
+    )
 
 
 def test_empty_store_gets_every_migration_and_no_drift(engine) -> None:
@@ -87,8 +137,9 @@ def test_current_store_starts_without_alembic(tmp_path: Path) -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'"
         " or m == 'converter.store.models'))\n"
     )
-    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                           check=True).stdout
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
     assert shown.strip() == "[]"
 
 
@@ -179,55 +230,82 @@ def test_store_from_revision_0001_upgrades_with_data_kept(tmp_path: Path) -> Non
     engine = create_store_engine(store_url(path))
     with engine.begin() as conn:
         command.upgrade(migrate.alembic_config(conn), "0001")
-        conn.exec_driver_sql("INSERT INTO runs (id, logdir, run_path, group_path, name) "
-                             "VALUES (1, '/logs', 'run_a', '', 'run_a')")
+        conn.exec_driver_sql(
+            "INSERT INTO runs (id, logdir, run_path, group_path, name) "
+            "VALUES (1, '/logs', 'run_a', '', 'run_a')"
+        )
         conn.exec_driver_sql("INSERT INTO contexts (id, name) VALUES (1, '')")
-        conn.exec_driver_sql("INSERT INTO series (id, run_id, context_id, name, plugin) "
-                             "VALUES (1, 1, 1, 'loss', 'scalars')")
+        conn.exec_driver_sql(
+            "INSERT INTO series (id, run_id, context_id, name, plugin) "
+            "VALUES (1, 1, 1, 'loss', 'scalars')"
+        )
         conn.exec_driver_sql(
             "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
             "offset_consumed, records, damaged_records, status, first_wall_time, "
             "last_wall_time) VALUES (1, 1, 1, 'run_a/events', 100, 1, 100, 3, 0, 'ok', "
-            "1000.0, 1002.0)")
+            "1000.0, 1002.0)"
+        )
         for step in range(3):
             conn.exec_driver_sql(
                 "INSERT INTO scalars VALUES (1, ?, 1, ?, 0, ?, ?)",
-                (step, 10 * step, 1000.0 + step, 0.5 * step))
+                (step, 10 * step, 1000.0 + step, 0.5 * step),
+            )
     change = migrate.ensure_schema(engine)
     assert change is not None and change.from_revision == "0001"
     assert change.backup is not None and Path(change.backup).exists()
     with engine.connect() as conn:
         rows = conn.exec_driver_sql(
-            "SELECT run_path, tag, step, value FROM v_scalars ORDER BY step").all()
+            "SELECT run_path, tag, step, value FROM v_scalars ORDER BY step"
+        ).all()
         assert [tuple(row) for row in rows] == [
-            ("run_a", "loss", 0, 0.0), ("run_a", "loss", 1, 0.5), ("run_a", "loss", 2, 1.0)]
+            ("run_a", "loss", 0, 0.0),
+            ("run_a", "loss", 1, 0.5),
+            ("run_a", "loss", 2, 1.0),
+        ]
         assert conn.exec_driver_sql("SELECT count(*) FROM v_images").scalar() == 0
     engine.dispose()
     backup = sqlite3.connect(change.backup)
     assert backup.execute(f"SELECT version_num FROM {migrate.VERSION_TABLE}").fetchone() == (
-        "0001",)
+        "0001",
+    )
     backup.close()
 
 
 def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_asked(
-        engine, store: str) -> None:
+    engine, store: str
+) -> None:
     """0003 names each run's source after its logdir; a shared server is upgraded only by an
     explicit request (other converters may run the older code), a SQLite file at once."""
     from alembic import command
 
     with engine.begin() as conn:
         command.upgrade(migrate.alembic_config(conn), "0002")
-        conn.execute(text("INSERT INTO runs (id, logdir, run_path, group_path, name) "
-                          "VALUES (1, '/logs', 'a', '', 'a'), (2, '/other', 'a', '', 'a')"))
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, logdir, run_path, group_path, name) "
+                "VALUES (1, '/logs', 'a', '', 'a'), (2, '/other', 'a', '', 'a')"
+            )
+        )
         conn.execute(text("INSERT INTO contexts (id, name) VALUES (1, '')"))
-        conn.execute(text("INSERT INTO series (id, run_id, context_id, name, plugin) "
-                          "VALUES (1, 1, 1, 'loss', 'scalars')"))
-        conn.execute(text(
-            "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
-            "offset_consumed, records, damaged_records, status) "
-            "VALUES (1, 1, 1, 'a/events', 100, 1, 100, 2, 0, 'ok')"))
-        conn.execute(text("INSERT INTO scalars VALUES (1, 5, 1, 0, 0, 1000.0, 0.5), "
-                          "(1, 5, 1, 40, 0, 1001.0, 0.25)"))
+        conn.execute(
+            text(
+                "INSERT INTO series (id, run_id, context_id, name, plugin) "
+                "VALUES (1, 1, 1, 'loss', 'scalars')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
+                "offset_consumed, records, damaged_records, status) "
+                "VALUES (1, 1, 1, 'a/events', 100, 1, 100, 2, 0, 'ok')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO scalars VALUES (1, 5, 1, 0, 0, 1000.0, 0.5), "
+                "(1, 5, 1, 40, 0, 1001.0, 0.25)"
+            )
+        )
     if "://" in store:
         with pytest.raises(StoreError, match="tbconvert db upgrade"):
             migrate.ensure_schema(engine)
@@ -237,12 +315,16 @@ def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_as
         assert change is not None and change.backup is not None
     assert change is not None and (change.from_revision, change.to_revision) == ("0002", "0003")
     with engine.connect() as conn:
-        runs = conn.execute(text("SELECT run_id, logdir, source, host FROM v_runs "
-                                 "ORDER BY run_id")).all()
-        assert [tuple(row) for row in runs] == [(1, "/logs", "/logs", None),
-                                                (2, "/other", "/other", None)]
-        last = conn.execute(text("SELECT run_path, tag, step, wall_time, value "
-                                 "FROM v_last_scalars")).all()
+        runs = conn.execute(
+            text("SELECT run_id, logdir, source, host FROM v_runs ORDER BY run_id")
+        ).all()
+        assert [tuple(row) for row in runs] == [
+            (1, "/logs", "/logs", None),
+            (2, "/other", "/other", None),
+        ]
+        last = conn.execute(
+            text("SELECT run_path, tag, step, wall_time, value FROM v_last_scalars")
+        ).all()
         assert [tuple(row) for row in last] == [("a", "loss", 5, 1001.0, 0.25)]
     migrate.check(engine)
 
@@ -257,13 +339,15 @@ def test_foreign_server_database_is_refused_and_untouched(pg_server) -> None:
             migrate.ensure_schema(engine)
     finally:
         engine.dispose()
-    tables = pg_server.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'",
-                               database)
+    tables = pg_server.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public'", database
+    )
     assert tables == [("notes",)]
 
 
 def test_only_the_writer_skips_foreign_key_checks(
-        tmp_path: Path, dangling_foreign_keys: list[tuple[str, tuple[object, ...]]]) -> None:
+    tmp_path: Path, dangling_foreign_keys: list[tuple[str, tuple[object, ...]]]
+) -> None:
     from converter.store.writer import StoreWriter
 
     engine = create_store_engine(store_url(tmp_path / "s.db"))

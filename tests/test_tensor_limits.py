@@ -18,8 +18,10 @@ SCALARS = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="sc
 
 def _convert(tmp_path: Path, store: str, values: list[Summary.Value]):
     logdir = tmp_path / "logs"
-    write_events(logdir / "run" / event_file_name(W0),
-                 [summary_event(step, W0 + step, [value]) for step, value in enumerate(values)])
+    write_events(
+        logdir / "run" / event_file_name(W0),
+        [summary_event(step, W0 + step, [value]) for step, value in enumerate(values)],
+    )
     summary = convert(logdir, store, progress=False)
     return summary, view_rows(store)
 
@@ -28,8 +30,9 @@ def test_bfloat16_scalars_decode_from_half_val_and_content(tmp_path: Path, store
     bits = 0x3FC0  # bfloat16 1.5
     values = [
         Summary.Value(tag="b", metadata=SCALARS, tensor=TensorProto(dtype=14, half_val=[bits])),
-        Summary.Value(tag="b", tensor=TensorProto(dtype=14, tensor_content=struct.pack("<H",
-                                                                                       0xC000))),
+        Summary.Value(
+            tag="b", tensor=TensorProto(dtype=14, tensor_content=struct.pack("<H", 0xC000))
+        ),
     ]
     summary, rows = _convert(tmp_path, store, values)
     assert summary.points["scalars"] == 2 and not summary.undecodable
@@ -39,8 +42,9 @@ def test_bfloat16_scalars_decode_from_half_val_and_content(tmp_path: Path, store
 def test_absurd_shape_with_one_value_is_kept_raw(tmp_path: Path, store: str) -> None:
     tensor = TensorProto(dtype=1, float_val=[1.0])
     tensor.tensor_shape.dim.add(size=1 << 40)
-    summary, rows = _convert(tmp_path, store, [Summary.Value(tag="huge", metadata=SCALARS,
-                                                      tensor=tensor)])
+    summary, rows = _convert(
+        tmp_path, store, [Summary.Value(tag="huge", metadata=SCALARS, tensor=tensor)]
+    )
     assert summary.exit_code == 0
     assert summary.undecodable == {"scalars": {"huge": 1}}
     ((_, _, _, tag, plugin, _, _, dtype, shape, data),) = rows["v_tensors"]

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
+from eventfiles import event_file_name, summary_event, write_events
 from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 from tensorboard.compat.proto.config_pb2 import RunMetadata
 from tensorboard.compat.proto.event_pb2 import Event, TaggedRunMetadata
@@ -27,20 +28,26 @@ from tensorboard.plugins.custom_scalar import layout_pb2
 from tensorboard.plugins.mesh.plugin_data_pb2 import MeshPluginData
 
 from converter.conversion import convert
-from eventfiles import event_file_name, summary_event, write_events
-
 from tests.snapshots import StoreFactory, connect, rows
 
 W0 = 1_795_000_000.0
-ROW_SQL = ("SELECT plugin, step, wall_time, dtype, shape, data FROM v_tensors "
-           "WHERE run_path = ? AND tag = ? ORDER BY step")
-LAYOUT = {"losses": {"loss": ["Multiline", ["loss/train", "loss/val"]],
-                     "band": ["Margin", ["acc", "acc_low", "acc_high"]]}}
+ROW_SQL = (
+    "SELECT plugin, step, wall_time, dtype, shape, data FROM v_tensors "
+    "WHERE run_path = ? AND tag = ? ORDER BY step"
+)
+LAYOUT = {
+    "losses": {
+        "loss": ["Multiline", ["loss/train", "loss/val"]],
+        "band": ["Margin", ["acc", "acc_low", "acc_high"]],
+    }
+}
 MY_CONTENT = b"\x08\x01my plugin's own config"
-GRAPH = GraphDef(node=[NodeDef(name="x", op="Const"),
-                       NodeDef(name="y", op="Identity", input=["x"])])
+GRAPH = GraphDef(
+    node=[NodeDef(name="x", op="Const"), NodeDef(name="y", op="Identity", input=["x"])]
+)
 RUN_METADATA = RunMetadata(
-    function_graphs=[RunMetadata.FunctionGraphs(pre_optimization_graph=GRAPH)])
+    function_graphs=[RunMetadata.FunctionGraphs(pre_optimization_graph=GRAPH)]
+)
 META_GRAPH = MetaGraphDef(graph_def=GRAPH)
 
 
@@ -71,8 +78,10 @@ def int_tensor(array: np.ndarray, *, packed: bool) -> TensorProto:
     return tensor
 
 
-MY_ARRAYS = [np.arange(6, dtype=np.int32).reshape(2, 3) - 3,
-             np.array([[2**31 - 1, -(2**31), 0], [7, 8, 9]], dtype=np.int32)]
+MY_ARRAYS = [
+    np.arange(6, dtype=np.int32).reshape(2, 3) - 3,
+    np.array([[2**31 - 1, -(2**31), 0], [7, 8, 9]], dtype=np.int32),
+]
 VERTICES = np.array([[[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.1, 0.2, 1.5]]], dtype=np.float32)
 FACES = np.array([[[0, 1, 2], [0, 2, 3]]], dtype=np.int32)
 COLORS = np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [9, 9, 9]]], dtype=np.uint8)
@@ -84,30 +93,54 @@ def write_logdir(logdir: Path) -> dict[str, Summary.Value]:
 
     tbx_dir = logdir / "tbx"
     with SummaryWriter(logdir=str(tbx_dir), flush_secs=3600) as writer:
-        writer.add_pr_curve("pr", np.array([0, 1, 1, 0, 1]), np.array([0.1, 0.9, 0.6, 0.4, 0.3]),
-                            global_step=1, num_thresholds=7, walltime=W0 + 1)
+        writer.add_pr_curve(
+            "pr",
+            np.array([0, 1, 1, 0, 1]),
+            np.array([0.1, 0.9, 0.6, 0.4, 0.3]),
+            global_step=1,
+            num_thresholds=7,
+            walltime=W0 + 1,
+        )
         writer.add_custom_scalars(LAYOUT)
-        writer.add_mesh("mesh", VERTICES, colors=COLORS, faces=FACES, global_step=3,
-                        walltime=W0 + 3)
+        writer.add_mesh(
+            "mesh", VERTICES, colors=COLORS, faces=FACES, global_step=3, walltime=W0 + 3
+        )
     (path,) = tbx_dir.glob("*tfevents*")
-    written = {value.tag: value for record in RawEventFileLoader(str(path)).Load()
-               for value in Event.FromString(record).summary.value}
+    written = {
+        value.tag: value
+        for record in RawEventFileLoader(str(path)).Load()
+        for value in Event.FromString(record).summary.value
+    }
 
-    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
-        plugin_name="my_plugin", content=MY_CONTENT))
+    metadata = SummaryMetadata(
+        plugin_data=SummaryMetadata.PluginData(plugin_name="my_plugin", content=MY_CONTENT)
+    )
     strings = TensorProto(dtype=7, string_val=STRINGS)
     strings.tensor_shape.dim.add(size=2)
     events = [
         # TF1 style: metadata on the first occurrence only.
-        summary_event(0, W0, [Summary.Value(tag="mine", metadata=metadata,
-                                            tensor=int_tensor(MY_ARRAYS[0], packed=True))]),
-        summary_event(1, W0 + 1, [Summary.Value(tag="mine",
-                                                tensor=int_tensor(MY_ARRAYS[1], packed=False))]),
+        summary_event(
+            0,
+            W0,
+            [
+                Summary.Value(
+                    tag="mine", metadata=metadata, tensor=int_tensor(MY_ARRAYS[0], packed=True)
+                )
+            ],
+        ),
+        summary_event(
+            1, W0 + 1, [Summary.Value(tag="mine", tensor=int_tensor(MY_ARRAYS[1], packed=False))]
+        ),
         summary_event(0, W0 + 2, [Summary.Value(tag="words", metadata=metadata, tensor=strings)]),
         Event(step=0, wall_time=W0 + 3, graph_def=GRAPH.SerializeToString()),
         Event(step=0, wall_time=W0 + 4, meta_graph_def=META_GRAPH.SerializeToString()),
-        Event(step=5, wall_time=W0 + 5, tagged_run_metadata=TaggedRunMetadata(
-            tag="step1", run_metadata=RUN_METADATA.SerializeToString())),
+        Event(
+            step=5,
+            wall_time=W0 + 5,
+            tagged_run_metadata=TaggedRunMetadata(
+                tag="step1", run_metadata=RUN_METADATA.SerializeToString()
+            ),
+        ),
     ]
     write_events(logdir / "hand" / event_file_name(W0), events)
     return written
@@ -129,14 +162,19 @@ def conn(converted: Converted) -> Any:
 
 
 def tensor_rows(conn: Any, run_path: str, tag: str) -> list[Row]:
-    return [Row(p, s, w, d, json.loads(shape), data)
-            for p, s, w, d, shape, data in conn.execute(ROW_SQL, (run_path, tag))]
+    return [
+        Row(p, s, w, d, json.loads(shape), data)
+        for p, s, w, d, shape, data in conn.execute(ROW_SQL, (run_path, tag))
+    ]
 
 
 def plugin_content(conn: Any, run_path: str, tag: str) -> bytes | None:
-    ((content,),) = rows(conn, "SELECT s.plugin_content FROM series s JOIN runs r "
-                               "ON r.id = s.run_id WHERE r.run_path = ? AND s.name = ?",
-                         (run_path, tag))
+    ((content,),) = rows(
+        conn,
+        "SELECT s.plugin_content FROM series s JOIN runs r "
+        "ON r.id = s.run_id WHERE r.run_path = ? AND s.name = ?",
+        (run_path, tag),
+    )
     return content
 
 
@@ -154,18 +192,33 @@ def test_pr_curve_float32_6xN(conn: Any, converted: Converted) -> None:
 def test_custom_scalars_layout(conn: Any) -> None:
     (row,) = tensor_rows(conn, "tbx", "custom_scalars__config__")
     assert row[:5] == ("custom_scalars", 0, row.wall_time, "string", [])
-    expected = layout_pb2.Layout(category=[layout_pb2.Category(title="losses", chart=[
-        layout_pb2.Chart(title="loss", multiline=layout_pb2.MultilineChartContent(
-            tag=["loss/train", "loss/val"])),
-        layout_pb2.Chart(title="band", margin=layout_pb2.MarginChartContent(series=[
-            layout_pb2.MarginChartContent.Series(value="acc", lower="acc_low", upper="acc_high")])),
-    ])])
+    expected = layout_pb2.Layout(
+        category=[
+            layout_pb2.Category(
+                title="losses",
+                chart=[
+                    layout_pb2.Chart(
+                        title="loss",
+                        multiline=layout_pb2.MultilineChartContent(tag=["loss/train", "loss/val"]),
+                    ),
+                    layout_pb2.Chart(
+                        title="band",
+                        margin=layout_pb2.MarginChartContent(
+                            series=[
+                                layout_pb2.MarginChartContent.Series(
+                                    value="acc", lower="acc_low", upper="acc_high"
+                                )
+                            ]
+                        ),
+                    ),
+                ],
+            )
+        ]
+    )
     assert layout_pb2.Layout.FromString(row.data) == expected
 
 
-def test_mesh_three_values_with_their_shapes(
-    conn: Any, converted: Converted
-) -> None:
+def test_mesh_three_values_with_their_shapes(conn: Any, converted: Converted) -> None:
     for index, array in ((1, VERTICES), (2, FACES), (3, COLORS)):
         tag = f"mesh_{index}"
         (row,) = tensor_rows(conn, "tbx", tag)
@@ -179,8 +232,10 @@ def test_mesh_three_values_with_their_shapes(
 
 def test_unknown_plugin_int32_exact(conn: Any) -> None:
     got = tensor_rows(conn, "hand", "mine")
-    assert [row[:5] for row in got] == [("my_plugin", 0, W0, "int32", [2, 3]),
-                                        ("my_plugin", 1, W0 + 1, "int32", [2, 3])]
+    assert [row[:5] for row in got] == [
+        ("my_plugin", 0, W0, "int32", [2, 3]),
+        ("my_plugin", 1, W0 + 1, "int32", [2, 3]),
+    ]
     assert [row.data for row in got] == [a.astype("<i4").tobytes() for a in MY_ARRAYS]
     assert plugin_content(conn, "hand", "mine") == MY_CONTENT
 
@@ -193,28 +248,43 @@ def test_unknown_plugin_string_tensor_keeps_the_tensorproto(conn: Any) -> None:
     assert [dim.size for dim in tensor.tensor_shape.dim] == [2]
 
 
-@pytest.mark.parametrize("tag, plugin, step, wall_time, data", [
-    ("__graph_def__", "graphs", 0, W0 + 3, GRAPH.SerializeToString()),
-    ("__meta_graph_def__", "graphs", 0, W0 + 4, META_GRAPH.SerializeToString()),
-    ("step1", "graph_tagged_run_metadata", 5, W0 + 5, RUN_METADATA.SerializeToString()),
-])
-def test_graph_events_kept_as_bytes(conn: Any, tag: str, plugin: str, step: int,
-                                    wall_time: float, data: bytes) -> None:
+@pytest.mark.parametrize(
+    "tag, plugin, step, wall_time, data",
+    [
+        ("__run_graph__", "graphs", 0, W0 + 3, GRAPH.SerializeToString()),
+        ("__meta_graph_def__", "graphs", 0, W0 + 4, META_GRAPH.SerializeToString()),
+        ("step1", "graph_tagged_run_metadata", 5, W0 + 5, RUN_METADATA.SerializeToString()),
+    ],
+)
+def test_graph_events_kept_as_bytes(
+    conn: Any, tag: str, plugin: str, step: int, wall_time: float, data: bytes
+) -> None:
     (row,) = tensor_rows(conn, "hand", tag)
     assert (row.plugin, row.step, row.wall_time, row.shape, row.data) == (
-        plugin, step, wall_time, [], data)
+        plugin,
+        step,
+        wall_time,
+        [],
+        data,
+    )
 
 
 def test_summary_counts(converted: Converted) -> None:
     summary = converted.summary
     assert summary.skipped == {} and summary.undecodable == {}
     assert {plugin: summary.points[plugin] for plugin in summary.points} == {
-        "pr_curves": 1, "custom_scalars": 1, "mesh": 3, "my_plugin": 3, "graphs": 2,
-        "graph_tagged_run_metadata": 1}
+        "pr_curves": 1,
+        "custom_scalars": 1,
+        "mesh": 3,
+        "my_plugin": 3,
+        "graphs": 2,
+        "graph_tagged_run_metadata": 1,
+    }
 
 
-def test_second_conversion_adds_nothing(converted: Converted, tmp_path: Path,
-                                        make_store: StoreFactory) -> None:
+def test_second_conversion_adds_nothing(
+    converted: Converted, tmp_path: Path, make_store: StoreFactory
+) -> None:
     store = make_store(tmp_path, "again")
     convert(converted.logdir, store, progress=False)
     second = convert(converted.logdir, store, progress=False, full=True)
@@ -231,7 +301,7 @@ def test_plugins_filter_skips_and_names_everything(converted: Converted, store: 
         "custom_scalars": {"custom_scalars__config__": 1},
         "mesh": {"mesh_1": 1, "mesh_2": 1, "mesh_3": 1},
         "my_plugin": {"mine": 2, "words": 1},
-        "graphs": {"__graph_def__": 1, "__meta_graph_def__": 1},
+        "graphs": {"__run_graph__": 1, "__meta_graph_def__": 1},
         "graph_tagged_run_metadata": {"step1": 1},
     }
     assert summary.total_points == 0
@@ -244,10 +314,13 @@ def test_plugins_filter_skips_and_names_everything(converted: Converted, store: 
 
 
 def test_unknown_plugin_metadata_only_value_is_kept(tmp_path: Path, store: str) -> None:
-    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
-        plugin_name="my_plugin", content=MY_CONTENT))
-    write_events(tmp_path / "logs" / "run" / event_file_name(W0),
-                 [summary_event(0, W0, [Summary.Value(tag="meta_only", metadata=metadata)])])
+    metadata = SummaryMetadata(
+        plugin_data=SummaryMetadata.PluginData(plugin_name="my_plugin", content=MY_CONTENT)
+    )
+    write_events(
+        tmp_path / "logs" / "run" / event_file_name(W0),
+        [summary_event(0, W0, [Summary.Value(tag="meta_only", metadata=metadata)])],
+    )
     summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.skipped == {} and summary.points["my_plugin"] == 1
     with closing(connect(store)) as conn:
@@ -269,8 +342,10 @@ def test_tensor_numpy_cannot_read_is_still_kept(make: Any, tmp_path: Path, store
     tensor = make()
     tensor.tensor_shape.dim.add(size=len(tensor.uint32_val) or len(tensor.half_val))
     metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="my_plugin"))
-    write_events(tmp_path / "logs" / "run" / event_file_name(W0),
-                 [summary_event(0, W0, [Summary.Value(tag="t", metadata=metadata, tensor=tensor)])])
+    write_events(
+        tmp_path / "logs" / "run" / event_file_name(W0),
+        [summary_event(0, W0, [Summary.Value(tag="t", metadata=metadata, tensor=tensor)])],
+    )
     summary = convert(tmp_path / "logs", store, progress=False)
     assert summary.skipped == {} and summary.points["my_plugin"] == 1
     with closing(connect(store)) as conn:

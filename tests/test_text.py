@@ -24,7 +24,6 @@ from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from converter.conversion import convert
 from converter.plugins import text
 from converter.plugins.base import DecodeFailure
-
 from tests.snapshots import StoreFactory, connect, is_server, rows
 
 W0 = 1_795_000_000.0
@@ -65,8 +64,16 @@ def string_value(tag: str, elements: Any, *, shape: Sequence[int] | None = ()) -
 
 def expected_rows(tag: str, step: int, wall: float, elements: Any) -> list[Row]:
     flat = np.asarray(elements, dtype=object).reshape(-1, order="C")
-    return [Row(tag, step, wall, idx, item.decode("utf-8", errors="backslashreplace")
-                if isinstance(item, bytes) else item) for idx, item in enumerate(flat)]
+    return [
+        Row(
+            tag,
+            step,
+            wall,
+            idx,
+            item.decode("utf-8", errors="backslashreplace") if isinstance(item, bytes) else item,
+        )
+        for idx, item in enumerate(flat)
+    ]
 
 
 def write_tbx(run: Path, expected: list[Row]) -> None:
@@ -85,8 +92,13 @@ def write_tf2(run: Path, expected: list[Row]) -> None:
     events = []
     for step, string in enumerate(["first", UNICODE, MARKDOWN]):
         wall = W0 + step * 0.5
-        events.append(summary_event(step, wall, [
-            string_value("rank0", string), string_value("noshape", string[::-1], shape=None)]))
+        events.append(
+            summary_event(
+                step,
+                wall,
+                [string_value("rank0", string), string_value("noshape", string[::-1], shape=None)],
+            )
+        )
         expected += expected_rows("rank0", step, wall, string)
         expected += expected_rows("noshape", step, wall, string[::-1])
     write_events(run / event_file_name(W0), events)
@@ -103,11 +115,17 @@ def write_tf1(run: Path, expected: list[Row]) -> None:
     for step, table in enumerate(tables):
         wall = W0 + step
         wide = [[f"{step}:{i},{j}" for j in range(3)] for i in range(2)]
-        values = [string_value("table", table), string_value("wide", wide),
-                  string_value("list", [f"item {step}", "é", INVALID[3]])]
+        values = [
+            string_value("table", table),
+            string_value("wide", wide),
+            string_value("list", [f"item {step}", "é", INVALID[3]]),
+        ]
         events.append(summary_event(step, wall, values))
-        for tag, elements in (("table", table), ("wide", wide),
-                              ("list", [f"item {step}", "é", INVALID[3]])):
+        for tag, elements in (
+            ("table", table),
+            ("wide", wide),
+            ("list", [f"item {step}", "é", INVALID[3]]),
+        ):
             expected += expected_rows(tag, step, wall, elements)
     events = strip_repeated_metadata(events)
     assert not events[2].summary.value[0].HasField("metadata")
@@ -118,8 +136,9 @@ WRITERS = {"tbx": write_tbx, "tf2": write_tf2, "tf1": write_tf1}
 
 
 @pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory,
-              make_store: StoreFactory) -> Iterator[Converted]:
+def converted(
+    tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory
+) -> Iterator[Converted]:
     root = tmp_path_factory.mktemp("text")
     expected: Expected = {}
     for run, write in WRITERS.items():
@@ -127,8 +146,10 @@ def converted(tmp_path_factory: pytest.TempPathFactory,
     store = make_store(root)
     summary = convert(root / "logdir", store, progress=False)
     if is_server(store):  # PostgreSQL text cannot hold U+0000: the documented spelling
-        expected = {run: [row._replace(value=row.value.replace("\x00", "\\x00"))
-                          for row in written] for run, written in expected.items()}
+        expected = {
+            run: [row._replace(value=row.value.replace("\x00", "\\x00")) for row in written]
+            for run, written in expected.items()
+        }
     with closing(connect(store)) as conn:
         yield expected, summary, conn
 
@@ -145,43 +166,58 @@ def test_every_element_is_one_row(converted: Converted) -> None:
 
 
 @pytest.mark.parametrize("run", list(WRITERS))
-def test_rows_exact_in_file_order(converted: Converted,
-                                  run: str) -> None:
+def test_rows_exact_in_file_order(converted: Converted, run: str) -> None:
     expected, _, conn = converted
     stored = rows(
         conn,
         "SELECT s.name, p.step, p.wall_time, p.idx, p.value FROM texts p "
         "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
         "WHERE r.run_path = ? ORDER BY p.file_id, p.record_offset, p.value_index, p.idx",
-        (run,))
+        (run,),
+    )
     assert [Row(*row) for row in stored] == expected[run]
-    view = rows(conn, "SELECT tag, step, wall_time, idx, value FROM v_texts "
-                      "WHERE run_path = ? AND context = ''", (run,))
+    view = rows(
+        conn,
+        "SELECT tag, step, wall_time, idx, value FROM v_texts WHERE run_path = ? AND context = ''",
+        (run,),
+    )
     assert sorted(view) == sorted(expected[run])
 
 
 def test_tags_stored_as_written(converted: Converted) -> None:
     _, _, conn = converted
-    got = set(rows(conn, "SELECT r.run_path, s.name, s.plugin, s.dtype FROM series s "
-                         "JOIN runs r ON r.id = s.run_id"))
-    tags = {"tbx": ["notes/text_summary", "eval/notes/text_summary"],
-            "tf2": ["rank0", "noshape"], "tf1": ["table", "wide", "list"]}
+    got = set(
+        rows(
+            conn,
+            "SELECT r.run_path, s.name, s.plugin, s.dtype FROM series s "
+            "JOIN runs r ON r.id = s.run_id",
+        )
+    )
+    tags = {
+        "tbx": ["notes/text_summary", "eval/notes/text_summary"],
+        "tf2": ["rank0", "noshape"],
+        "tf1": ["table", "wide", "list"],
+    }
     assert got == {(run, tag, "text", "string") for run, names in tags.items() for tag in names}
 
 
-def test_table_row_major_and_invalid_bytes(
-        converted: Converted) -> None:
+def test_table_row_major_and_invalid_bytes(converted: Converted) -> None:
     _, _, conn = converted
-    table = rows(conn, "SELECT step, idx, value FROM v_texts WHERE tag = ? ORDER BY step, idx",
-                 ("table",))
+    table = rows(
+        conn, "SELECT step, idx, value FROM v_texts WHERE tag = ? ORDER BY step, idx", ("table",)
+    )
     assert table[:4] == [(0, 0, "a"), (0, 1, "b"), (0, 2, "c"), (0, 3, "d")]
-    assert table[8:] == [(2, 0, "ok \\xff\\xfe end"), (2, 1, "fine"), (2, 2, "cut \\xc3"),
-                        (2, 3, "surrogate \\xed\\xa0\\x80")]
-    wide = rows(conn, "SELECT idx, value FROM v_texts WHERE tag = 'wide' AND step = 1 "
-                      "ORDER BY idx")
+    assert table[8:] == [
+        (2, 0, "ok \\xff\\xfe end"),
+        (2, 1, "fine"),
+        (2, 2, "cut \\xc3"),
+        (2, 3, "surrogate \\xed\\xa0\\x80"),
+    ]
+    wide = rows(conn, "SELECT idx, value FROM v_texts WHERE tag = 'wide' AND step = 1 ORDER BY idx")
     assert wide == [(i * 3 + j, f"1:{i},{j}") for i in range(2) for j in range(3)]
-    nul = conn.execute("SELECT value FROM v_texts WHERE tag = 'list' AND idx = 2 LIMIT 1"
-                       ).fetchone()[0]
+    nul = conn.execute(
+        "SELECT value FROM v_texts WHERE tag = 'list' AND idx = 2 LIMIT 1"
+    ).fetchone()[0]
     on_sqlite = isinstance(conn, sqlite3.Connection)  # else PostgreSQL: the spelling of NUL
     assert nul == ("nul \x00 byte" if on_sqlite else "nul \\x00 byte")
 
@@ -222,5 +258,7 @@ def test_unreadable_values_are_kept_raw(tmp_path: Path, store: str) -> None:
     assert summary.points == Counter({"text": 3})  # two raw tensors and one text row
     with closing(connect(store)) as conn:
         assert sorted(rows(conn, "SELECT tag, dtype, shape FROM v_tensors")) == [
-            ("bad", "float32", "[]"), ("bad", "string_tensorproto", "[0]")]
+            ("bad", "float32", "[]"),
+            ("bad", "string_tensorproto", "[0]"),
+        ]
         assert rows(conn, "SELECT tag, idx, value FROM v_texts") == [("ok", 0, "fine")]

@@ -1,54 +1,8 @@
-"""Plugin decoders: one module per TensorBoard plugin, chosen per (file, tag).
+"""Plugin decoders: one module per TensorBoard plugin (scalars, images, audio, histograms,
+text, hparams) plus ``tensors``, which keeps everything else raw.
 
-A value's plugin follows TensorBoard's data server: a primitive oneof (``simple_value``,
-``image``, ``histo``, ``audio``) decides by itself; otherwise the plugin name of the tag's
-first metadata in the file decides (TF1 writers send metadata only once per tag).
-
-A decoder takes the value and the tag's remembered metadata and returns a :class:`Decoded`:
-the store table and the rows' payload columns (the key columns are added by the caller).
+Each module has ``decode(value, metadata) -> Decoded``: the store table and the rows' payload
+columns (see ``converter.rows.PAYLOAD_COLUMNS``), or :class:`~converter.plugins.base.DecodeFailure`.
+``registry`` chooses the decoder of a value; ``names`` lists plugin names without importing any
+decoder (the CLI needs them at start-up); ``_tensorproto`` turns TensorProtos into NumPy.
 """
-
-from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
-
-from converter.plugins import audio, histograms, hparams, images, scalars, tensors, text
-from converter.plugins.base import Decoded, DecodeFailure
-
-# Oneof field of Summary.Value -> plugin that owns it regardless of metadata.
-PRIMITIVE_PLUGINS = {
-    "simple_value": "scalars",
-    "image": "images",
-    "histo": "histograms",
-    "audio": "audio",
-}
-
-
-Decoder = Callable[[Any, Any], Decoded]
-
-DECODERS: dict[str, Decoder] = {
-    "scalars": scalars.decode,
-    "images": images.decode,
-    "audio": audio.decode,
-    "histograms": histograms.decode,
-    "text": text.decode,
-    "hparams": hparams.decode,
-}
-# Everything else (pr_curves, custom_scalars, mesh, graph sub-plugins, unknown plugins, and
-# values their own plugin cannot read) is kept raw by the generic tensor decoder.
-FALLBACK: Decoder = tensors.decode
-
-# Names accepted by --plugins: the decoders above, and "tensors" for everything kept raw.
-KNOWN_PLUGINS = (*sorted(DECODERS), "tensors")
-__all__ = ["DECODERS", "FALLBACK", "KNOWN_PLUGINS", "Decoded", "DecodeFailure", "plugin_for"]
-
-
-def plugin_for(kind: str | None, metadata: Any) -> str:
-    """The plugin of a value: its primitive kind, else the first metadata's plugin name."""
-    primitive = PRIMITIVE_PLUGINS.get(kind or "")
-    if primitive is not None:
-        return primitive
-    if metadata is not None and metadata.plugin_data.plugin_name:
-        return str(metadata.plugin_data.plugin_name)
-    return "tensor" if kind == "tensor" else "unknown"

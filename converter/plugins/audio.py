@@ -63,7 +63,7 @@ def wav_header(data: bytes) -> WavHeader:
     try:
         with wave.open(io.BytesIO(data), "rb") as clip:
             return float(clip.getframerate()), clip.getnchannels(), clip.getnframes()
-    except Exception:  # noqa: BLE001 - e.g. float or compressed WAVs: kept, header unknown
+    except Exception:
         return None, None, None
 
 
@@ -93,7 +93,9 @@ def _audio_tensor(tensor: Any, wav_declared: bool) -> Decoded:
     dims = [dim.size for dim in tensor.tensor_shape.dim]
     elements = string_elements(tensor)
     if len(dims) == 2 and dims[1] == 2:
-        clips = [(elements[i], elements[i + 1]) for i in range(0, len(elements), 2)]
+        clips: list[tuple[bytes, bytes | None]] = [
+            (elements[i], elements[i + 1]) for i in range(0, len(elements), 2)
+        ]
     elif len(dims) == 1:  # clips only, as TensorBoard's own read side projects them
         clips = [(element, None) for element in elements]
     else:
@@ -116,4 +118,4 @@ def _declares_wav(metadata: Any) -> bool:
         content = plugin_data_pb2.AudioPluginData.FromString(metadata.plugin_data.content)
     except DecodeError:
         return False
-    return content.encoding == plugin_data_pb2.AudioPluginData.WAV
+    return bool(content.encoding == plugin_data_pb2.AudioPluginData.WAV)

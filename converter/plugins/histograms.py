@@ -28,15 +28,22 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from converter.plugins._tensorproto import dtype_name, tensor_to_array
 from converter.plugins.base import Decoded, DecodeFailure
-from converter.tensors import dtype_name, tensor_to_array
 
 TABLE = "histograms"
 POS_INF_JSON = "1e999"
 NEG_INF_JSON = "-1e999"
 NAN_JSON = "null"
-_VALUE_FIELDS = ("float_val", "double_val", "half_val", "int_val", "int64_val", "uint32_val",
-                 "uint64_val")
+_VALUE_FIELDS = (
+    "float_val",
+    "double_val",
+    "half_val",
+    "int_val",
+    "int64_val",
+    "uint32_val",
+    "uint64_val",
+)
 
 
 def decode(value: Any, _metadata: Any) -> Decoded:
@@ -124,9 +131,11 @@ def buckets_json(buckets: Iterable[Sequence[float]]) -> str:
     Returns:
         The JSON text (no spaces).
     """
-    return "[" + ",".join(
-        "[" + ",".join(json_number(x) for x in bucket) + "]" for bucket in buckets
-    ) + "]"
+    return (
+        "["
+        + ",".join("[" + ",".join(json_number(x) for x in bucket) + "]" for bucket in buckets)
+        + "]"
+    )
 
 
 def json_number(number: float) -> str:

@@ -110,8 +110,13 @@ def _typed(value: Any) -> tuple[str | None, float | None, str]:
     if kind == "bool_value":
         flag = bool(value.bool_value)
         return ("true" if flag else "false"), float(flag), "bool"
-    text = json.dumps(_json_object(value), separators=(",", ":"), sort_keys=True,
-                      ensure_ascii=False, allow_nan=False)
+    text = json.dumps(
+        _json_object(value),
+        separators=(",", ":"),
+        sort_keys=True,
+        ensure_ascii=False,
+        allow_nan=False,
+    )
     return text, None, "json"
 
 

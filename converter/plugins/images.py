@@ -18,10 +18,10 @@ from typing import Any
 
 from PIL import Image
 
+from converter.plugins._tensorproto import DT_STRING
 from converter.plugins.base import Decoded, DecodeFailure, blob
 
 TABLE = "images"
-DT_STRING = 7
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _GIF_MAGICS = (b"GIF87a", b"GIF89a")
 
@@ -65,7 +65,7 @@ def image_header(data: bytes) -> Header:
                 return image.format, int(width), int(height)
     except Image.DecompressionBombError:
         return _sniff(data)
-    except Exception:  # noqa: BLE001 - any unreadable bytes are stored as they are
+    except Exception:
         return None, None, None
 
 

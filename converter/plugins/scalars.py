@@ -9,13 +9,16 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from converter.plugins._tensorproto import (
+    DT_BFLOAT16,
+    DT_DOUBLE,
+    DT_FLOAT,
+    dtype_name,
+    tensor_to_array,
+)
 from converter.plugins.base import Decoded, DecodeFailure
-from converter.tensors import dtype_name, tensor_to_array
 
 TABLE = "scalars"
-_DT_FLOAT = 1
-_DT_DOUBLE = 2
-_DT_BFLOAT16 = 14
 _FLOAT32 = struct.Struct("<f")
 _FLOAT64 = struct.Struct("<d")
 
@@ -34,14 +37,14 @@ def tensor_scalar(tensor: Any) -> float:
     """The single number of a one-element tensor, as a Python float."""
     # The two encodings TF2 and torch actually write, without the cost of numpy.
     content = tensor.tensor_content
-    if tensor.dtype == _DT_FLOAT:
+    if tensor.dtype == DT_FLOAT:
         if len(content) == 4:
             return float(_FLOAT32.unpack(content)[0])
         if not content and len(tensor.float_val) == 1 and _rank_le_one(tensor):
             return float(tensor.float_val[0])
-    elif tensor.dtype == _DT_DOUBLE and len(content) == 8:
+    elif tensor.dtype == DT_DOUBLE and len(content) == 8:
         return float(_FLOAT64.unpack(content)[0])
-    elif tensor.dtype == _DT_BFLOAT16:
+    elif tensor.dtype == DT_BFLOAT16:
         # NumPy has no bfloat16: it is the upper half of a float32.
         if len(content) == 2:
             return float(_FLOAT32.unpack(b"\x00\x00" + content)[0])

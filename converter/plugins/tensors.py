@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from converter.plugins._tensorproto import DT_STRING, dtype_name, tensor_to_array
 from converter.plugins.base import Decoded, DecodeFailure, blob
-from converter.tensors import dtype_name, tensor_to_array
 
 TABLE = "tensors"
-_DT_STRING = 7
 
 
 def decode(value: Any, metadata: Any) -> Decoded:
@@ -46,7 +45,7 @@ def raw_bytes(data: bytes, dtype: str) -> Decoded:
 def _tensor(tensor: Any) -> Decoded:
     shape = [int(dim.size) for dim in tensor.tensor_shape.dim]
     dtype = dtype_name(tensor.dtype)
-    if tensor.dtype == _DT_STRING:
+    if tensor.dtype == DT_STRING:
         if len(tensor.string_val) == 1 and _elements(shape) == 1:
             data = bytes(tensor.string_val[0])
         else:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from converter.plugins._tensorproto import DT_STRING, dtype_name
 from converter.plugins.base import Decoded, DecodeFailure
-from converter.tensors import dtype_name
 
 TABLE = "texts"
-_DT_STRING = 7
 MAX_FILLED = 1 << 16  # most elements a short string_val may be filled up to
 
 
@@ -42,7 +41,7 @@ def decode(value: Any, _metadata: Any) -> Decoded:
     if kind != "tensor":
         raise DecodeFailure(f"text must be a string tensor, got {kind or 'no value'}")
     tensor = value.tensor
-    if tensor.dtype != _DT_STRING:
+    if tensor.dtype != DT_STRING:
         raise DecodeFailure(f"text must be a string tensor, got {dtype_name(tensor.dtype)}")
     strings = string_elements(tensor)
     return Decoded(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -36,7 +37,7 @@ def sqlite_path(url: str) -> str | None:
     path = path[1:] if path.startswith("/") else path
     path = path.split("?", 1)[0]
     # sqlite:///file:/abs/path?mode=ro&uri=true names the same file through SQLite's URIs.
-    path = path[len("file:"):] if path.startswith("file:") else path
+    path = path[len("file:") :] if path.startswith("file:") else path
     if path in ("", ":memory:"):
         return None
     return path
@@ -109,11 +110,9 @@ def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> No
     try:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys = ON")
-        try:
+        # A read-only store cannot switch journal mode; reading it still works.
+        with contextlib.suppress(sqlite3.OperationalError):
             cursor.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.OperationalError:
-            # A read-only store cannot switch journal mode; reading it still works.
-            pass
         cursor.execute("PRAGMA synchronous = NORMAL")
     finally:
         cursor.close()

@@ -13,9 +13,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
@@ -74,8 +72,10 @@ def current_revision(connection: Connection) -> str | None:
         return None
     rows = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
     if len(rows) > 1:
-        raise StoreError(f"the store has {len(rows)} schema revisions at once",
-                         hint="restore its backup or convert into a new --store")
+        raise StoreError(
+            f"the store has {len(rows)} schema revisions at once",
+            hint="restore its backup or convert into a new --store",
+        )
     return rows[0][0] if rows else None
 
 
@@ -113,8 +113,9 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> Schem
             with conn.begin():
                 if conn.dialect.name == "postgresql":
                     # Converters starting together on a server take turns here.
-                    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
-                                 {"key": advisory_key("schema")})
+                    conn.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": advisory_key("schema")}
+                    )
                 # Re-read under the write lock: another converter may have just migrated.
                 current = current_revision(conn)
                 if current == head:
@@ -128,8 +129,8 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> Schem
                             f"{head}",
                             path=_display(engine),
                             hint="upgrade it explicitly once, when no older converter is "
-                                 "writing: tbconvert db upgrade --store URL (or tf "
-                                 "--upgrade-store)",
+                            "writing: tbconvert db upgrade --store URL (or tf "
+                            "--upgrade-store)",
                         )
                     if sqlite_file is not None:
                         backup = _backup_sqlite(sqlite_file, current)
@@ -159,12 +160,14 @@ def upgrade(engine: Engine) -> SchemaChange | None:
 
 def _refuse_foreign(conn: Connection, current: str | None, head: str) -> None:
     if current is None:
-        tables = [t for t in inspect(conn).get_table_names()
-                  if not t.startswith("sqlite_") and t != VERSION_TABLE]
+        tables = [
+            t
+            for t in inspect(conn).get_table_names()
+            if not t.startswith("sqlite_") and t != VERSION_TABLE
+        ]
         if tables:
             raise StoreError(
-                "this database is not a tbconvert store (it has tables but no "
-                f"{VERSION_TABLE})",
+                f"this database is not a tbconvert store (it has tables but no {VERSION_TABLE})",
                 path=_display(conn.engine),
                 hint="choose a new --store path",
             )

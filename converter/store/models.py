@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import (
-    PrimaryKeyConstraint,
     BigInteger,
     Double,
     ForeignKey,
     Integer,
     LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     Text,
     UniqueConstraint,
 )
@@ -121,13 +121,9 @@ class Scalar(Base):
     __tablename__ = "scalars"
     __table_args__ = ({"sqlite_with_rowid": False},)
 
-    series_id: Mapped[int] = mapped_column(
-        ForeignKey("series.id"), primary_key=True
-    )
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id"), primary_key=True)
     step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    file_id: Mapped[int] = mapped_column(
-        ForeignKey("event_files.id"), primary_key=True
-    )
+    file_id: Mapped[int] = mapped_column(ForeignKey("event_files.id"), primary_key=True)
     record_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     value_index: Mapped[int] = mapped_column(Integer, primary_key=True)
     wall_time: Mapped[float | None] = mapped_column(Double)  # NULL when NaN
@@ -147,7 +143,6 @@ class Conversion(Base):
     status: Mapped[str] = mapped_column(Text, default="running")
     options: Mapped[str | None] = mapped_column(Text)
     summary: Mapped[str | None] = mapped_column(Text)
-
 
 
 class _PointKey:

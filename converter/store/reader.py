@@ -9,116 +9,46 @@ Points come back in step order; equal steps (resumed runs) keep the order they w
 from __future__ import annotations
 
 import difflib
-import io
-import json
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from converter.errors import StoreError, UsageError
+from converter.filters import Globs, globs, matches
+from converter.rows import POINT_TABLES
 from converter.store.engine import create_store_engine, sqlite_path, store_display, store_url
 from converter.store.errors import translate_errors
-from converter.store.writer import FileState, select_file_states
+from converter.store.results import SeriesRef, StoredImage, typed_param
 
 if TYPE_CHECKING:
     import numpy
     import pandas
-    from PIL import Image
 
-Globs = str | Sequence[str] | None
-POINT_TABLES = ("scalars", "images", "audio", "histograms", "texts", "params", "tensors")
 WRITTEN = "file_id, record_offset, value_index"
 _LAST = "step DESC, file_id DESC, record_offset DESC, value_index DESC"
 POINT_SQL = {
     "scalars": f"SELECT step, wall_time, value FROM scalars WHERE series_id = :id "
-               f"ORDER BY step, {WRITTEN}",
+    f"ORDER BY step, {WRITTEN}",
     "texts": f"SELECT step, wall_time, idx, value FROM texts WHERE series_id = :id "
-             f"ORDER BY step, {WRITTEN}, idx",
+    f"ORDER BY step, {WRITTEN}, idx",
     "params": f"SELECT key, value, value_num, value_type FROM params WHERE series_id = :id "
-              f"ORDER BY key, step, {WRITTEN}",
+    f"ORDER BY key, step, {WRITTEN}",
 }
 # Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
 _RUNS_SQL = "SELECT * FROM v_runs"
 _FILES_SQL = (
     "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
     "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
-    "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run")
+    "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run"
+)
 _CONTEXTS_SQL = (
     "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series UNION "
-    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id")
-
-
-@dataclass(frozen=True)
-class Series:
-    """One series: the points of one tag and plugin in one (run, context)."""
-
-    id: int
-    run_id: int
-    run_path: str
-    context: str
-    tag: str
-    plugin: str
-
-
-@dataclass(frozen=True)
-class StoredImage:
-    """One stored image and where it was logged; its bytes are read only when asked for."""
-
-    run_id: int
-    run_path: str
-    context: str
-    tag: str
-    step: int
-    wall_time: float | None
-    idx: int
-    format: str | None
-    width: int | None
-    height: int | None
-    blob_id: int
-    store: Store = field(repr=False, compare=False)
-
-    @property
-    def data(self) -> bytes:
-        """The encoded bytes exactly as logged (PNG, GIF, JPEG...)."""
-        with self.store.connect() as conn:
-            return bytes(conn.execute(text("SELECT data FROM blobs WHERE id = :id"),
-                                      {"id": self.blob_id}).scalar_one())
-
-    def open(self) -> Image.Image:
-        """Decode the image with Pillow (lazily: pixels are decoded when first used)."""
-        from PIL import Image
-
-        return Image.open(io.BytesIO(self.data))
-
-
-def typed_param(value: str | None, value_num: float | None, value_type: str) -> Any:
-    """A ``v_params`` value as Python: float, bool, str, or parsed JSON."""
-    if value is None:
-        return None
-    if value_type == "number":
-        return value_num if value_num is not None else float(value)
-    if value_type == "bool":
-        return value == "true"
-    return json.loads(value) if value_type == "json" else value
-
-
-def globs(patterns: Globs) -> tuple[str, ...]:
-    """Normalise a glob argument: None, one pattern, or several."""
-    if patterns is None:
-        return ()
-    return (patterns,) if isinstance(patterns, str) else tuple(patterns)
-
-
-def matches(name: str, patterns: tuple[str, ...], *aliases: str) -> bool:
-    """True when there are no patterns or ``name`` (or an alias) matches one of them."""
-    return not patterns or any(fnmatchcase(candidate, pattern) for pattern in patterns
-                               for candidate in (name, *aliases))
+    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id"
+)
 
 
 class Store:
@@ -169,8 +99,10 @@ class Store:
             rows = [row for row in rows if matches(row["run_path"], globs(run))]
             rows.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
             counts = self._counts(conn, "s.run_id")
-            series: dict[int, int] = {row[0]: row[1] for row in conn.execute(text(
-                "SELECT run_id, count(*) FROM series GROUP BY run_id"))}
+            series: dict[int, int] = {
+                row[0]: row[1]
+                for row in conn.execute(text("SELECT run_id, count(*) FROM series GROUP BY run_id"))
+            }
             contexts: dict[int, list[str]] = {}
             for run_id, name in conn.execute(text(_CONTEXTS_SQL)):
                 contexts.setdefault(run_id, []).append(name)
@@ -181,8 +113,9 @@ class Store:
             run_id = row["run_id"]
             row["contexts"] = contexts.get(run_id, [])
             row["series"] = series.get(run_id, 0)
-            row["points"] = {table: by_run[run_id][0] for table, by_run in counts.items()
-                             if run_id in by_run}
+            row["points"] = {
+                table: by_run[run_id][0] for table, by_run in counts.items() if run_id in by_run
+            }
             row["scalar_points"] = row["points"].get("scalars", 0)
             row["params"] = params.get(run_id, {})
         return rows
@@ -204,14 +137,20 @@ class Store:
             run_id = row["run_id"]
             counts = self._counts(conn, "p.series_id", run_id)
             series = [self._series_entry(conn, s, counts) for s in self.series(run=run_id)]
-            files = sorted((dict(file._mapping) for file in conn.execute(text(_FILES_SQL),
-                                                                          {"run": run_id})),
-                           key=lambda file: file["path"])
+            files = sorted(
+                (dict(file._mapping) for file in conn.execute(text(_FILES_SQL), {"run": run_id})),
+                key=lambda file: file["path"],
+            )
             params = self.param_sessions(run_id, conn=conn).get(run_id, {})
         return {"run": row, "series": series, "params": params, "files": files}
 
-    def series(self, run: Globs | int = None, tag: Globs = None, context: Globs = None,
-               plugin: Globs = None) -> list[Series]:
+    def series(
+        self,
+        run: Globs | int = None,
+        tag: Globs = None,
+        context: Globs = None,
+        plugin: Globs = None,
+    ) -> list[SeriesRef]:
         """The series matching the filters (globs; an int ``run`` is a run id), sorted.
 
         Text tags also match without the ``/text_summary`` suffix torch and tensorboardX add.
@@ -219,16 +158,22 @@ class Store:
         sql = text(
             "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin, r.logdir "
             "FROM series AS s JOIN runs AS r ON r.id = s.run_id "
-            "JOIN contexts AS c ON c.id = s.context_id")
+            "JOIN contexts AS c ON c.id = s.context_id"
+        )
         with self.connect() as conn:
             ordered = sorted(conn.execute(sql), key=lambda row: (row[6], *row[2:6], row[0]))
-            found = [Series(*row[:6]) for row in ordered]
+            found = [SeriesRef(*row[:6]) for row in ordered]
         if isinstance(run, int):
             found, run = [s for s in found if s.run_id == run], None
         runs, tags, contexts, plugins = (globs(g) for g in (run, tag, context, plugin))
-        return [s for s in found if matches(s.run_path, runs) and matches(s.context, contexts)
-                and matches(s.tag, tags, s.tag.removesuffix("/text_summary"))
-                and matches(s.plugin, plugins)]
+        return [
+            s
+            for s in found
+            if matches(s.run_path, runs)
+            and matches(s.context, contexts)
+            and matches(s.tag, tags, s.tag.removesuffix("/text_summary"))
+            and matches(s.plugin, plugins)
+        ]
 
     def scalars(self, run: str | int, tag: str, context: str | None = None) -> numpy.ndarray:
         """The learning curve of one scalar series as a NumPy structured array.
@@ -281,13 +226,16 @@ class Store:
                 if key in merged and not _same(merged[key], value):
                     raise UsageError(
                         f"the hparams sessions of run {row['run_path']!r} disagree on {key!r}",
-                        path=self.display, hint=f"pass context= one of {sorted(sessions)}, or "
-                        "use converter.export.hparams_table(store)")
+                        path=self.display,
+                        hint=f"pass context= one of {sorted(sessions)}, or "
+                        "use converter.export.hparams_table(store)",
+                    )
                 merged[key] = value
         return merged
 
-    def param_sessions(self, run_id: int | None = None, *,
-                       conn: Connection | None = None) -> dict[int, dict[str, dict[str, Any]]]:
+    def param_sessions(
+        self, run_id: int | None = None, *, conn: Connection | None = None
+    ) -> dict[int, dict[str, dict[str, Any]]]:
         """Typed params of every run (or one) as ``{run_id: {context: {key: value}}}``.
 
         Each context holds one hparams session, as every writer lays them out; should one
@@ -296,33 +244,55 @@ class Store:
         if conn is None:
             with self.connect() as own:
                 return self.param_sessions(run_id, conn=own)
-        sql = ("SELECT s.run_id, c.name, p.key, p.value, p.value_num, p.value_type "
-               "FROM params AS p JOIN series AS s ON s.id = p.series_id "
-               "JOIN contexts AS c ON c.id = s.context_id"
-               + ("" if run_id is None else " WHERE s.run_id = :run")
-               + " ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key")
+        sql = (
+            "SELECT s.run_id, c.name, p.key, p.value, p.value_num, p.value_type "
+            "FROM params AS p JOIN series AS s ON s.id = p.series_id "
+            "JOIN contexts AS c ON c.id = s.context_id"
+            + ("" if run_id is None else " WHERE s.run_id = :run")
+            + " ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key"
+        )
         result: dict[int, dict[str, dict[str, Any]]] = {}
         for owner, context, key, value, value_num, value_type in conn.execute(
-                text(sql), {"run": run_id}):
+            text(sql), {"run": run_id}
+        ):
             session = result.setdefault(owner, {}).setdefault(context, {})
             session[key] = typed_param(value, value_num, value_type)
         return result
 
-    def images(self, run: Globs | int = None, tag: Globs = None, context: Globs = None,
-               step: int | None = None) -> Iterator[StoredImage]:
+    def images(
+        self,
+        run: Globs | int = None,
+        tag: Globs = None,
+        context: Globs = None,
+        step: int | None = None,
+    ) -> Iterator[StoredImage]:
         """The stored images matching the filters, in step order; ``.open()`` decodes one."""
-        sql = ("SELECT step, wall_time, idx, format, width, height, blob_id FROM images "
-               "WHERE series_id = :id" + ("" if step is None else " AND step = :step")
-               + f" ORDER BY step, {WRITTEN}, idx")
+        sql = (
+            "SELECT step, wall_time, idx, format, width, height, blob_id FROM images "
+            "WHERE series_id = :id"
+            + ("" if step is None else " AND step = :step")
+            + f" ORDER BY step, {WRITTEN}, idx"
+        )
         for series in self.series(run=run, tag=tag, context=context, plugin="images"):
             with self.connect() as conn:
                 rows = conn.execute(text(sql), {"id": series.id, "step": step}).all()
             for point_step, wall_time, idx, encoding, width, height, blob_id in rows:
-                yield StoredImage(series.run_id, series.run_path, series.context, series.tag,
-                                  point_step, wall_time, idx, encoding, width, height, blob_id,
-                                  store=self)
+                yield StoredImage(
+                    series.run_id,
+                    series.run_path,
+                    series.context,
+                    series.tag,
+                    point_step,
+                    wall_time,
+                    idx,
+                    encoding,
+                    width,
+                    height,
+                    blob_id,
+                    store=self,
+                )
 
-    def points(self, table: str, chosen: Sequence[Series]) -> Iterator[tuple[Any, ...]]:
+    def points(self, table: str, chosen: Sequence[SeriesRef]) -> Iterator[tuple[Any, ...]]:
         """Long-format rows of ``scalars``, ``texts`` or ``params`` (the views' columns).
 
         Rows are streamed series by series, all from one snapshot of the store.
@@ -336,32 +306,46 @@ class Store:
                     yield (*owner, *row)
 
     def to_pandas(self, kind: str = "scalars", **filters: Any) -> pandas.DataFrame:
-        """A pandas DataFrame; see :func:`converter.export.to_pandas` for kinds and filters.
+        """A pandas DataFrame; see :func:`converter.store.query.to_pandas` for kinds and filters.
 
         Raises:
-            MissingDependency: pandas is not installed (``pip install 'tbconvert[pandas]'``).
+            MissingDependency: pandas is not installed (``pip install '.[pandas]'``).
         """
-        from converter import export
+        from converter.store import query
 
-        return export.to_pandas(self, kind, **filters)
+        return query.to_pandas(self, kind, **filters)
 
-    def _counts(self, conn: Connection, key: str,
-                run_id: int | None = None) -> dict[str, dict[int, tuple[int, int, int]]]:
+    def _counts(
+        self, conn: Connection, key: str, run_id: int | None = None
+    ) -> dict[str, dict[int, tuple[int, int, int]]]:
         # table -> run or series id -> (points, first step, last step); index scans only.
         where = "" if run_id is None else " WHERE s.run_id = :run"
         result = {}
         for table in POINT_TABLES:
-            sql = (f"SELECT {key}, count(*), min(p.step), max(p.step) FROM {table} AS p "
-                   f"JOIN series AS s ON s.id = p.series_id{where} GROUP BY {key}")
-            result[table] = {row[0]: tuple(row[1:]) for row in conn.execute(text(sql),
-                                                                             {"run": run_id})}
+            sql = (
+                f"SELECT {key}, count(*), min(p.step), max(p.step) FROM {table} AS p "
+                f"JOIN series AS s ON s.id = p.series_id{where} GROUP BY {key}"
+            )
+            result[table] = {
+                row[0]: tuple(row[1:]) for row in conn.execute(text(sql), {"run": run_id})
+            }
         return result
 
-    def _series_entry(self, conn: Connection, series: Series,
-                      counts: dict[str, dict[int, tuple[int, int, int]]]) -> dict[str, Any]:
-        entry: dict[str, Any] = {"context": series.context, "tag": series.tag,
-                                 "plugin": series.plugin, "table": None, "points": 0,
-                                 "first_step": None, "last_step": None}
+    def _series_entry(
+        self,
+        conn: Connection,
+        series: SeriesRef,
+        counts: dict[str, dict[int, tuple[int, int, int]]],
+    ) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "context": series.context,
+            "tag": series.tag,
+            "plugin": series.plugin,
+            "table": None,
+            "points": 0,
+            "first_step": None,
+            "last_step": None,
+        }
         for table, by_series in counts.items():
             # Values a decoder could not read are kept raw, so a series may span two tables.
             if series.id in by_series:
@@ -372,13 +356,17 @@ class Store:
                 entry["first_step"] = min(entry["first_step"], first)
                 entry["last_step"] = max(entry["last_step"], last)
         if entry["table"] in ("scalars", "texts"):
-            entry["last_value"] = conn.execute(text(
-                f"SELECT value FROM {entry['table']} WHERE series_id = :id ORDER BY {_LAST}"
-                + (", idx DESC" if entry["table"] == "texts" else "") + " LIMIT 1"),
-                {"id": series.id}).scalar()
+            entry["last_value"] = conn.execute(
+                text(
+                    f"SELECT value FROM {entry['table']} WHERE series_id = :id ORDER BY {_LAST}"
+                    + (", idx DESC" if entry["table"] == "texts" else "")
+                    + " LIMIT 1"
+                ),
+                {"id": series.id},
+            ).scalar()
         return entry
 
-    def _one_series(self, run: str | int, tag: str, context: str | None) -> Series:
+    def _one_series(self, run: str | int, tag: str, context: str | None) -> SeriesRef:
         with self.connect() as conn:
             run_id = self._resolve_run(conn, run)["run_id"]
         scalars = self.series(run=run_id, plugin="scalars")
@@ -386,15 +374,21 @@ class Store:
         if len(found) == 1:
             return found[0]
         if found:
-            raise UsageError(f"tag {tag!r} of run {run!r} is in several contexts",
-                             path=self.display, hint="pass context= one of "
-                             + ", ".join(repr(s.context) for s in found))
+            raise UsageError(
+                f"tag {tag!r} of run {run!r} is in several contexts",
+                path=self.display,
+                hint="pass context= one of " + ", ".join(repr(s.context) for s in found),
+            )
         tags = sorted({s.tag for s in scalars if context in (None, s.context)})
         close = difflib.get_close_matches(tag, tags, n=3)
         where = "" if context is None else f", context {context!r}"
-        raise UsageError(f"no scalar series {tag!r} in run {run!r}{where}", path=self.display,
-                         hint=f"did you mean {', '.join(close)}?" if close
-                         else f"its scalar tags: {', '.join(tags) or '(none)'}")
+        raise UsageError(
+            f"no scalar series {tag!r} in run {run!r}{where}",
+            path=self.display,
+            hint=f"did you mean {', '.join(close)}?"
+            if close
+            else f"its scalar tags: {', '.join(tags) or '(none)'}",
+        )
 
     def _resolve_run(self, conn: Connection, run: str | int) -> dict[str, Any]:
         rows = [dict(row._mapping) for row in conn.execute(text(_RUNS_SQL))]
@@ -404,13 +398,19 @@ class Store:
         if len(found) == 1:
             return found[0]
         if found:
-            raise UsageError(f"run {run!r} exists in several logdirs", path=self.display,
-                             hint="name it by id: " + ", ".join(
-                                 f"{row['run_id']} ({row['source']})" for row in found))
+            raise UsageError(
+                f"run {run!r} exists in several logdirs",
+                path=self.display,
+                hint="name it by id: "
+                + ", ".join(f"{row['run_id']} ({row['source']})" for row in found),
+            )
         close = difflib.get_close_matches(str(run), [row["run_path"] for row in rows], n=3)
-        raise UsageError(f"no run {run!r} in the store", path=self.display,
-                         hint=(f"did you mean {', '.join(close)}? " if close else "")
-                         + "'tbconvert runs' lists the runs")
+        raise UsageError(
+            f"no run {run!r} in the store",
+            path=self.display,
+            hint=(f"did you mean {', '.join(close)}? " if close else "")
+            + "'tbconvert runs' lists the runs",
+        )
 
 
 def _same(first: Any, second: Any) -> bool:
@@ -430,13 +430,17 @@ def open_store(store: str | os.PathLike[str] | None = None) -> Store:
     """
     from converter.store.migrate import current_revision, head_revision
 
-    url = store_url(store if store is not None else os.environ.get("TBCONVERT_STORE",
-                                                                    "tbconvert.db"))
+    url = store_url(
+        store if store is not None else os.environ.get("TBCONVERT_STORE", "tbconvert.db")
+    )
     path = sqlite_path(url)
     display = store_display(url)
     if path is not None and not os.path.exists(path):
-        raise StoreError("no store here", path=path,
-                         hint="convert a logdir first: tbconvert tf --logdir DIR --store PATH")
+        raise StoreError(
+            "no store here",
+            path=path,
+            hint="convert a logdir first: tbconvert tf --logdir DIR --store PATH",
+        )
     engine = create_store_engine(url)
     with translate_errors(display), engine.connect() as conn:
         current = current_revision(conn)
@@ -451,23 +455,3 @@ def open_store(store: str | os.PathLike[str] | None = None) -> Store:
             hint="run 'tbconvert db upgrade' (or upgrade tbconvert if the store is newer)",
         )
     return Store(engine, display)
-
-
-def read_file_states(url: str, source: str) -> dict[tuple[str, str], FileState]:
-    """Stored file states of a source (logdir), read without creating or changing anything.
-
-    A missing store, or one that cannot be read, gives an empty dict (everything is new).
-    """
-    path = sqlite_path(url)
-    if path is not None:
-        if not os.path.exists(path):
-            return {}
-        url = f"sqlite:///file:{path}?mode=ro&uri=true"
-    engine = create_store_engine(url)
-    try:
-        with engine.connect() as conn:
-            return select_file_states(conn, source)
-    except Exception:  # a store we cannot read plans as empty
-        return {}
-    finally:
-        engine.dispose()

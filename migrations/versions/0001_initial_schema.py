@@ -88,7 +88,10 @@ def upgrade() -> None:
             ["context_id"], ["contexts.id"], name="fk_series_context_id_contexts"
         ),
         sa.UniqueConstraint(
-            "run_id", "context_id", "name", "plugin",
+            "run_id",
+            "context_id",
+            "name",
+            "plugin",
             name="uq_series_run_id_context_id_name_plugin",
         ),
     )

@@ -65,8 +65,11 @@ def _point_table(name: str, *columns: sa.Column, sub_key: tuple[str, ...] = ()) 
         sa.Column("record_offset", sa.BigInteger(), nullable=False),
         sa.Column("value_index", sa.Integer(), nullable=False),
         sa.Column("wall_time", sa.Double(), nullable=True),
-        *([sa.ForeignKeyConstraint(["blob_id"], ["blobs.id"], name=f"fk_{name}_blob_id_blobs")]
-          if blob else []),
+        *(
+            [sa.ForeignKeyConstraint(["blob_id"], ["blobs.id"], name=f"fk_{name}_blob_id_blobs")]
+            if blob
+            else []
+        ),
         sa.ForeignKeyConstraint(
             ["file_id"], ["event_files.id"], name=f"fk_{name}_file_id_event_files"
         ),

@@ -8,11 +8,9 @@ scanning forward to the next offset where a whole valid record starts.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import io
 import os
-import re
 import struct
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -20,42 +18,24 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import google_crc32c
 
-if TYPE_CHECKING:
-    import numpy as np
+from converter.reading.crc import MASK_DELTA, U32_MASK, masked_crc32c
+from converter.reading.resync import resync_candidates
 
-    from converter.blocks import Block
+if TYPE_CHECKING:
+    from converter.reading.blocks import Block
+
+__all__ = ["Damage", "RecordReader", "masked_crc32c", "open_event_file", "read_first_record"]
 
 HEADER_SIZE = 12
 FOOTER_SIZE = 4
 
-_MASK_DELTA = 0xA282EAD8
-_U32_MASK = 0xFFFFFFFF
 _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
-_ZERO_HEADER = bytes(HEADER_SIZE)
-_NONZERO = re.compile(b"[^\x00]")
 # Lengths whose header CRC is known good; bounded so garbage cannot grow it without limit.
 _LENGTH_CACHE_MAX = 4096
-# Resync candidates checked one by one in a buffer before switching to the vectorised check.
-_DENSE_AFTER = 1024
-_DENSE_CHUNK = 1 << 20
 # Below these, checking records one by one costs less than numpy's fixed cost per call.
 _WHOLE_MIN_BYTES = 4096
 _WHOLE_MIN_RECORDS = 64
-
-
-def masked_crc32c(data: bytes | memoryview) -> int:
-    """Return the masked CRC-32C (Castagnoli) that TFRecord stores for ``data``.
-
-    Args:
-        data: The bytes to checksum.
-
-    Returns:
-        ``rotate_right(crc, 15) + 0xA282EAD8`` modulo 2**32.
-    """
-    # The C extension only takes bytes objects, so other buffers are copied.
-    c: int = google_crc32c.value(data if type(data) is bytes else bytes(data))
-    return (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32_MASK
 
 
 @dataclass(frozen=True)
@@ -73,7 +53,7 @@ class Damage:
     reason: str
 
 
-def _stream_size(fileobj: BinaryIO) -> int | None:
+def _stream_size(fileobj: BinaryIO | gzip.GzipFile) -> int | None:
     """Current size of ``fileobj``, or None for a gzip stream whose decompressed size is unknown."""
     if isinstance(fileobj, gzip.GzipFile):
         return None
@@ -84,62 +64,6 @@ def _stream_size(fileobj: BinaryIO) -> int | None:
         size = fileobj.seek(0, io.SEEK_END)
         fileobj.seek(here)
         return size
-
-
-def _candidates(buf: bytes, lo: int, hi: int) -> Iterator[int]:
-    """Yield indices in ``[lo, hi]`` that may start a valid header, in increasing order.
-
-    Only lengths below 2**40 (top three bytes zero) are candidates. They are found with
-    ``bytes.find``, so garbage costs little Python work; where candidates are dense (arrays of small
-    integers), checking each in Python would crawl, so the header CRC is then vectorised.
-    """
-    tried = 0
-    q = buf.find(b"\x00\x00\x00", lo + 5)
-    while 0 <= q - 5 <= hi:
-        if buf[q - 5 : q + 7] == _ZERO_HEADER:
-            # An all-zero header never verifies: hop over zero runs, not byte by byte.
-            m = _NONZERO.search(buf, q + 7)
-            q = buf.find(b"\x00\x00\x00", max(q + 1, (m.start() if m else len(buf)) - 6))
-            continue
-        tried += 1
-        if tried > _DENSE_AFTER:
-            yield from _dense_candidates(buf, q - 5, hi)
-            return
-        yield q - 5
-        q = buf.find(b"\x00\x00\x00", q + 1)
-
-
-@functools.cache
-def _crc_tables() -> np.ndarray:
-    """Per-byte-position CRC-32C contributions: crc(8 bytes) is the XOR of one entry per byte."""
-    import numpy as np
-
-    zero = google_crc32c.value(bytes(8))
-    tables = np.empty((8, 256), dtype=np.uint32)
-    for k in range(8):
-        for b in range(256):
-            tables[k, b] = google_crc32c.value(bytes(k) + bytes([b]) + bytes(7 - k)) ^ zero
-    tables[0] ^= zero  # CRC is affine, not linear: fold the constant into one table
-    return tables
-
-
-def _dense_candidates(buf: bytes, lo: int, hi: int) -> Iterator[int]:
-    """Yield indices in ``[lo, hi]`` whose 12 bytes form a header with a valid length CRC."""
-    import numpy as np
-
-    tables = _crc_tables()
-    data = np.frombuffer(buf, dtype=np.uint8)
-    for s in range(lo, hi + 1, _DENSE_CHUNK):
-        n = min(_DENSE_CHUNK, hi + 1 - s)
-        crc = tables[0][data[s : s + n]]
-        for k in range(1, 8):
-            crc ^= tables[k][data[s + k : s + k + n]]
-        stored = np.ndarray((n,), dtype="<u4", buffer=buf, offset=s + 8, strides=(1,))
-        rot = stored - np.uint32(_MASK_DELTA)
-        hit = (crc == ((rot >> 17) | (rot << 15))) & (data[s + 5 : s + 5 + n] == 0)
-        hit &= (data[s + 6 : s + 6 + n] == 0) & (data[s + 7 : s + 7 + n] == 0)
-        for i in np.flatnonzero(hit):
-            yield s + int(i)
 
 
 class RecordReader:
@@ -158,7 +82,7 @@ class RecordReader:
 
     def __init__(
         self,
-        fileobj: BinaryIO,
+        fileobj: BinaryIO | gzip.GzipFile,
         start: int = 0,
         *,
         end: int | None = None,
@@ -257,7 +181,7 @@ class RecordReader:
             buf, base = self._buf, self._base
             last = len(buf) - HEADER_SIZE  # last index with a whole header buffered
             resume = base + last + 1
-            for i in _candidates(buf, p - base, last):
+            for i in resync_candidates(buf, p - base, last):
                 cand = base + i
                 length, ok = self._header_ok(cand)
                 if not ok:
@@ -298,6 +222,17 @@ class RecordReader:
             self._reason = "bad length checksum"
         return self._resync(pos)
 
+    def record_at(self, offset: int) -> bytes | None:
+        """The payload of the valid record at ``offset``, or None (torn, damaged, past the
+        end); reads nothing beyond it and leaves the iteration state alone."""
+        if not self._ensure(offset, HEADER_SIZE):
+            return None
+        length, ok = self._header_ok(offset)
+        if not ok or not self._fits(offset, length) or not self._data_ok(offset, length):
+            return None
+        start = offset - self._base + HEADER_SIZE
+        return self._buf[start : start + length]
+
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         """Yield ``(record_offset, payload)`` for each valid record, updating the attributes.
 
@@ -317,7 +252,8 @@ class RecordReader:
 
     def blocks(self, size: int = 8192) -> Iterator[Block | list[tuple[int, bytes]]]:
         """Like :meth:`batches`, but where a whole buffer of records verifies at once, yield
-        :class:`~converter.blocks.Block` s of up to ``size`` records instead of payload pairs.
+        :class:`~converter.reading.blocks.Block` s of up to ``size`` records instead of payload
+        pairs.
         """
         return self._read(size, whole=True)
 
@@ -337,22 +273,24 @@ class RecordReader:
             i = yield from self._checked(buf, base, i, size)
             pos = self._slow(base + i)
 
-    def _verified(self, buf: bytes, base: int, i: int,
-                  size: int) -> Generator[Any, None, tuple[int, bool]]:
+    def _verified(
+        self, buf: bytes, base: int, i: int, size: int
+    ) -> Generator[Any, None, tuple[int, bool]]:
         """Yield the buffer's records from ``i`` as Blocks, as far as they verify (halving
         the stretch until it does); return where the per-record reader must go on, and
         whether it will meet a bad record there."""
         if len(buf) - i < _WHOLE_MIN_BYTES:
             return i, False
-        from converter import blocks  # NumPy: not for logdirs of small files only
+        from converter.reading import blocks  # NumPy: not for logdirs of small files only
 
         starts, end = blocks.walk(buf, i)
         if len(starts) < _WHOLE_MIN_RECORDS:
             return i, False
         lengths = blocks.lengths_at(buf, starts)
         count = len(starts)
-        while count >= _WHOLE_MIN_RECORDS and not blocks.verify(buf, starts[:count],
-                                                                lengths[:count]):
+        while count >= _WHOLE_MIN_RECORDS and not blocks.verify(
+            buf, starts[:count], lengths[:count]
+        ):
             count //= 2
         damaged = count < len(starts)
         if count < _WHOLE_MIN_RECORDS:
@@ -372,11 +310,12 @@ class RecordReader:
         u32 = _U32.unpack_from
         crc = google_crc32c.value
         lengths = self._lengths
-        delta, mask = _MASK_DELTA, _U32_MASK
+        delta, mask = MASK_DELTA, U32_MASK
         batch: list[tuple[int, bytes]] = []
         append = batch.append
         n = len(buf)
         # Hot loop: it only handles success; _slow() re-examines whatever makes it stop.
+        # The masking is crc.mask() written inline (a call per record costs measurably).
         while i + 12 <= n:
             length, stored = hdr(buf, i)
             if lengths.get(length) != stored:
@@ -419,15 +358,9 @@ def read_first_record(fileobj: BinaryIO) -> bytes | None:
     """
     here = fileobj.tell()
     try:
-        # A small block: sniffing the first record of many files must not read 8 MiB of each.
-        reader = RecordReader(fileobj, 0, block_size=64 << 10)
         fileobj.seek(0)
-        if not reader._ensure(0, HEADER_SIZE):
-            return None
-        length, ok = reader._header_ok(0)
-        if not ok or not reader._fits(0, length) or not reader._data_ok(0, length):
-            return None
-        return reader._buf[HEADER_SIZE : HEADER_SIZE + length]
+        # A small block: sniffing the first record of many files must not read 8 MiB of each.
+        return RecordReader(fileobj, 0, block_size=64 << 10).record_at(0)
     finally:
         fileobj.seek(here)
 

@@ -15,17 +15,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from converter import __version__, discovery
-from converter.decode import Selection, with_store_ids
+from converter.conversion.plan import plan_files
+from converter.conversion.summary import FileProblem, Summary, progress_bar
+from converter.conversion.workers import decode_all
 from converter.errors import StoreError
-from converter.filepass import Chunk, FileTask, bytes_to_read, decode_all, unreadable_reason
-from converter.report import FileProblem, Summary, progress_bar
-from converter.store.writer import FileState, StoreWriter
+from converter.filters import Selection
+from converter.reading import discovery
+from converter.reading.chunks import Chunk, FileTask, ReadSettings, bytes_to_read
+from converter.rows import TagMetadata, remap_to_store_ids
+from converter.store.bulk import is_transient
+from converter.store.files import FileState
+from converter.store.writer import StoreWriter
+from converter.version import __version__
 
 # A chunk chosen as a server's deadlock victim is rolled back whole and applied again.
 _ATTEMPTS = 5
-# Series plugins that were not taken from a SummaryMetadata, so there is nothing to remember.
-_NOT_FROM_METADATA = frozenset({"tensor", "unknown", "graphs", "graph_tagged_run_metadata"})
 
 
 class Job:
@@ -47,22 +51,23 @@ class Job:
         self.summary = summary
         self.selection = selection
         self.full = full
-        self.chunk_points = chunk_points
+        self.settings = ReadSettings(selection, chunk_points, full)
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()
         self._runs: dict[str, discovery.RunSource] = {}
 
-    def run(self, progress: bool | None, prune: bool, notify: Callable[[str], Any],
-            jobs: int = 1) -> None:
+    def run(
+        self, progress: bool | None, prune: bool, notify: Callable[[str], Any], jobs: int = 1
+    ) -> None:
         """Convert every changed file of the classification, then record the conversion."""
         if self.writer.is_busy():
             notify("another process is writing to the store; waiting for it to finish ...")
         tasks = self._plan()
         conversion_id = self._start_conversion()
-        total = sum(bytes_to_read(task) for task in tasks)
+        total = sum(bytes_to_read(task, self.settings) for task in tasks)
         with progress_bar(total, enabled=progress) as bar:
-            self._apply_all(decode_all(tasks, jobs), bar.update)
+            self._apply_all(decode_all(tasks, self.settings, jobs), bar.update)
         if prune:
             self._mark_gone()
         self.summary.contexts = len(self.contexts)
@@ -77,28 +82,35 @@ class Job:
             self._check_source()
             known = self.writer.file_states_of_source(self.origin.source)
         tasks: list[FileTask] = []
-        seeds: dict[tuple[str, str], dict[str, bytes]] = {}
-        for run in self.classification.runs:
-            for source in run.files:
-                self.contexts.add(source.context)
-                stat = self._stat(source)
-                if stat is None:
-                    continue
-                state = known.get((run.run_path, source.rel_path))
-                if not self.full and state is not None and unchanged(state, stat):
-                    self.summary.files_unchanged += 1
-                    continue
-                group = (run.run_path, source.context)
-                if group not in seeds:
-                    seeds[group] = self._remembered_metadata(*group)
-                tasks.append(FileTask(
-                    index=len(tasks), path=source.path, rel_path=source.rel_path,
-                    run_path=run.run_path, context=source.context, size=stat.st_size,
-                    mtime_ns=stat.st_mtime_ns, offset=0 if state is None else state.offset_consumed,
+        remembered: dict[tuple[str, str], dict[str, TagMetadata]] = {}
+        for plan in plan_files(self.classification, known, self.full):
+            self.contexts.add(plan.file.context)
+            if plan.action == "unreadable":
+                self.summary.problems.append(FileProblem(plan.file.rel_path, plan.reason or ""))
+                continue
+            if plan.action == "unchanged":
+                self.summary.files_unchanged += 1
+                continue
+            group = (plan.run.run_path, plan.file.context)
+            if group not in remembered:
+                with self.writer.transaction():
+                    remembered[group] = self.writer.known_metadata(self.origin.source, *group)
+            state = plan.state
+            tasks.append(
+                FileTask(
+                    index=len(tasks),
+                    path=plan.file.path,
+                    rel_path=plan.file.rel_path,
+                    run_path=plan.run.run_path,
+                    context=plan.file.context,
+                    size=plan.size,
+                    mtime_ns=plan.mtime_ns,
+                    offset=0 if state is None else state.offset_consumed,
                     stored_size=None if state is None else state.size,
                     stored_digest=None if state is None else state.head_digest,
-                    full=self.full, seeds=seeds[group], selection=self.selection,
-                    chunk_points=self.chunk_points))
+                    known_metadata=remembered[group],
+                )
+            )
         self._runs = {run.run_path: run for run in self.classification.runs}
         return tasks
 
@@ -114,19 +126,13 @@ class Job:
                 f"{', '.join(others)}, and this is {origin.host}",
                 path=self.summary.store,
                 hint=f"name this logdir: --source {origin.host}:{origin.source} if it is "
-                     f"another one, or --source {origin.source} if it is the same (shared) "
-                     "directory",
+                f"another one, or --source {origin.source} if it is the same (shared) "
+                "directory",
             )
 
-    def _stat(self, source: discovery.EventFileSource) -> os.stat_result | None:
-        try:
-            return os.stat(source.path)
-        except OSError as error:
-            self.summary.problems.append(FileProblem(source.rel_path, unreadable_reason(error)))
-            return None
-
-    def _apply_all(self, chunks: Iterator[tuple[FileTask, Chunk]],
-                   advance: Callable[[int], Any]) -> None:
+    def _apply_all(
+        self, chunks: Iterator[tuple[FileTask, Chunk]], advance: Callable[[int], Any]
+    ) -> None:
         open_file: _OpenFile | None = None
         for task, chunk in chunks:
             if chunk.error is not None:
@@ -141,8 +147,9 @@ class Job:
                 self._finish_file(task, chunk, open_file.state, open_file.ids)
                 open_file = None
 
-    def _commit_chunk(self, task: FileTask, chunk: Chunk,
-                      open_file: _OpenFile | None) -> tuple[int, _OpenFile]:
+    def _commit_chunk(
+        self, task: FileTask, chunk: Chunk, open_file: _OpenFile | None
+    ) -> tuple[int, _OpenFile]:
         """Apply one chunk in one transaction; a server's deadlock victim tries again."""
         for attempt in range(1, _ATTEMPTS + 1):
             try:
@@ -157,10 +164,10 @@ class Job:
                     before = current.state.offset_consumed
                     current.state = self._apply(task, chunk, current)
             except Exception as error:  # driver errors come raw from COPY, wrapped otherwise
-                if attempt < _ATTEMPTS and self.writer.is_transient(error):
+                if attempt < _ATTEMPTS and is_transient(error):
                     continue
                 raise
-            if replaced and not task.full:
+            if replaced and not self.full:
                 self.summary.files_replaced += 1
             return before, current
         raise AssertionError("unreachable")
@@ -170,8 +177,14 @@ class Job:
         run = self._runs[task.run_path]
         logdir = self.classification.logdir
         origin = self.origin
-        run_id = writer.run_id(origin.source, run.run_path, host=origin.host, logdir=logdir,
-                               group_path=run.group_path, name=_run_name(logdir, run.run_path))
+        run_id = writer.run_id(
+            origin.source,
+            run.run_path,
+            host=origin.host,
+            logdir=logdir,
+            group_path=run.group_path,
+            name=_run_name(logdir, run.run_path),
+        )
         context_id = writer.context_id(task.context)
         # Read again under the write lock: another converter may have moved the offset.
         state = writer.file_state(run_id, task.rel_path)
@@ -181,40 +194,46 @@ class Job:
         elif chunk.restart:
             writer.delete_file_points(state.id or 0)
             replaced = True
-            state = replace(state, offset_consumed=0, records=0, damaged_records=0,
-                            first_wall_time=None, last_wall_time=None)
+            state = replace(
+                state,
+                offset_consumed=0,
+                records=0,
+                damaged_records=0,
+                first_wall_time=None,
+                last_wall_time=None,
+            )
         state = replace(state, size=task.size, mtime_ns=task.mtime_ns, head_digest=chunk.digest)
         return state, replaced
 
     def _apply(self, task: FileTask, chunk: Chunk, open_file: _OpenFile) -> FileState:
-        from tensorboard.compat.proto.summary_pb2 import SummaryMetadata
-
         writer = self.writer
         state, ids, base_records = open_file.state, open_file.ids, open_file.base_records
-        for _local, tag, plugin, dtype, content in chunk.new_series:
-            metadata = SummaryMetadata.FromString(content) if content is not None else None
-            ids.append(writer.series_id(state.run_id, state.context_id, tag, plugin, dtype,
-                                        metadata))
+        for series in chunk.new_series:
+            ids.append(writer.series_id(state.run_id, state.context_id, series))
         writer.insert_blobs(chunk.blobs)
         file_id = state.id
         assert file_id is not None  # the file's row was saved when its first chunk began
         for table, rows in chunk.rows.items():
-            writer.insert_points(table, with_store_ids(rows, ids, file_id))
-        invalid = (chunk.done and base_records + chunk.records == 0
-                   and any(region.offset == 0 for region in chunk.damage))
-        return writer.save_file(replace(
-            state,
-            offset_consumed=chunk.consumed,
-            records=base_records + chunk.records,
-            damaged_records=state.damaged_records + len(chunk.damage),
-            status=_status(chunk, invalid, state.damaged_records + len(chunk.damage)),
-            last_error=chunk.damage[-1].reason if chunk.damage else state.last_error,
-            first_wall_time=_extreme(min, state.first_wall_time, chunk.first_wall_time),
-            last_wall_time=_extreme(max, state.last_wall_time, chunk.last_wall_time),
-        ))
+            writer.insert_points(table, remap_to_store_ids(rows, ids, file_id))
+        invalid = (
+            chunk.done
+            and base_records + chunk.records == 0
+            and any(region.offset == 0 for region in chunk.damage)
+        )
+        return writer.save_file(
+            replace(
+                state,
+                offset_consumed=chunk.consumed,
+                records=base_records + chunk.records,
+                damaged_records=state.damaged_records + len(chunk.damage),
+                status=_status(chunk, invalid, state.damaged_records + len(chunk.damage)),
+                last_error=chunk.damage[-1].reason if chunk.damage else state.last_error,
+                first_wall_time=_extreme(min, state.first_wall_time, chunk.first_wall_time),
+                last_wall_time=_extreme(max, state.last_wall_time, chunk.last_wall_time),
+            )
+        )
 
-    def _finish_file(self, task: FileTask, chunk: Chunk, state: FileState,
-                     ids: list[int]) -> None:
+    def _finish_file(self, task: FileTask, chunk: Chunk, state: FileState, ids: list[int]) -> None:
         stats = chunk.stats
         summary = self.summary
         summary.files_read += 1
@@ -229,50 +248,50 @@ class Job:
             for offset in stats.unparseable:
                 summary.damaged_records += 1
                 summary.problems.append(
-                    FileProblem(task.rel_path, "record is not an Event", offset))
+                    FileProblem(task.rel_path, "record is not an Event", offset)
+                )
         if state.status == "invalid":
-            summary.problems.append(FileProblem(task.rel_path,
-                                                "not an event file (no valid record)"))
+            summary.problems.append(
+                FileProblem(task.rel_path, "not an event file (no valid record)")
+            )
         if state.status == "partial":
             summary.files_partial += 1
         self.touched_series.update(ids)
         if ids:
             self.touched_runs.add(state.run_id)
 
-    def _remembered_metadata(self, run_path: str, context: str) -> dict[str, bytes]:
-        from tensorboard.compat.proto import summary_pb2
-
-        remembered: dict[str, bytes] = {}
-        with self.writer.transaction():
-            rows = self.writer.series_metadata(self.origin.source, run_path, context)
-        for tag, plugin, display, description, content in rows:
-            if tag in remembered or plugin in _NOT_FROM_METADATA:
-                continue
-            remembered[tag] = summary_pb2.SummaryMetadata(
-                display_name=display or "",
-                summary_description=description or "",
-                plugin_data=summary_pb2.SummaryMetadata.PluginData(
-                    plugin_name=plugin, content=content or b""),
-            ).SerializeToString()
-        return remembered
-
     def _mark_gone(self) -> None:
-        present = {(run.run_path, source.rel_path)
-                   for run in self.classification.runs for source in run.files}
+        present = {
+            (run.run_path, source.rel_path)
+            for run in self.classification.runs
+            for source in run.files
+        }
         with self.writer.transaction():
             stored = self.writer.files_of_source(self.origin.source)
-            gone = [file_id for file_id, run_path, path in stored
-                    if (run_path, path) not in present]
+            gone = [
+                file_id for file_id, run_path, path in stored if (run_path, path) not in present
+            ]
             self.writer.mark_gone(gone)
         self.summary.files_gone = len(gone)
 
     def _start_conversion(self) -> int:
         with self.writer.transaction():
-            return self.writer.start_conversion(self.classification.logdir, __version__, json.dumps(
-                {"source": self.origin.source, "flat": self.classification.flat, "full": self.full,
-                 "plugins": sorted(self.selection.plugins) if self.selection.plugins else None,
-                 "tags": list(self.selection.tags),
-                 "exclude_tags": list(self.selection.exclude_tags)}))
+            return self.writer.start_conversion(
+                self.classification.logdir,
+                __version__,
+                json.dumps(
+                    {
+                        "source": self.origin.source,
+                        "flat": self.classification.flat,
+                        "full": self.full,
+                        "plugins": sorted(self.selection.plugins)
+                        if self.selection.plugins
+                        else None,
+                        "tags": list(self.selection.tags),
+                        "exclude_tags": list(self.selection.exclude_tags),
+                    }
+                ),
+            )
 
     def _finish_conversion(self, conversion_id: int) -> None:
         with self.writer.transaction():
@@ -297,16 +316,12 @@ class _OpenFile:
     base_records: int
 
 
-def _extreme(pick: Callable[[float, float], float], old: float | None,
-             new: float | None) -> float | None:
+def _extreme(
+    pick: Callable[[float, float], float], old: float | None, new: float | None
+) -> float | None:
     if old is None:
         return new
     return old if new is None else pick(old, new)
-
-
-def unchanged(state: FileState, stat: os.stat_result) -> bool:
-    """True when a file's size and mtime are what the store recorded (it is not opened)."""
-    return state.size == stat.st_size and state.mtime_ns == stat.st_mtime_ns
 
 
 def _status(chunk: Chunk, invalid: bool, damaged: int) -> str:

@@ -1,5 +1,9 @@
-"""Convert a logdir into a store: classify, open the store, run a :class:`~converter.job.Job`,
-summarise; ``watch`` repeats that, and a dry run plans without writing.
+"""The conversion: classify a logdir, plan its files, decode them (here or in ``--jobs``
+workers) and apply the chunks in order through the store's one writer; summarise.
+
+``convert`` is one pass, ``watch`` repeats it, and a dry run plans without writing.  Modules:
+``plan`` (which files, one planner for real and dry runs), ``workers`` (decoding, maybe in
+processes), ``job`` (applying chunks, one transaction each), ``summary`` (what a pass did).
 """
 
 from __future__ import annotations
@@ -10,11 +14,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from converter import discovery
-from converter.decode import Selection
+from converter.conversion.job import Job, Origin
+from converter.conversion.plan import plan_files
+from converter.conversion.summary import Summary
 from converter.errors import UsageError
-from converter.job import Job, Origin, unchanged
-from converter.report import Summary
+from converter.filters import Selection
+from converter.reading import discovery
 from converter.store.engine import (
     DEFAULT_STORE,
     check_store_location,
@@ -90,15 +95,27 @@ def convert(
         tags=tuple(tags),
         exclude_tags=tuple(exclude_tags),
     )
-    origin = Origin(source or classification.logdir, explicit=source is not None,
-                    host=socket.gethostname())
+    origin = Origin(
+        source or classification.logdir, explicit=source is not None, host=socket.gethostname()
+    )
     if dry_run:
-        summary.plan = _plan(classification, url, origin.source)
+        summary.plan = _dry_run_plan(classification, url, origin.source, full)
     else:
         check_store_location(url)
-        _convert_into(url, classification, summary, selection, full, progress, chunk_points,
-                      prune=not runs, notify=notify or (lambda _message: None), jobs=jobs,
-                      origin=origin, upgrade_store=upgrade_store)
+        _convert_into(
+            url,
+            classification,
+            summary,
+            selection,
+            full,
+            progress,
+            chunk_points,
+            prune=not runs,
+            notify=notify or (lambda _message: None),
+            jobs=jobs,
+            origin=origin,
+            upgrade_store=upgrade_store,
+        )
     summary.elapsed = time.monotonic() - started
     return summary
 
@@ -165,8 +182,7 @@ def _convert_into(
                 )
             writer = StoreWriter(engine)
             try:
-                job = Job(writer, classification, origin, summary, selection, full,
-                           chunk_points)
+                job = Job(writer, classification, origin, summary, selection, full, chunk_points)
                 job.run(progress, prune, notify, jobs)
             finally:
                 writer.close()
@@ -174,29 +190,18 @@ def _convert_into(
         engine.dispose()
 
 
-def _plan(classification: discovery.Classification, url: str,
-          source: str) -> list[dict[str, Any]]:
-    from converter.store.reader import read_file_states
+def _dry_run_plan(
+    classification: discovery.Classification, url: str, source: str, full: bool
+) -> list[dict[str, Any]]:
+    from converter.store.files import read_file_states
 
-    known = read_file_states(url, source)
-    plan = []
-    for run in classification.runs:
-        for source in run.files:
-            try:
-                stat = os.stat(source.path)
-            except OSError:
-                plan.append({"action": "unreadable", "run_path": run.run_path,
-                             "context": source.context, "path": source.rel_path, "bytes": 0})
-                continue
-            state = known.get((run.run_path, source.rel_path))
-            if state is None:
-                action, size = "new", stat.st_size
-            elif unchanged(state, stat):
-                action, size = "unchanged", 0
-            elif stat.st_size < state.offset_consumed:
-                action, size = "replaced", stat.st_size
-            else:
-                action, size = "append", stat.st_size - state.offset_consumed
-            plan.append({"action": action, "run_path": run.run_path, "context": source.context,
-                         "path": source.rel_path, "bytes": size})
-    return plan
+    return [
+        {
+            "action": plan.action,
+            "run_path": plan.run.run_path,
+            "context": plan.file.context,
+            "path": plan.file.rel_path,
+            "bytes": plan.bytes_to_read,
+        }
+        for plan in plan_files(classification, read_file_states(url, source), full)
+    ]

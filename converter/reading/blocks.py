@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import google_crc32c
 import numpy as np
 
-_MASK_DELTA = 0xA282EAD8
+from converter.reading.crc import byte_view, masked_crc32c, unmask_array
+
 _ALL_ONES = np.uint32(0xFFFFFFFF)
 _U64 = struct.Struct("<Q")
 # Header (length, length CRC) plus payload CRC.
@@ -65,8 +66,10 @@ class Block:
     def pairs(self) -> list[tuple[int, bytes]]:
         """``(record_offset, payload)`` for every record, as the per-record reader yields."""
         buf, base = self.buf, self.base
-        return [(base + i, buf[i + 12 : i + 12 + n])
-                for i, n in zip(self.starts.tolist(), self.lengths.tolist(), strict=True)]
+        return [
+            (base + i, buf[i + 12 : i + 12 + n])
+            for i, n in zip(self.starts.tolist(), self.lengths.tolist(), strict=True)
+        ]
 
 
 def walk(buf: bytes, i: int) -> tuple[np.ndarray, int]:
@@ -144,7 +147,8 @@ def _follow(buf: bytes, i: int, cycle: np.ndarray, count: int) -> tuple[np.ndarr
 def lengths_at(buf: bytes, starts: np.ndarray) -> np.ndarray:
     """The payload lengths stored in the headers at ``starts``."""
     view = np.ndarray((len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
-    return view[starts].astype(np.int64)
+    lengths: np.ndarray = view[starts].astype(np.int64)
+    return lengths
 
 
 def verify(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> bool:
@@ -163,10 +167,10 @@ def verify(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> bool:
     if short and not _blank_short(buf, first, copy, header, lengths):
         return False
     # The length, its checksum and the payload's first 4 bytes lie in 16 bytes: one gather.
-    heads = _view(copy, "V16")
+    heads = byte_view(copy, "V16")
     words = heads[header].view("<u4").reshape(-1, 4)
     words[:, 0] ^= _ALL_ONES
-    words[:, 2] = ~_unmask(words[:, 2])
+    words[:, 2] = ~unmask_array(words[:, 2])
     if short:
         words[:, 3] ^= np.where(lengths < 4, 0, _ALL_ONES).astype(np.uint32)
     else:
@@ -174,20 +178,20 @@ def verify(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> bool:
     heads[header] = words.view("V16").ravel()
     if short:
         footer = footer[lengths >= 4]
-    footers = _view(copy, "<u4")
-    footers[footer] = ~_unmask(footers[footer])
+    footers = byte_view(copy, "<u4")
+    footers[footer] = ~unmask_array(footers[footer])
     return _register(copy) == 0
 
 
-def _blank_short(buf: bytes, first: int, copy: np.ndarray, header: np.ndarray,
-                 lengths: np.ndarray) -> bool:
+def _blank_short(
+    buf: bytes, first: int, copy: np.ndarray, header: np.ndarray, lengths: np.ndarray
+) -> bool:
     """Check payloads too short to invert 4 bytes of one by one, then blank them and their
     checksums in ``copy`` (zeros add nothing to ``g``).  False when one fails its check."""
     short = lengths < 4
     for start, length in zip((header[short] + 12).tolist(), lengths[short].tolist(), strict=True):
-        crc = google_crc32c.value(buf[first + start : first + start + length])
         stored = int(copy[start + length : start + length + 4].view("<u4")[0])
-        if (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF != stored:
+        if masked_crc32c(buf[first + start : first + start + length]) != stored:
             return False
         copy[start : start + length + 4] = 0
     return True
@@ -201,14 +205,3 @@ def _register(data: np.ndarray) -> int:
     except TypeError:
         crc = google_crc32c.extend(0xFFFFFFFF, data.tobytes())
     return int(crc) ^ 0xFFFFFFFF
-
-
-def _view(data: np.ndarray, dtype: str) -> np.ndarray:
-    """``data`` read as ``dtype`` at every byte offset (unaligned)."""
-    width = np.dtype(dtype).itemsize
-    return np.ndarray((len(data) - width + 1,), dtype=dtype, buffer=data, strides=(1,))
-
-
-def _unmask(masked: np.ndarray) -> np.ndarray:
-    rotated = masked - np.uint32(_MASK_DELTA)
-    return (rotated << np.uint32(15)) | (rotated >> np.uint32(17))

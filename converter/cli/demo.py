@@ -1,6 +1,6 @@
 """Print one example query of a store and its result as an aligned table (used by ``make demo``).
 
-    python -m converter.demo_query STORE
+    python -m converter.cli.demo STORE
 
 Only the standard library's ``sqlite3`` is used, against the public views (SPEC §6), the way
 any SQL client would: the store is opened read-only and never created.
@@ -19,7 +19,7 @@ QUERY = (
     "FROM v_last_scalars\n"
     "ORDER BY run_path, context, tag"
 )
-USAGE = "usage: python -m converter.demo_query STORE"
+USAGE = "usage: python -m converter.cli.demo STORE"
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
@@ -59,8 +59,10 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     ]
 
     def line(values: Sequence[str]) -> str:
-        parts = [value.rjust(width) if right else value.ljust(width)
-                 for value, width, right in zip(values, widths, numeric)]
+        parts = [
+            value.rjust(width) if right else value.ljust(width)
+            for value, width, right in zip(values, widths, numeric, strict=False)
+        ]
         return "  ".join(parts).rstrip()
 
     output = [line(columns), line(["-" * width for width in widths])]
@@ -80,14 +82,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     store = args[0]
     if not Path(store).is_file():
-        print(f"error: {store}: no such store file; create it with "
-              f"`tbconvert tf --logdir DIR --store {store}`", file=sys.stderr)
+        print(
+            f"error: {store}: no such store file; create it with "
+            f"`tbconvert tf --logdir DIR --store {store}`",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     try:
         columns, rows = run_query(store)
     except sqlite3.Error as error:
-        print(f"error: {store}: cannot query v_last_scalars ({error}); is it a tbconvert store?",
-              file=sys.stderr)
+        print(
+            f"error: {store}: cannot query v_last_scalars ({error}); is it a tbconvert store?",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     print(QUERY + ";")
     print()

@@ -77,7 +77,7 @@ def _is_repeated(field: FieldDescriptor) -> bool:
 
 
 def _map_values_are_messages(field: FieldDescriptor) -> bool:
-    return field.message_type.fields_by_name["value"].type == FieldDescriptor.TYPE_MESSAGE
+    return bool(field.message_type.fields_by_name["value"].type == FieldDescriptor.TYPE_MESSAGE)
 
 
 def _was_string(field: FieldDescriptor) -> bool:
@@ -101,7 +101,8 @@ def _lenient_event_class() -> type[Message]:
     for file_proto in _dependency_order(event_pb2.DESCRIPTOR):
         pool.Add(_bytes_twin(file_proto))
     descriptor = pool.FindMessageTypeByName(f"{_LENIENT_PACKAGE}.{Event.DESCRIPTOR.full_name}")
-    return message_factory.GetMessageClass(descriptor)
+    message_class: type[Message] = message_factory.GetMessageClass(descriptor)
+    return message_class
 
 
 def _dependency_order(file_descriptor: Any) -> list[descriptor_pb2.FileDescriptorProto]:

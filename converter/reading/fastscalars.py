@@ -1,4 +1,4 @@
-"""Single-scalar Events of a whole :class:`~converter.blocks.Block` decoded at once with NumPy.
+"""Single-scalar Events of a whole :class:`~converter.reading.blocks.Block` decoded at once.
 
 Almost every record of a training log is an Event holding one scalar, and its bytes differ
 from the previous record with the same tag only in wall time, step and value.  Parsing each
@@ -15,22 +15,31 @@ length ending exactly at the end of the payload (anything else takes the general
 with every length (S, V, T, L, D, M) a single byte.  The bytes from ``2a`` to the end with
 the four value bytes blanked, the record's *key*, fix everything but wall time, step and
 value: two records with equal keys parse to the same tag, kind and metadata.  Keys are learnt
-by the decoder from records the general path has decoded, after checking that protobuf reads
-them as this module does (see ``FileDecoder.feed_block``).
+from records the general path (``decoder.EventDecoder``) has decoded, after checking that
+protobuf reads them as this module does (see :class:`BlockScalars`).
 """
 
 from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
-from converter.blocks import Block
+from converter.plugins._tensorproto import DT_FLOAT
+from converter.reading.blocks import Block
+from converter.reading.crc import byte_view
+from converter.reading.events import Event
+from converter.rows import pack_rows
+
+if TYPE_CHECKING:
+    from converter.reading.decoder import EventDecoder
+
+_FLOAT32 = struct.Struct("<f")
+_FLOAT64 = struct.Struct("<d")
 
 # Widest key in bytes; longer keys (tags of about 90+ characters) go the general way.
 _KEY_WIDTH = 128
@@ -81,7 +90,7 @@ def parse(block: Block) -> Parsed:
     start = np.where(ok, block.starts + 12, 0)
     end = start + block.lengths
     ok &= data[start] == 0x09
-    wall_time = _view(data, "<f8")[start + 1]
+    wall_time = byte_view(data, "<f8")[start + 1]
     ok &= wall_time != 0  # proto3 omits 0.0; -0.0 would need Python's ordering of zeros
     has_step = ok & (data[start + 9] == 0x10)
     step, size, complete = _varint(data, start + 10, has_step)
@@ -94,16 +103,11 @@ def parse(block: Block) -> Parsed:
     ok &= (data[summary + 1] | data[value + 1] | data[tag + 1]) < 0x80
     value_at, after, simple, ok = _value_field(data, kind, ok)
     metadata = after != end
-    ok &= ~metadata | ((data[after] == 0x4A) & (data[after + 1] < 0x80)
-                       & (after + 2 + data[after + 1] == end))
+    ok &= ~metadata | (
+        (data[after] == 0x4A) & (data[after + 1] < 0x80) & (after + 2 + data[after + 1] == end)
+    )
     hashes, keys, ok = _keys(data, summary, value_at, end, ok)
     return Parsed(ok, simple, wall_time, step, value_at, hashes, keys)
-
-
-def _view(data: np.ndarray, dtype: str) -> np.ndarray:
-    """``data`` read as ``dtype`` at every byte offset (unaligned)."""
-    width = np.dtype(dtype).itemsize
-    return np.ndarray((len(data) - width + 1,), dtype=dtype, buffer=data, strides=(1,))
 
 
 def _varint(data: np.ndarray, at: np.ndarray, live: np.ndarray) -> tuple[Any, ...]:
@@ -133,16 +137,17 @@ def _value_field(data: np.ndarray, kind: np.ndarray, ok: np.ndarray) -> tuple[An
     shaped = data[kind + 4] == 0x12
     shape_size = np.where(shaped, data[kind + 5].astype(np.int64) + 2, 0)
     content = kind + 4 + shape_size
-    tensor = (field == 0x42) & (_view(data, "<u2")[kind + 2] == 0x0108)
-    tensor &= (_view(data, "<u2")[content] == 0x0422) & (size == 8 + shape_size) & (size < 0x80)
+    tensor = (field == 0x42) & (byte_view(data, "<u2")[kind + 2] == 0x0108)
+    tensor &= (byte_view(data, "<u2")[content] == 0x0422) & (size == 8 + shape_size) & (size < 0x80)
     tensor &= ~shaped | (data[kind + 5] < 0x80)
     value_at = np.where(simple, kind + 1, content + 2)
     after = np.where(simple, kind + 5, kind + 2 + size)
     return value_at, after, simple, ok & (simple | tensor)
 
 
-def _keys(data: np.ndarray, summary: np.ndarray, value_at: np.ndarray, end: np.ndarray,
-          ok: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _keys(
+    data: np.ndarray, summary: np.ndarray, value_at: np.ndarray, end: np.ndarray, ok: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each record's key (its summary field, value blanked, first byte replaced by the key's
     length so that keys of different lengths differ) as uint64 words, and a hash of it.
 
@@ -155,7 +160,7 @@ def _keys(data: np.ndarray, summary: np.ndarray, value_at: np.ndarray, end: np.n
     size = max(8, -(-widest // 8) * 8)
     keep, blank = _key_masks(size)
     # 1-D views with size-byte items: NumPy gathers these much faster than 2-D rows.
-    rows = _view(data, f"V{size}")[summary].view(np.uint8).reshape(-1, size)
+    rows = byte_view(data, f"V{size}")[summary].view(np.uint8).reshape(-1, size)
     rows &= keep[np.where(ok, width, 0)].view(np.uint8).reshape(-1, size)
     rows &= blank[np.where(ok, value_at - summary, 0)].view(np.uint8).reshape(-1, size)
     rows[:, 0] = np.where(ok, width, 0)
@@ -163,104 +168,10 @@ def _keys(data: np.ndarray, summary: np.ndarray, value_at: np.ndarray, end: np.n
     return keys @ _HASH_FACTORS[: size // 8], keys, ok
 
 
-# A scalars row (series_id, step, file_id, record_offset, value_index, wall_time, value):
-# struct makes the tuples straight from packed rows, faster than zip() over columns.
-_ROW = struct.Struct("<qqqqqdd")
-_ROW_DTYPE = np.dtype([(name, "<i8") for name in ("series", "step", "file", "offset", "index")]
-                      + [("wall_time", "<f8"), ("value", "<f8")])
-# A block path row as packed: (series_id, step, record_offset, wall_time, value).  The file id
-# is the same for a whole chunk and the value index is 0: SQLite binds two parameters fewer a
-# row (executemany ~8% faster) and workers send 40 bytes a row instead of 56.
-_PACKED = struct.Struct("<qqqdd")
-_PACKED_DTYPE = np.dtype([("series", "<i8"), ("step", "<i8"), ("offset", "<i8"),
-                          ("wall_time", "<f8"), ("value", "<f8")])
-
-
-def pack_rows(series: np.ndarray, step: np.ndarray, offset: np.ndarray,
-              wall_time: np.ndarray, value: np.ndarray) -> bytes:
-    """Scalars rows of the block path packed, for :class:`PackedRows`."""
-    table = np.empty(len(series), dtype=_PACKED_DTYPE)
-    table["series"], table["step"], table["offset"] = series, step, offset
-    table["wall_time"], table["value"] = wall_time, value
-    return table.tobytes()
-
-
-class PackedRows:
-    """A chunk's scalar rows in record order, those of the block path still packed.
-
-    Iterating makes the row tuples (ints and floats, as the general path makes them) one at
-    a time, so each is consumed while fresh in the cache and no list of them is ever built;
-    packed rows are also what workers send to the writer (bytes pickle cheaply).  Iterable
-    any number of times.  A SQLite writer takes :meth:`general_rows` and the narrower
-    :meth:`block_rows` instead.
-    """
-
-    __slots__ = ("_count", "_parts", "file_id")
-
-    def __init__(self, tuples: list[tuple[Any, ...]], packed: list[tuple[int, bytes]],
-                 file_id: int) -> None:
-        """Args: the general path's row tuples, ``(position, packed bytes)`` pairs, each
-        packed run belonging before the tuple at ``position``, and the rows' file id."""
-        parts: list[list[tuple[Any, ...]] | bytes] = []
-        done = 0
-        for position, table in packed:
-            if position > done:
-                parts.append(tuples[done:position])
-            parts.append(table)
-            done = position
-        if done < len(tuples):
-            parts.append(tuples[done:])
-        self._parts = parts
-        self._count = len(tuples) + sum(len(table) for _, table in packed) // _PACKED.size
-        self.file_id = file_id
-
-    def with_store_ids(self, series_ids: Sequence[int], file_id: int) -> PackedRows:
-        """The same rows with local series numbers mapped through ``series_ids`` and the
-        file id set; packed runs are rewritten by NumPy, never unpacked here."""
-        from converter.decode import with_store_ids
-
-        lookup = np.asarray(series_ids, dtype=np.int64)
-        parts: list[list[tuple[Any, ...]] | bytes] = []
-        for part in self._parts:
-            if isinstance(part, list):
-                parts.append(with_store_ids(part, series_ids, file_id))
-                continue
-            table = np.frombuffer(part, dtype=_PACKED_DTYPE).copy()
-            table["series"] = lookup[table["series"]]
-            parts.append(table.tobytes())
-        remapped = PackedRows.__new__(PackedRows)
-        remapped._parts, remapped._count, remapped.file_id = parts, self._count, file_id
-        return remapped
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        return chain.from_iterable(
-            part if isinstance(part, list) else self._whole_rows(part) for part in self._parts)
-
-    def general_rows(self) -> list[tuple[Any, ...]]:
-        """The rows the general path made (whole rows), in record order."""
-        return [row for part in self._parts if isinstance(part, list) for row in part]
-
-    def block_rows(self) -> Iterator[tuple[Any, ...]]:
-        """The other rows, as ``(series_id, step, record_offset, wall_time, value)``."""
-        return chain.from_iterable(
-            _PACKED.iter_unpack(part) for part in self._parts if isinstance(part, bytes))
-
-    def _whole_rows(self, part: bytes) -> Iterator[tuple[Any, ...]]:
-        packed = np.frombuffer(part, dtype=_PACKED_DTYPE)
-        table = np.zeros(len(packed), dtype=_ROW_DTYPE)
-        for name in _PACKED_DTYPE.names or ():
-            table[name] = packed[name]
-        table["file"] = self.file_id
-        return _ROW.iter_unpack(table.tobytes())
-
-
 def values(block: Block, parsed: Parsed) -> np.ndarray:
     """The float32 value of every record, widened exactly to float64."""
     data = np.frombuffer(block.buf, dtype=np.uint8)
-    return _view(data, "<f4")[np.where(parsed.ok, parsed.value_at, 0)].astype(np.float64)
+    return byte_view(data, "<f4")[np.where(parsed.ok, parsed.value_at, 0)].astype(np.float64)
 
 
 class ScalarKeys:
@@ -299,12 +210,127 @@ class ScalarKeys:
         """Indices past ``after`` of the records whose key equals that of ``record``."""
         candidates = np.flatnonzero(parsed.hashes[after:] == parsed.hashes[record]) + after
         equal = _equal(parsed.keys[candidates], parsed.keys[record][None, :])
-        return candidates[equal & parsed.ok[candidates]]
+        same: np.ndarray = candidates[equal & parsed.ok[candidates]]
+        return same
 
 
 def _equal(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
     """Row-wise equality of two arrays of keys (column by column: faster than ``all(axis=1)``)."""
-    equal = keys[:, 0] == others[:, 0]
+    equal: np.ndarray = keys[:, 0] == others[:, 0]
     for word in range(1, keys.shape[1]):
         equal &= keys[:, word] == others[:, word]
     return equal
+
+
+class BlockScalars:
+    """The block path of one file's decoder: records of known keys become packed rows with
+    no protobuf parse; every other record goes through the general path, in record order.
+
+    A key is learnt from a record only when the general path takes its own fast path for it
+    (so every record with that key would become exactly the row the general path makes).
+    """
+
+    def __init__(self, general: EventDecoder) -> None:
+        """Args: the file's general decoder, which decodes what this path cannot."""
+        self._general = general
+        self._keys = ScalarKeys()
+
+    def feed(self, block: Block) -> None:
+        """Decode every record of ``block`` into the general decoder's buffer."""
+        parsed = parse(block)
+        if not parsed.ok.any():
+            self._general.feed_records(block.pairs())
+            return
+        series = self._keys.lookup(parsed)
+        numbers = values(block, parsed)
+        offsets = block.starts + block.base
+        unlearnt: set[int] = set()  # key hashes that failed to learn in this block
+        waiting: list[tuple[int, bytes]] = []  # consecutive unknown records, decoded together
+        done = 0  # records before this one are decoded or packed
+        unknown, next_at = _unknown(series, done), 0
+        while next_at < len(unknown):
+            record = unknown[next_at]
+            next_at += 1
+            if record > done:
+                self._decode(waiting)
+                self._pack(series, parsed, offsets, numbers, done, record)
+            waiting.append((int(offsets[record]), block.payload(record)))
+            done = record + 1
+            key = int(parsed.hashes[record])
+            if parsed.ok[record] and key not in unlearnt:
+                self._decode(waiting)
+                learnt = self._learn(block, parsed, record)
+                if learnt is None:
+                    unlearnt.add(key)
+                else:
+                    self._keys.add(parsed, record, learnt)
+                    series[self._keys.same_key(parsed, record, done)] = learnt
+                    unknown, next_at = _unknown(series, done), 0
+        self._decode(waiting)
+        self._pack(series, parsed, offsets, numbers, done, len(block))
+        known = parsed.wall_time[series >= 0]
+        if len(known):
+            # As the general path: NaN wall times are kept in rows, left out of the span.
+            low, high = float(np.fmin.reduce(known)), float(np.fmax.reduce(known))
+            if low == low:
+                self._general.stats.widen_span(low, high)
+
+    def _decode(self, waiting: list[tuple[int, bytes]]) -> None:
+        if waiting:
+            self._general.feed_records(waiting)
+            waiting.clear()
+
+    def _pack(
+        self,
+        series: np.ndarray,
+        parsed: Parsed,
+        offsets: np.ndarray,
+        numbers: np.ndarray,
+        start: int,
+        stop: int,
+    ) -> None:
+        """Pack the rows of records ``start:stop``, all of known keys."""
+        if stop <= start:
+            return
+        packed = pack_rows(
+            series[start:stop],
+            parsed.step[start:stop],
+            offsets[start:stop],
+            parsed.wall_time[start:stop],
+            numbers[start:stop],
+        )
+        self._general.buffer.add_packed(packed, stop - start)
+
+    def _learn(self, block: Block, parsed: Parsed, record: int) -> int | None:
+        """The series of ``record``'s key if the general path takes its fast path for it,
+        which it then does for every record with the same key (same tag, kind, metadata)."""
+        try:
+            event = Event.FromString(block.payload(record))
+        except DecodeError:
+            return None
+        summary_values = event.summary.value
+        at = int(parsed.value_at[record])
+        number = block.buf[at : at + 4]
+        # Protobuf must read the record exactly as the block path does.
+        if (
+            len(summary_values) != 1
+            or event.step != int(parsed.step[record])
+            or _FLOAT64.pack(event.wall_time) != parsed.wall_time[record].tobytes()
+        ):
+            return None
+        value = summary_values[0]
+        kind = value.WhichOneof("value")
+        if parsed.simple[record]:
+            same = kind == "simple_value" and (
+                _FLOAT64.pack(value.simple_value) == _FLOAT64.pack(_FLOAT32.unpack(number)[0])
+            )
+            return self._general.simple_series.get(value.tag) if same else None
+        tensor = value.tensor
+        same = kind == "tensor" and tensor.dtype == DT_FLOAT and tensor.tensor_content == number
+        return self._general.float_tensor_series.get(value.tag) if same else None
+
+
+def _unknown(series: np.ndarray, start: int) -> list[int]:
+    """The records from ``start`` on whose key is not known (series -1), in order."""
+    found: list[int] = (np.flatnonzero(series[start:] < 0) + start).tolist()
+    return found

@@ -1,4 +1,6 @@
-"""The end-of-run summary (text on stderr, or one JSON object) and the progress bar."""
+"""What a conversion did (the summary, also as one JSON object) and its progress bar.
+
+The text form is rendered by ``converter.cli.render``."""
 
 from __future__ import annotations
 
@@ -7,11 +9,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from converter.records import Damage
+from converter.reading.records import Damage
 
 EXIT_OK = 0
 EXIT_DAMAGED = 3
-_MAX_LISTED = 10
 
 
 @dataclass(frozen=True)
@@ -63,15 +64,28 @@ class Summary:
 
     def absorb(self, later: Summary) -> None:
         """Add a later pass's counts to this one (``--watch``); lists keep first mentions."""
-        for name in ("runs_created", "runs_extended", "series_created", "series_extended",
-                     "filtered_values", "files_read", "files_replaced", "files_gone",
-                     "bytes_read", "records_read", "damaged_records", "lossy_records"):
+        for name in (
+            "runs_created",
+            "runs_extended",
+            "series_created",
+            "series_extended",
+            "filtered_values",
+            "files_read",
+            "files_replaced",
+            "files_gone",
+            "bytes_read",
+            "records_read",
+            "damaged_records",
+            "lossy_records",
+        ):
             setattr(self, name, getattr(self, name) + getattr(later, name))
         for name in ("runs", "contexts", "files_total", "files_unchanged", "files_partial"):
             setattr(self, name, getattr(later, name))
         self.points.update(later.points)
-        for target, source in ((self.skipped, later.skipped),
-                               (self.undecodable, later.undecodable)):
+        for target, source in (
+            (self.skipped, later.skipped),
+            (self.undecodable, later.undecodable),
+        ):
             for plugin, tags in source.items():
                 for tag, values in tags.items():
                     per_tag = target.setdefault(plugin, {})
@@ -99,7 +113,9 @@ class Summary:
                 FileProblem(path, f"{region.reason}, skipped {region.length} bytes", region.offset)
             )
 
-    def add_counts(self, target: dict[str, dict[str, int]], counts: Counter[tuple[str, str]]) -> None:
+    def add_counts(
+        self, target: dict[str, dict[str, int]], counts: Counter[tuple[str, str]]
+    ) -> None:
         """Merge (plugin, tag) -> values counts into ``skipped`` or ``undecodable``."""
         for (plugin, tag), values in counts.items():
             per_tag = target.setdefault(plugin, {})
@@ -111,17 +127,25 @@ class Summary:
             "logdir": self.logdir,
             "store": self.store,
             "dry_run": self.dry_run,
-            "runs": {"total": self.runs, "created": self.runs_created,
-                     "extended": self.runs_extended},
+            "runs": {
+                "total": self.runs,
+                "created": self.runs_created,
+                "extended": self.runs_extended,
+            },
             "contexts": self.contexts,
             "series": {"created": self.series_created, "extended": self.series_extended},
             "points": dict(sorted(self.points.items())),
             "skipped": self.skipped,
             "undecodable": self.undecodable,
             "filtered_values": self.filtered_values,
-            "files": {"total": self.files_total, "read": self.files_read,
-                      "unchanged": self.files_unchanged, "replaced": self.files_replaced,
-                      "gone": self.files_gone, "partial": self.files_partial},
+            "files": {
+                "total": self.files_total,
+                "read": self.files_read,
+                "unchanged": self.files_unchanged,
+                "replaced": self.files_replaced,
+                "gone": self.files_gone,
+                "partial": self.files_partial,
+            },
             "bytes_read": self.bytes_read,
             "records_read": self.records_read,
             "damaged_records": self.damaged_records,
@@ -143,56 +167,6 @@ class Summary:
     def rate(self) -> float:
         """Points written per second of wall time."""
         return self.total_points / self.elapsed if self.elapsed > 0 else 0.0
-
-    def render(self) -> str:
-        """The human summary printed on stderr."""
-        if self.dry_run:
-            return self._render_plan()
-        lines = [
-            f"Converted {self.logdir} into {self.store} in {self.elapsed:.2f} s",
-            f"  runs:     {self.runs} ({self.runs_created} new, {self.runs_extended} extended), "
-            f"{self.contexts} contexts",
-            f"  series:   {self.series_created} new, {self.series_extended} extended",
-            f"  points:   {self.total_points:,}"
-            + (" (" + ", ".join(f"{k} {v:,}" for k, v in sorted(self.points.items())) + ")"
-               if self.points else "")
-            + (f", {self.rate():,.0f}/s" if self.total_points else ""),
-            f"  files:    {self.files_total} ({self.files_read} read, {self.files_unchanged} "
-            f"unchanged, {self.files_replaced} replaced, {self.files_gone} gone), "
-            f"{self.bytes_read:,} bytes read",
-        ]
-        for title, counts in (("skipped", self.skipped), ("undecodable", self.undecodable)):
-            for plugin, tags in sorted(counts.items()):
-                names = ", ".join(sorted(tags)[:_MAX_LISTED])
-                more = f" and {len(tags) - _MAX_LISTED} more" if len(tags) > _MAX_LISTED else ""
-                lines.append(f"  {title}:  {plugin}: {sum(tags.values()):,} values "
-                             f"({names}{more})")
-        if self.filtered_values:
-            lines.append(f"  filtered: {self.filtered_values:,} values by --tag/--exclude-tag")
-        if self.files_partial:
-            lines.append(f"  partial:  {self.files_partial} files end inside a record (still "
-                         "being written?); the rest is read on the next run")
-        if self.orphans:
-            lines.append(f"  orphans:  {len(self.orphans)} event files ignored (see warnings)")
-        if self.lossy_records:
-            lines.append(f"  repaired: {self.lossy_records} records with invalid UTF-8 "
-                         "(kept with backslash escapes)")
-        if self.damaged_records or self.problems:
-            lines.append(f"  damaged:  {self.damaged_records} records skipped; first problems:")
-            lines.extend(f"    {problem}" for problem in self.problems[:_MAX_LISTED])
-        if self.schema_change:
-            lines.append(f"  store:    {self.schema_change}")
-        return "\n".join(lines)
-
-    def _render_plan(self) -> str:
-        lines = [f"Dry run: {self.logdir} -> {self.store} (nothing written)"]
-        for entry in self.plan:
-            lines.append(f"  {entry['action']:<9} {entry['run_path']} [{entry['context']}] "
-                         f"{entry['path']} ({entry['bytes']:,} bytes)")
-        lines.append(f"  {self.runs} runs, {self.files_total} files, "
-                     f"{sum(e['bytes'] for e in self.plan if e['action'] != 'unchanged'):,} bytes "
-                     "to read")
-        return "\n".join(lines)
 
 
 def progress_bar(total: int, *, enabled: bool | None) -> Any:

@@ -10,7 +10,13 @@ if TYPE_CHECKING:
     # Imported where needed: a run that finds nothing new to read need not pay for NumPy.
     import numpy as np
 
-# DataType enum values (tensorboard/compat/proto/types.proto) to NumPy-style names.
+# DataType enum values (tensorboard/compat/proto/types.proto) that decoders test for.
+DT_FLOAT = 1
+DT_DOUBLE = 2
+DT_STRING = 7
+DT_BFLOAT16 = 14
+
+# DataType enum values to NumPy-style names.
 _DTYPE_NAMES = {
     1: "float32",
     2: "float64",

@@ -1,0 +1,164 @@
+"""Decoding the files of a conversion, in this process or in ``--jobs`` worker processes.
+
+Workers run only ``converter.reading``: they never touch the store.  Every (run, context) goes
+to one worker, so plugin metadata carries across its files, and chunks reach the single
+writer in task order whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from converter.errors import ConverterError
+from converter.reading.chunks import (
+    Chunk,
+    FileTask,
+    KnownMetadataByContext,
+    ReadSettings,
+    read_file,
+)
+
+# Chunks a worker may hold ready before the writer takes them (bounds memory).
+_QUEUE_CHUNKS = 4
+# Seconds between looks at whether a --jobs conversion is being stopped.
+_POLL = 0.1
+
+
+def decode_all(
+    tasks: Sequence[FileTask], settings: ReadSettings, jobs: int
+) -> Iterator[tuple[FileTask, Chunk]]:
+    """Chunks of every task, in task order; ``jobs > 1`` reads ahead in worker processes."""
+    if jobs <= 1 or len(tasks) <= 1:
+        carried: KnownMetadataByContext = {}
+        for task in tasks:
+            for chunk in read_file(task, settings, carried):
+                yield task, chunk
+        return
+    yield from _decode_in_workers(tasks, settings, jobs)
+
+
+def _decode_in_workers(
+    tasks: Sequence[FileTask], settings: ReadSettings, jobs: int
+) -> Iterator[tuple[FileTask, Chunk]]:
+    # Every (run, context) goes to one worker so metadata carries across its files; each
+    # worker reads its tasks in task order, which is the order the writer takes them in, so
+    # bounded queues cannot deadlock.
+    import multiprocessing  # only here: --jobs 1 need not pay for importing it
+    import queue
+    import threading
+
+    # Forked workers inherit these (and NumPy) instead of each importing them while the
+    # writer waits for its first chunk.
+    import converter.reading.fastscalars  # noqa: F401
+
+    context: Any = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    owners: dict[tuple[str, str], int] = {}
+    assignment = [owners.setdefault((t.run_path, t.context), len(owners) % jobs) for t in tasks]
+    queues = [context.Queue(maxsize=_QUEUE_CHUNKS) for _ in range(jobs)]
+    workers = [
+        context.Process(
+            target=_work,
+            args=(
+                [t for t, owner in zip(tasks, assignment, strict=False) if owner == number],
+                settings,
+                queues[number],
+            ),
+            daemon=True,
+        )
+        for number in range(jobs)
+    ]
+    for worker in workers:
+        worker.start()
+    ready: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_CHUNKS)
+    stop = threading.Event()
+    receiver = threading.Thread(
+        target=_receive,
+        args=(tasks, [queues[owner] for owner in assignment], ready, stop),
+        daemon=True,
+    )
+    receiver.start()
+    try:
+        while True:
+            try:
+                item = ready.get(timeout=_POLL)
+            except queue.Empty:
+                _check_workers(workers)
+                continue
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+            worker.join()
+        # A receiver waiting for room in ``ready`` sees the stop once it gets some; one
+        # inside a message half-written by a killed worker never returns (it is a daemon).
+        deadline = time.monotonic() + 1.0
+        while receiver.is_alive() and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                ready.get(timeout=_POLL)
+
+
+def _receive(tasks: Sequence[FileTask], sources: list[Any], ready: Any, stop: Any) -> None:
+    """Move chunks from the workers' queues to ``ready`` in task order, then None.
+
+    A thread of the writer's process: unpickling the next chunk then overlaps the writer's
+    inserts (SQLite releases the GIL while it steps), rather than waiting for them.
+    """
+    import queue
+
+    def hand_over(item: Any) -> bool:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Full):
+                ready.put(item, timeout=_POLL)
+                return True
+        return False
+
+    def next_from(source: Any) -> Any:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Empty):
+                return source.get(timeout=_POLL)
+        return None
+
+    try:
+        for task, source in zip(tasks, sources, strict=False):
+            while True:
+                chunk = next_from(source)
+                if chunk is None or not hand_over(
+                    chunk if isinstance(chunk, BaseException) else (task, chunk)
+                ):
+                    return
+                if isinstance(chunk, BaseException) or chunk.done:
+                    break
+        hand_over(None)
+    except BaseException as error:
+        hand_over(error)
+
+
+def _check_workers(workers: Sequence[Any]) -> None:
+    """Fail, rather than wait forever, when a worker died without a word (killed, out of
+    memory); one that finished its files exits with 0."""
+    for worker in workers:
+        if worker.exitcode not in (None, 0):
+            raise ConverterError(
+                f"a decoding worker exited (code {worker.exitcode}) before sending all it read",
+                hint="what was committed is kept: run again, with fewer --jobs if memory ran out",
+            )
+
+
+def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
+    carried: KnownMetadataByContext = {}
+    try:
+        for task in tasks:
+            for chunk in read_file(task, settings, carried):
+                queue.put(chunk)
+    except BaseException as error:
+        queue.put(error)

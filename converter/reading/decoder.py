@@ -1,0 +1,307 @@
+"""Records of one event file to rows: the protobuf path, the plugin dispatch and filters.
+
+Rows follow ``converter.rows``: local series numbers, file id 0.  ``simple_value`` scalars and
+TF2 float scalars, by far the most common records, take a fast path with no plugin call; whole
+blocks of them skip protobuf too (``fastscalars.BlockScalars``, which learns from this path).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from google.protobuf.message import DecodeError
+
+from converter.filters import Selection
+from converter.plugins._tensorproto import DT_FLOAT
+from converter.plugins.registry import DECODERS, FALLBACK, Decoded, DecodeFailure, plugin_for
+from converter.reading.events import Event, UnparseableEvent, parse_event
+from converter.rows import RowBuffer, SeriesDefinition, TableRows
+
+if TYPE_CHECKING:
+    from converter.reading.blocks import Block
+    from converter.reading.fastscalars import BlockScalars
+
+_FLOAT32 = struct.Struct("<f")
+# Smaller blocks cost less one record at a time than NumPy's fixed cost per call.
+_BLOCK_MIN = 64
+
+# Event-level payloads kept as raw tensors: event field -> (plugin, tag), tags as TensorBoard
+# names them; tagged run metadata uses its own tag.
+_GRAPH_EVENTS: dict[str, tuple[str, str | None]] = {
+    "graph_def": ("graphs", "__run_graph__"),
+    "meta_graph_def": ("graphs", "__meta_graph_def__"),
+    "tagged_run_metadata": ("graph_tagged_run_metadata", None),
+}
+
+# Tag -> its first SummaryMetadata (a protobuf message).
+KnownMetadata = dict[str, Any]
+
+
+@dataclass
+class DecodeStats:
+    """What one decoder saw besides the rows it produced."""
+
+    points: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)  # (plugin, tag) -> values
+    undecodable: Counter[tuple[str, str]] = field(default_factory=Counter)
+    filtered_values: int = 0
+    other_events: Counter[str] = field(default_factory=Counter)
+    lossy_records: int = 0
+    unparseable: list[int] = field(default_factory=list)  # record offsets
+    first_wall_time: float | None = None
+    last_wall_time: float | None = None
+
+    def widen_span(self, low: float, high: float) -> None:
+        """Extend the file's wall-time span to cover ``[low, high]``."""
+        if self.first_wall_time is None or low < self.first_wall_time:
+            self.first_wall_time = low
+        if self.last_wall_time is None or high > self.last_wall_time:
+            self.last_wall_time = high
+
+
+class EventDecoder:
+    """Decode the records of one event file into rows and the series they belong to.
+
+    Attributes:
+        buffer: Rows decoded and not yet taken.
+        definitions: Every series announced so far; a row's series is its index here.
+        stats: Counts and the file's wall-time span.
+    """
+
+    def __init__(self, selection: Selection, known_metadata: KnownMetadata | None = None) -> None:
+        """Args: what to keep, and the metadata remembered for tags of this (run, context)
+        from earlier files or reads (used for tags whose first occurrence in this file is
+        not read now: TF1 writers send metadata only once per tag)."""
+        self.selection = selection
+        self.buffer = RowBuffer()
+        self.definitions: list[SeriesDefinition] = []
+        self.stats = DecodeStats()
+        self._known = known_metadata or {}
+        self._metadata: KnownMetadata = {}
+        self._series: dict[tuple[str, str], int] = {}
+        # Tags whose values the fast paths append directly: tag -> series number.
+        self.simple_series: dict[str, int] = {}
+        self.float_tensor_series: dict[str, int] = {}
+        self._tag_ok: dict[str, bool] = {}
+        self._blocks: BlockScalars | None = None
+
+    def feed(self, batch: Block | list[tuple[int, bytes]]) -> None:
+        """Decode a batch of records: (offset, payload) pairs, or a verified block."""
+        if isinstance(batch, list):
+            self.feed_records(batch)
+        elif len(batch) < _BLOCK_MIN:
+            self.feed_records(batch.pairs())
+        else:
+            if self._blocks is None:
+                from converter.reading.fastscalars import BlockScalars
+
+                self._blocks = BlockScalars(self)
+            self._blocks.feed(batch)
+
+    def feed_records(self, records: Sequence[tuple[int, bytes]]) -> None:
+        """Decode (offset, payload) records one by one."""
+        # The hot loop of the whole converter: locals only, one attribute read per field.
+        simple = self.simple_series
+        float_tensors = self.float_tensor_series
+        unpack_float = _FLOAT32.unpack
+        append = self.buffer.table("scalars").append
+        stats = self.stats
+        from_string = Event.FromString
+        inf = float("inf")
+        first = inf if stats.first_wall_time is None else stats.first_wall_time
+        last = -inf if stats.last_wall_time is None else stats.last_wall_time
+        for offset, payload in records:
+            try:
+                event = from_string(payload)
+            except DecodeError:
+                event = self._parse_leniently(offset, payload)
+                if event is None:
+                    continue
+            wall_time = event.wall_time
+            # NaN compares false both ways: kept in rows, left out of the file's span.
+            if wall_time > last:
+                last = wall_time
+            if wall_time < first:
+                first = wall_time
+            values = event.summary.value
+            if not values:
+                self._non_summary(event, offset)
+                continue
+            step = event.step
+            for index, value in enumerate(values):
+                kind = value.WhichOneof("value")
+                if kind == "simple_value":
+                    series = simple.get(value.tag)
+                    if series is not None:
+                        append((series, step, 0, offset, index, wall_time, value.simple_value))
+                        continue
+                elif kind == "tensor":
+                    # TF2 scalars: a rank-0 DT_FLOAT in 4 bytes of tensor_content.
+                    series = float_tensors.get(value.tag)
+                    if series is not None:
+                        tensor = value.tensor
+                        content = tensor.tensor_content
+                        if len(content) == 4 and tensor.dtype == DT_FLOAT:
+                            append(
+                                (
+                                    series,
+                                    step,
+                                    0,
+                                    offset,
+                                    index,
+                                    wall_time,
+                                    unpack_float(content)[0],
+                                )
+                            )
+                            continue
+                self._decode_value(value, kind, step, wall_time, offset, index)
+        stats.first_wall_time = None if first == inf else first
+        stats.last_wall_time = None if last == -inf else last
+
+    def take(self) -> tuple[dict[str, TableRows], dict[str, bytes]]:
+        """Hand over the rows (and blobs they point to) decoded so far; start afresh."""
+        rows, blobs = self.buffer.take()
+        scalars = rows.get("scalars")
+        if scalars is not None:
+            # Every scalars row is a point of the scalars plugin, whichever path made it.
+            self.stats.points["scalars"] += len(scalars)
+        return rows, blobs
+
+    def metadata(self) -> KnownMetadata:
+        """The first metadata of every tag seen in this file."""
+        return dict(self._metadata)
+
+    def pending(self) -> int:
+        """Rows decoded and not yet taken."""
+        return self.buffer.pending()
+
+    def _parse_leniently(self, offset: int, payload: bytes) -> Any:
+        try:
+            event, lossy = parse_event(payload)
+        except UnparseableEvent:
+            self.stats.unparseable.append(offset)
+            return None
+        if lossy:
+            self.stats.lossy_records += 1
+        return event
+
+    def _non_summary(self, event: Any, offset: int) -> None:
+        what = event.WhichOneof("what") or "empty"
+        if what in _GRAPH_EVENTS:
+            self._decode_graph(event, what, offset)
+        elif what != "summary":  # an empty summary is nothing to keep
+            self.stats.other_events[what] += 1
+
+    def _decode_value(
+        self, value: Any, kind: str | None, step: int, wall_time: float, offset: int, index: int
+    ) -> None:
+        tag = value.tag or value.node_name
+        own = value.metadata if value.HasField("metadata") else None
+        if tag not in self._metadata and own is not None:
+            self._metadata[tag] = own
+        first = self._metadata.get(tag) or self._known.get(tag)
+        plugin = plugin_for(kind, first)
+        if not self._admits(tag, plugin):
+            return
+        decoded = self._run_decoders(plugin, tag, value, own if own is not None else first)
+        if decoded is None:
+            return
+        series = self._emit(tag, plugin, decoded, first, (step, 0, offset, index, wall_time))
+        # The fast paths key on value.tag, so a node_name fallback must not be cached.
+        if plugin == "scalars" and value.tag:
+            if kind == "simple_value":
+                self.simple_series[tag] = series
+            elif decoded.dtype == "float32":
+                self.float_tensor_series[tag] = series
+
+    def _run_decoders(self, plugin: str, tag: str, value: Any, metadata: Any) -> Decoded | None:
+        decoder = DECODERS.get(plugin)
+        failed = False
+        if decoder is not None:
+            try:
+                return decoder(value, metadata)
+            except DecodeFailure:
+                failed = True
+        try:
+            kept = FALLBACK(value, metadata)
+        except DecodeFailure:
+            self.stats.skipped[(plugin, tag)] += 1
+            return None
+        if failed:
+            # Kept raw, so nothing is lost, but the summary says its plugin could not read it.
+            self.stats.undecodable[(plugin, tag)] += 1
+        return kept
+
+    def _emit(
+        self,
+        tag: str,
+        plugin: str,
+        decoded: Decoded,
+        metadata: Any,
+        where: tuple[int, int, int, int, float],
+    ) -> int:
+        series = self._series.get((tag, plugin))
+        if series is None:
+            series = self._series[(tag, plugin)] = self._define(
+                tag, plugin, decoded.dtype, metadata
+            )
+        key = (series, *where)
+        self.buffer.table(decoded.table).extend(key + row for row in decoded.rows)
+        if decoded.blobs:
+            self.buffer.blobs.update(decoded.blobs)
+        if decoded.table != "scalars":  # scalars are counted as they are taken
+            self.stats.points[plugin] += len(decoded.rows)
+        return series
+
+    def _define(self, tag: str, plugin: str, dtype: str | None, metadata: Any) -> int:
+        local = len(self.definitions)
+        self.definitions.append(
+            SeriesDefinition(
+                local,
+                tag,
+                plugin,
+                dtype,
+                display_name=(metadata.display_name or None) if metadata is not None else None,
+                description=(metadata.summary_description or None)
+                if metadata is not None
+                else None,
+                plugin_content=(
+                    bytes(metadata.plugin_data.content) or None if metadata is not None else None
+                ),
+            )
+        )
+        return local
+
+    def _decode_graph(self, event: Any, what: str, offset: int) -> None:
+        from converter.plugins.tensors import raw_bytes
+
+        plugin, tag = _GRAPH_EVENTS[what]
+        if what == "tagged_run_metadata":
+            tag, data = event.tagged_run_metadata.tag, event.tagged_run_metadata.run_metadata
+        else:
+            data = getattr(event, what)
+        assert tag is not None
+        if not self._admits(tag, plugin):
+            return
+        decoded = raw_bytes(bytes(data), what)
+        self._emit(tag, plugin, decoded, None, (event.step, 0, offset, 0, event.wall_time))
+
+    def _admits(self, tag: str, plugin: str) -> bool:
+        """Apply --tag/--exclude-tag and --plugins, counting what they leave out."""
+        if not self._accepts_tag(tag):
+            self.stats.filtered_values += 1
+            return False
+        if not self.selection.accepts_plugin(plugin):
+            self.stats.skipped[(plugin, tag)] += 1
+            return False
+        return True
+
+    def _accepts_tag(self, tag: str) -> bool:
+        accepted = self._tag_ok.get(tag)
+        if accepted is None:
+            accepted = self._tag_ok[tag] = self.selection.accepts_tag(tag)
+        return accepted

@@ -1,0 +1,148 @@
+"""The package's layers (converter/__init__.py lists them): no import cycles, counting imports
+made inside functions, and imports only go down the pipeline.
+
+Read from the source with ``ast``: a lazy import (inside a function, for start-up time) is
+still a dependency, and plain import-time checks would miss it.  Imports under
+``if TYPE_CHECKING:`` are annotations only and do not count.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "converter"
+# Layer -> the layers it may import (its own included).
+ALLOWED = {
+    "vocabulary": {"vocabulary"},  # errors, filters, rows, plugins.names
+    "plugins": {"vocabulary", "plugins"},
+    "reading": {"vocabulary", "plugins", "reading"},
+    "store": {"vocabulary", "store"},
+    "conversion": {"vocabulary", "plugins", "reading", "store", "conversion"},
+    "output": {"vocabulary", "store", "output"},  # export, datasette
+    "cli": {"vocabulary", "store", "output", "conversion", "reading", "plugins", "cli", "top"},
+    "top": {"vocabulary", "store", "conversion", "top"},  # converter/__init__.py
+}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if module in ("converter", "converter.__main__"):
+        return "top" if module == "converter" else "cli"
+    first = parts[1]
+    if first in ("errors", "filters", "rows", "version") or module == "converter.plugins.names":
+        return "vocabulary"
+    if first in ("export", "datasette"):
+        return "output"
+    return first
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every converter module that ``path`` imports, at any depth, outside TYPE_CHECKING."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("converter"))
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.startswith("converter")
+        ):
+            for alias in node.names:
+                # ``from converter.x import y``: y may be a module or a name in x.
+                candidate = f"{node.module}.{alias.name}"
+                found.add(candidate if candidate in MODULES else node.module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+FILES = sorted(PACKAGE.rglob("*.py"))
+MODULES = {module_name(path) for path in FILES}
+GRAPH = {module_name(path): imports_of(path) for path in FILES}
+
+
+def test_the_graph_is_read() -> None:
+    # A sanity check of the pass itself: known edges, one of them a lazy import.
+    assert "converter.reading.decoder" in GRAPH["converter.reading.chunks"]
+    assert "converter.reading.fastscalars" in GRAPH["converter.reading.decoder"]
+    assert "converter.conversion" in GRAPH["converter.cli.convert"]
+
+
+def test_no_import_cycles() -> None:
+    # A module's package __init__ runs before it, but that is not an edge of the module's own.
+    graph = {
+        module: {target for target in targets if target in GRAPH and target != module}
+        for module, targets in GRAPH.items()
+    }
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def walk(module: str) -> None:
+        if module in done:
+            return
+        if module in visiting:
+            cycle = [*visiting[visiting.index(module) :], module]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        visiting.append(module)
+        for target in sorted(graph[module]):
+            walk(target)
+        visiting.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        walk(module)
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_imports_go_down_the_layers(module: str) -> None:
+    own = layer_of(module)
+    wrong = sorted(
+        target
+        for target in GRAPH[module]
+        if target in GRAPH and layer_of(target) not in ALLOWED[own]
+    )
+    assert not wrong, f"{module} ({own}) imports {wrong}"
+
+
+def test_the_reading_side_never_touches_a_database() -> None:
+    for path in FILES:
+        module = module_name(path)
+        if layer_of(module) in ("reading", "plugins", "vocabulary"):
+            source = path.read_text(encoding="utf-8")
+            for banned in ("sqlalchemy", "alembic", "sqlite3", "psycopg"):
+                assert f"import {banned}" not in source and f"from {banned}" not in source, (
+                    module,
+                    banned,
+                )
+
+
+def test_modules_stay_under_400_lines() -> None:
+    long = {
+        module_name(path): count
+        for path in FILES
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert not long, long
