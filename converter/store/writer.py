@@ -30,7 +30,7 @@ PAYLOAD_COLUMNS: dict[str, tuple[str, ...]] = {
     "images": ("idx", "blob_id", "format", "width", "height"),
     "audio": ("idx", "blob_id", "sample_rate", "num_channels", "length_frames", "content_type",
               "label"),
-    "histograms": ("count", "min", "max", "sum", "sum_squares", "buckets"),
+    "histograms": ("count", "min", "max", "sum", "sum_squares", "buckets", "raw_buckets"),
     "texts": ("idx", "value"),
     "params": ("key", "value", "value_num", "value_type"),
     "tensors": ("dtype", "shape", "blob_id"),
