@@ -50,8 +50,10 @@ _VIEWS: dict[str, tuple[str, list[str], dict[str, str]]] = {
                   "data": "The encoded image."}),
     "v_texts": ("Text summaries, one row per string element.", ["tag"],
                 {"idx": "Element index (row-major).", "value": "UTF-8 text."}),
-    "v_histograms": ("Histograms as buckets.", ["tag"],
-                     {"buckets": "JSON [[left, right, count], ...]."}),
+    "v_histograms": ("Histograms as TensorBoard shows them.", ["tag"],
+                     {"buckets": "JSON [[left, right, count], ...]: empty end buckets dropped, "
+                                 "min and max as the outer edges (the HistogramProto's own "
+                                 "buckets: histograms.raw_buckets)."}),
     "v_audio": ("Audio clips (WAV bytes).", ["tag"], {"sample_rate": "Samples per second."}),
     "v_tensors": ("Everything else, kept raw: pr_curves, custom_scalars, mesh, graphs, "
                   "unknown plugins.", ["plugin", "dtype"],
