@@ -71,9 +71,13 @@ _VIEWS: dict[str, tuple[str, list[str], dict[str, str]]] = {
         {"idx": "Element index (row-major).", "value": "UTF-8 text."},
     ),
     "v_histograms": (
-        "Histograms as buckets.",
+        "Histograms as TensorBoard shows them.",
         ["tag"],
-        {"buckets": "JSON [[left, right, count], ...]."},
+        {
+            "buckets": "JSON [[left, right, count], ...]: empty end buckets dropped, "
+            "min and max as the outer edges (the HistogramProto's own "
+            "buckets: histograms.raw_buckets)."
+        },
     ),
     "v_audio": ("Audio clips (WAV bytes).", ["tag"], {"sample_rate": "Samples per second."}),
     "v_tensors": (

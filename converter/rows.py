@@ -36,7 +36,7 @@ PAYLOAD_COLUMNS: dict[str, tuple[str, ...]] = {
         "content_type",
         "label",
     ),
-    "histograms": ("count", "min", "max", "sum", "sum_squares", "buckets"),
+    "histograms": ("count", "min", "max", "sum", "sum_squares", "buckets", "raw_buckets"),
     "texts": ("idx", "value"),
     "params": ("key", "value", "value_num", "value_type"),
     "tensors": ("dtype", "shape", "blob_id"),

@@ -313,7 +313,7 @@ def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_as
     else:
         change = migrate.ensure_schema(engine)
         assert change is not None and change.backup is not None
-    assert change is not None and (change.from_revision, change.to_revision) == ("0002", "0003")
+    assert change is not None and (change.from_revision, change.to_revision) == ("0002", "0004")
     with engine.connect() as conn:
         runs = conn.execute(
             text("SELECT run_id, logdir, source, host FROM v_runs ORDER BY run_id")
@@ -327,6 +327,100 @@ def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_as
         ).all()
         assert [tuple(row) for row in last] == [("a", "loss", 5, 1001.0, 0.25)]
     migrate.check(engine)
+
+
+# Histogram rows as 0003 stored them (every proto bucket, the first from ``min``), and what
+# 0004 must make of them: TensorBoard's buckets (empty end buckets dropped, min and max as the
+# outer edges, worked out by hand) and the proto's (limit, count) pairs.
+_OLD_HISTOGRAMS = [
+    # torch / Keras: the first limit lies below min, empty buckets at both ends
+    (
+        0,
+        -0.5,
+        2.0,
+        1.5,
+        4.25,
+        "[[-0.5,-0.6,0.0],[-0.6,0.0,3.0],[0.0,1.0,0.0],"
+        "[1.0,2.5,2.0],[2.5,1.7976931348623157e+308,0.0]]",
+        "[[-0.5,0.0,3.0],[0.0,1.0,0.0],[1.0,2.0,2.0]]",
+        "[[-0.6,0.0],[0.0,3.0],[1.0,0.0],[2.5,2.0],[1.7976931348623157e+308,0.0]]",
+    ),
+    # an empty TF1 histogram
+    (
+        1,
+        1.7976931348623157e308,
+        -1.7976931348623157e308,
+        0.0,
+        0.0,
+        "[[1.7976931348623157e+308,1.7976931348623157e+308,0.0]]",
+        "[]",
+        "[[1.7976931348623157e+308,0.0]]",
+    ),
+    # a TF2 tensor (no sum, no sum of squares): left as it is
+    (
+        2,
+        -1.0,
+        1.0,
+        None,
+        None,
+        "[[-1.0,0.0,0.0],[0.0,1.0,2.0]]",
+        "[[-1.0,0.0,0.0],[0.0,1.0,2.0]]",
+        None,
+    ),
+]
+
+
+def test_store_from_revision_0003_rewrites_histograms_and_keeps_them_raw(engine) -> None:
+    """0004 gives HistogramProto rows TensorBoard's buckets and keeps the proto's in
+    ``raw_buckets``; TF2 tensor rows are left alone; downgrading restores 0003's rows."""
+    from alembic import command
+
+    with engine.begin() as conn:
+        command.upgrade(migrate.alembic_config(conn), "0003")
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, source, logdir, run_path, group_path, name) "
+                "VALUES (1, '/logs', '/logs', 'a', '', 'a')"
+            )
+        )
+        conn.execute(text("INSERT INTO contexts (id, name) VALUES (1, '')"))
+        conn.execute(
+            text(
+                "INSERT INTO series (id, run_id, context_id, name, plugin) "
+                "VALUES (1, 1, 1, 'w', 'histograms')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
+                "offset_consumed, records, damaged_records, status) "
+                "VALUES (1, 1, 1, 'a/events', 100, 1, 100, 3, 0, 'ok')"
+            )
+        )
+        for step, low, high, total, squares, old, _, _ in _OLD_HISTOGRAMS:
+            conn.execute(
+                text(
+                    "INSERT INTO histograms (series_id, step, file_id, record_offset, value_index, "
+                    "wall_time, count, min, max, sum, sum_squares, buckets) "
+                    "VALUES (1, :step, 1, :step, 0, 1000.0, 5.0, :low, :high, :total, :squares, "
+                    ":old)"
+                ),
+                dict(step=step, low=low, high=high, total=total, squares=squares, old=old),
+            )
+        command.upgrade(migrate.alembic_config(conn), "head")
+    with engine.connect() as conn:
+        got = conn.execute(
+            text(
+                "SELECT p.buckets, p.raw_buckets, v.buckets FROM histograms p "
+                "JOIN v_histograms v ON v.step = p.step ORDER BY p.step"
+            )
+        ).all()
+    assert [tuple(row) for row in got] == [(new, raw, new) for *_, new, raw in _OLD_HISTOGRAMS]
+    migrate.check(engine)
+    with engine.begin() as conn:
+        command.downgrade(migrate.alembic_config(conn), "0003")
+        got = conn.execute(text("SELECT buckets FROM histograms ORDER BY step")).all()
+    assert [row[0] for row in got] == [old for _, _, _, _, _, old, _, _ in _OLD_HISTOGRAMS]
 
 
 def test_foreign_server_database_is_refused_and_untouched(pg_server) -> None:

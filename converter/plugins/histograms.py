@@ -1,25 +1,31 @@
 """Histograms: TF1 / torch / tensorboardX ``HistogramProto`` and TF2 ``[k, 3]`` tensors, stored
-in one normalised form (SPEC §5, reference §2.3 and §4 item 18).
+as TensorBoard shows them (SPEC §5, reference §2.3 and §4 item 18).
 
-Each value becomes one row ``(count, min, max, sum, sum_squares, buckets)`` where ``buckets``
-is JSON text ``[[left, right, count], ...]``.
+Each value becomes one row ``(count, min, max, sum, sum_squares, buckets, raw_buckets)`` where
+``buckets`` is JSON text ``[[left, right, count], ...]``.
 
-* ``HistogramProto`` holds right edges only: bucket ``i`` spans ``(bucket_limit[i-1],
-  bucket_limit[i]]`` and the first bucket's left edge is ``min``, as TensorBoard's
-  ``data_compat`` does.  Unlike TensorBoard, no bucket is dropped and no edge is clamped to
-  ``min``/``max``: every bucket of the proto is kept (empty ones and ±DBL_MAX edges too), so
-  the proto can be rebuilt exactly (right edges and counts, plus the ``min`` column).
-  ``count`` is ``num``; ``min``, ``max``, ``sum`` and ``sum_squares`` are kept as written.
-* TF2 tensors are ``(left, right, count)`` rows already, kept as given (float32 widens to
-  float64 exactly).  ``count`` is the exactly rounded sum of the counts (``math.fsum``),
-  ``min`` the first left edge, ``max`` the last right edge (NULL when ``k = 0``); ``sum`` and
-  ``sum_squares`` are not in the tensor and stay NULL.
+* ``HistogramProto`` holds right edges only (bucket ``i`` ends at ``bucket_limit[i]``), and real
+  writers leave empty buckets at both ends with outer limits far beyond the data (TF's ladder
+  ends at ±DBL_MAX; torch and Keras files start with a limit below ``min``).  ``buckets`` is
+  TensorBoard's conversion (``tensorboard/data_compat.py``, ``_migrate_histogram_value``):
+  the empty buckets at both ends are dropped (a bucket is empty unless its count is > 0),
+  the left edge of the first remaining bucket is ``min``, the right edge of the last one
+  ``max``, and the edges in between are the remaining inner limits.  No bucket has data: ``[]``.
+  TensorBoard's Python reader then rounds the triples to float32; here they keep the float64
+  written (the rounding would change no bar TensorBoard draws, and loses digits).
+  ``raw_buckets`` keeps the proto itself, ``[[bucket_limit, bucket], ...]`` as written (empty
+  end buckets and ±DBL_MAX limits too), so the file's data stay recoverable.  ``count`` is
+  ``num``; ``min``, ``max``, ``sum`` and ``sum_squares`` are kept as written.
+* TF2 tensors are ``(left, right, count)`` rows already, TensorBoard's own form: kept as given
+  (float32 widens to float64 exactly), ``raw_buckets`` NULL.  ``count`` is the exactly rounded
+  sum of the counts (``math.fsum``), ``min`` the first left edge, ``max`` the last right edge
+  (NULL when ``k = 0``); ``sum`` and ``sum_squares`` are not in the tensor and stay NULL.
 
-Non-finite numbers in ``buckets`` (JSON has no literal for them): ``+inf`` is written
-``1e999`` and ``-inf`` ``-1e999`` (valid JSON numbers that overflow back to ±infinity in
-Python's ``json``, JavaScript's ``JSON.parse`` and SQLite's ``json_extract``), and NaN is
-written ``null``.  Finite numbers use Python's shortest round-tripping ``repr``, so every
-float64 (±DBL_MAX, ``-0.0``, subnormals) survives exactly.
+Non-finite numbers in the JSON (which has no literal for them): ``+inf`` is written ``1e999``
+and ``-inf`` ``-1e999`` (valid JSON numbers that overflow back to ±infinity in Python's
+``json``, JavaScript's ``JSON.parse`` and SQLite's ``json_extract``), and NaN is written
+``null``.  Finite numbers use Python's shortest round-tripping ``repr``, so every float64
+(±DBL_MAX, ``-0.0``, subnormals) survives exactly.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ def decode(value: Any, _metadata: Any) -> Decoded:
         _metadata: Its SummaryMetadata (unused: the value's shape says everything).
 
     Returns:
-        One row ``(count, min, max, sum, sum_squares, buckets_json)``.
+        One row ``(count, min, max, sum, sum_squares, buckets_json, raw_buckets_json)``.
 
     Raises:
         DecodeFailure: neither a HistogramProto nor a real-valued ``[k, 3]`` tensor, or a
@@ -69,26 +75,57 @@ def decode(value: Any, _metadata: Any) -> Decoded:
 
 
 def proto_row(histo: Any) -> tuple[Any, ...]:
-    """The row of a ``HistogramProto``: every bucket, left edge = previous limit (or ``min``).
+    """The row of a ``HistogramProto``: TensorBoard's buckets, and the proto's own as raw.
 
     Args:
         histo: A ``HistogramProto``.
 
     Returns:
-        ``(num, min, max, sum, sum_squares, buckets_json)``.
+        ``(num, min, max, sum, sum_squares, buckets_json, raw_buckets_json)``.
 
     Raises:
         DecodeFailure: ``bucket`` and ``bucket_limit`` have different lengths.
     """
-    rights = list(histo.bucket_limit)
+    limits = list(histo.bucket_limit)
     counts = list(histo.bucket)
-    if len(rights) != len(counts):
+    if len(limits) != len(counts):
         raise DecodeFailure(
-            f"histogram has {len(rights)} bucket limits but {len(counts)} bucket counts"
+            f"histogram has {len(limits)} bucket limits but {len(counts)} bucket counts"
         )
-    lefts = [histo.min, *rights[:-1]]
-    buckets = buckets_json(zip(lefts, rights, counts, strict=True))
-    return (histo.num, histo.min, histo.max, histo.sum, histo.sum_squares, buckets)
+    raw = buckets_json(zip(limits, counts, strict=True))
+    return (
+        histo.num,
+        histo.min,
+        histo.max,
+        histo.sum,
+        histo.sum_squares,
+        buckets_json(shown_buckets(histo.min, histo.max, limits, counts)),
+        raw,
+    )
+
+
+def shown_buckets(
+    low: float, high: float, limits: Sequence[float], counts: Sequence[float]
+) -> list[tuple[float, float, float]]:
+    """TensorBoard's (left, right, count) buckets of a ``HistogramProto``.
+
+    Empty buckets at both ends are dropped (``count > 0`` is not empty, so NaN counts are
+    empty too); the outer edges become ``low`` and ``high`` (the proto's min and max), the
+    inner ones are the limits between the buckets kept.
+
+    Args:
+        low: The histogram's ``min``; high: its ``max``.
+        limits: ``bucket_limit`` (right edges); counts: ``bucket``, as long as ``limits``.
+
+    Returns:
+        The buckets, none when every bucket is empty.
+    """
+    filled = [index for index, count in enumerate(counts) if count > 0]
+    if not filled:
+        return []
+    first, last = filled[0], filled[-1]
+    inner = list(limits[first:last])
+    return list(zip([low, *inner], [*inner, high], counts[first : last + 1], strict=True))
 
 
 def tensor_row(tensor: Any) -> tuple[Any, ...]:
@@ -98,7 +135,8 @@ def tensor_row(tensor: Any) -> tuple[Any, ...]:
         tensor: A real-valued ``TensorProto`` of shape ``[k, 3]`` (any field encoding).
 
     Returns:
-        ``(count, min, max, None, None, buckets_json)``; min and max are None when ``k = 0``.
+        ``(count, min, max, None, None, buckets_json, None)``; min and max are None when
+        ``k = 0``.
 
     Raises:
         DecodeFailure: the tensor is not real-valued, not of shape ``[k, 3]``, or its values
@@ -119,14 +157,14 @@ def tensor_row(tensor: Any) -> tuple[Any, ...]:
     count = math.fsum(row[2] for row in rows)
     low = rows[0][0] if rows else None
     high = rows[-1][1] if rows else None
-    return (count, low, high, None, None, buckets_json(rows))
+    return (count, low, high, None, None, buckets_json(rows), None)
 
 
 def buckets_json(buckets: Iterable[Sequence[float]]) -> str:
     """JSON text ``[[left,right,count],...]`` with ±inf as ``±1e999`` and NaN as ``null``.
 
     Args:
-        buckets: (left, right, count) triples of floats.
+        buckets: Sequences of floats: (left, right, count) triples, or (limit, count) pairs.
 
     Returns:
         The JSON text (no spaces).

@@ -204,7 +204,8 @@ class Audio(_PointKey, Base):
 
 
 class Histogram(_PointKey, Base):
-    """One histogram, normalised to (left, right, count) buckets as JSON."""
+    """One histogram: TensorBoard's (left, right, count) buckets as JSON, and for a
+    ``HistogramProto`` its own (limit, count) buckets as written (``raw_buckets``)."""
 
     __tablename__ = "histograms"
     __table_args__ = _point_table()
@@ -215,6 +216,7 @@ class Histogram(_PointKey, Base):
     sum: Mapped[float | None] = mapped_column(Double)
     sum_squares: Mapped[float | None] = mapped_column(Double)
     buckets: Mapped[str] = mapped_column(Text)
+    raw_buckets: Mapped[str | None] = mapped_column(Text)
 
 
 class TextValue(_PointKey, Base):
