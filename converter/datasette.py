@@ -103,7 +103,7 @@ QUERIES: dict[str, dict[str, Any]] = {
         "directory itself).",
         "sql": "SELECT step, wall_time, value FROM v_scalars\n"
         "WHERE run_path = :run_path AND context = :context AND tag = :tag\n"
-        "ORDER BY step",
+        "ORDER BY step, wall_time",
         "params": ["run_path", "context", "tag"],
     },
     "last_values": {

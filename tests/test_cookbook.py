@@ -234,22 +234,53 @@ def test_datasette_hides_internal_tables_and_labels_runs(store_path: str) -> Non
     assert run["label"] == expected["run_path"]
 
 
-CANNED: dict[str, tuple[str, Callable[[Rows], bool]]] = {
-    "learning_curve": ("run_path=run_1&tag=loss", lambda rows: len(rows) == 350),
-    "last_values": ("", lambda rows: any(r["tag"] == "ema_decay" for r in rows)),
-    "final_metric_with_params": (
-        "tag=accuracy",
-        lambda rows: (
-            {r["key"] for r in rows} == {"lr", "optimizer", "batch_size"}
-            and rows[0]["run_path"] == "sweep/lr_0.1"
-        ),
-    ),
-    "nan_series": ("", lambda rows: [r["run_path"] for r in rows] == ["sweep/lr_1.0"]),
-    "images_at_step": ("tag=samples&step=0", lambda rows: len(rows) == len(SWEEP)),
-    "search_texts": (
-        "words=DIVERGED",
-        lambda rows: [r["run_path"] for r in rows] == ["sweep/lr_1.0"],
-    ),
+def check_final_with_params(rows: Rows, store: str) -> None:
+    # One row per (run, param) of every run with an accuracy series: the sweep's runs, best
+    # final accuracy first, keys in order; each run's params come from its one session.
+    expected = [
+        (f"sweep/{run}", "", final, key, value)
+        for run, (lr, optimizer, final, _) in sorted(SWEEP.items(), key=lambda item: -item[1][2])
+        for key, value in sorted(
+            {"batch_size": "32.0", "lr": str(lr), "optimizer": optimizer}.items()
+        )
+    ]
+    got = [(r["run_path"], r["context"], r["final_value"], r["key"], r["value"]) for r in rows]
+    assert [row[:3] + row[3:] for row in got] == [
+        (run, context, pytest.approx(final), key, value)
+        for run, context, final, key, value in expected
+    ]
+    for run in {row["run_path"] for row in rows}:
+        sessions = {row["session"] for row in rows if row["run_path"] == run}
+        assert len(sessions) == 1 and sessions.pop(), run
+
+
+def check_canned_images(rows: Rows, store: str) -> None:
+    # The sweep logged ``samples`` at step 2 in each run: one PNG each, pixels as logged.
+    from io import BytesIO
+
+    import numpy as np
+    from PIL import Image
+
+    assert [row["run_path"] for row in rows] == [f"sweep/{run}" for run in sorted(SWEEP)]
+    for row in rows:
+        pixels = sweep_pixels(row["run_path"].split("/")[1], 2)
+        height, width, _ = pixels.shape
+        assert (row["context"], row["idx"], row["format"]) == ("", 0, "PNG")
+        assert (row["width"], row["height"]) == (width, height)
+        data = row["data"]
+        raw = data if isinstance(data, bytes) else __import__("base64").b64decode(data["encoded"])
+        assert np.array_equal(np.asarray(Image.open(BytesIO(raw)).convert("RGB")), pixels)
+
+
+# Each canned query runs with these arguments and must give exactly the rows its check names
+# (the cookbook's own checks where the query is the recipe's).
+CANNED: dict[str, tuple[str, Callable[[Rows, str], None]]] = {
+    "learning_curve": ("run_path=run_1&context=&tag=loss", check_curve),
+    "last_values": ("", check_last_values),
+    "final_metric_with_params": ("tag=accuracy", check_final_with_params),
+    "nan_series": ("", check_nan),
+    "images_at_step": ("tag=samples&step=2", check_canned_images),
+    "search_texts": ("words=DIVERGED", check_search),
 }
 
 
@@ -264,5 +295,5 @@ def test_datasette_canned_queries(store_path: str) -> None:
         for query, (arguments, _) in CANNED.items()
     ]
     results = datasette_get(store_path, metadata(name), *paths)
-    for (query, (_, check)), result in zip(CANNED.items(), results, strict=True):
-        assert check(result["rows"]), (query, result["rows"][:3])
+    for (_, check), result in zip(CANNED.values(), results, strict=True):
+        check(result["rows"], store_path)

@@ -302,7 +302,8 @@ def test_filter_runs(aim_tree: tuple[Path, dict[int, str]]) -> None:
     several = filter_runs(result, ["run_1", "*run_3"])
     assert [r.run_path for r in several.runs] == ["group_1/run_3", "run_1"]
     assert filter_runs(result, ["RUN_1"]).runs == ()  # case-sensitive
-    assert all(f.run_path == "run_1" for f in filter_runs(result, ["run_?"]).files)
+    matched = filter_runs(result, ["run_?"]).files
+    assert matched and {f.run_path for f in matched} == {"run_1"}
 
 
 def test_classification_is_deterministic_and_sorted(tmp_path: Path) -> None:

@@ -250,7 +250,7 @@ def test_export_to_a_file_infers_jsonl(store_path: str, tmp_path: Path) -> None:
 def test_export_params_tag_filters_keys(store_path: str) -> None:
     rows = csv_rows(invoke("export", "params", "--store", str(store_path), "--tag", "opt*").stdout)
     assert sorted(r["value"] for r in rows) == ["adam", "adam", "sgd"]
-    assert all(r["value_type"] == "string" for r in rows)
+    assert {r["value_type"] for r in rows} == {"string"}
 
 
 def test_export_texts_match_without_the_text_summary_suffix(store_path: str) -> None:
