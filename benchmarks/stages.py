@@ -76,10 +76,8 @@ def startup(work: Path, repeat: int) -> float:
 
 def tasks(logdir: Path) -> list[Any]:
     """A FileTask per event file, as a first conversion plans them."""
-    from converter.decode import Selection
-    from converter.filepass import FileTask
-
-    from converter import discovery
+    from converter.reading import discovery
+    from converter.reading.chunks import FileTask
 
     found = []
     for run in discovery.classify(logdir).runs:
@@ -97,17 +95,14 @@ def tasks(logdir: Path) -> list[Any]:
                     offset=0,
                     stored_size=None,
                     stored_digest=None,
-                    full=False,
-                    seeds={},
-                    selection=Selection(),
-                    chunk_points=50_000,
+                    known_metadata={},
                 )
             )
     return found
 
 
 def read_only(file_tasks: list[Any]) -> int:
-    from converter.records import RecordReader
+    from converter.reading.records import RecordReader
 
     records = 0
     for task in file_tasks:
@@ -121,31 +116,32 @@ def read_only(file_tasks: list[Any]) -> int:
 
 def decode_only(file_tasks: list[Any]) -> tuple[int, int]:
     """Rows made, and records decoded by the general path."""
-    from converter.filepass import read_file
-
-    from converter import decode
+    from converter.filters import Selection
+    from converter.reading.chunks import ReadSettings, read_file
+    from converter.reading.decoder import EventDecoder
 
     general = 0
-    feed_all = decode.FileDecoder.feed_all
+    feed_records = EventDecoder.feed_records
+    settings = ReadSettings(Selection(), chunk_points=50_000)
 
     def counted(self: Any, records: Any) -> None:
         nonlocal general
         general += len(records)
-        feed_all(self, records)
+        feed_records(self, records)
 
-    decode.FileDecoder.feed_all = counted  # type: ignore[method-assign]
+    EventDecoder.feed_records = counted  # type: ignore[method-assign]
     try:
         rows = 0
         carry: dict[Any, Any] = {}
         for task in file_tasks:
-            for chunk in read_file(task, carry):
+            for chunk in read_file(task, settings, carry):
                 for table in chunk.rows.values():
                     # Packed rows make their tuples when iterated: count that in.
                     deque(table, maxlen=0)
                     rows += len(table)
         return rows, general
     finally:
-        decode.FileDecoder.feed_all = feed_all  # type: ignore[method-assign]
+        EventDecoder.feed_records = feed_records  # type: ignore[method-assign]
 
 
 def timed_inserts() -> tuple[list[float], Callable[[], None]]:
