@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from converter.errors import ConverterError, MissingDependency, UsageError
 from converter.filters import Globs
+from converter.store.engine import expand_path
 from converter.store.query import (
     COLUMNS,
     KINDS,
@@ -121,6 +122,7 @@ def open_output(output: str) -> Iterator[TextIO]:
     if output == "-":
         yield sys.stdout
         return
+    output = expand_path(output)
     directory = os.path.dirname(os.path.abspath(output))
     try:
         handle, temporary = tempfile.mkstemp(prefix=".tbconvert-", dir=directory)

@@ -424,7 +424,7 @@ def test_to_pandas_without_pandas_names_the_extra(store: Store, monkeypatch) -> 
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(MissingDependency) as error:
         store.to_pandas("scalars")
-    assert "tbconvert[pandas]" in str(error.value)
+    assert "pip install '.[pandas]'" in str(error.value)
     assert isinstance(error.value, ImportError)
 
 

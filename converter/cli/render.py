@@ -32,15 +32,19 @@ def render_table(columns: Sequence[str], data: Sequence[Sequence[Any]], indent: 
 
 
 def render_runs(runs: Sequence[dict[str, Any]]) -> str:
-    """The ``tbconvert runs`` listing: one line per run."""
+    """The ``tbconvert runs`` listing: one line per run, with its source when there are several."""
     if not runs:
         return "no runs in this store"
-    columns = ("run", "group", "contexts", "series", "points", "params")
+    several = len({row["source"] for row in runs}) > 1
+    columns = ("id", "run", *(("source",) if several else ()))
+    columns += ("group", "contexts", "series", "points", "params")
     return render_table(
         columns,
         [
             (
+                row["run_id"],
                 row["run_path"],
+                *((row["source"],) if several else ()),
                 row["group_path"] or "-",
                 ",".join(map(_context, row["contexts"])),
                 row["series"],

@@ -143,7 +143,7 @@ def to_pandas(store: Store, kind: str = "scalars", **filters: Any) -> pandas.Dat
         **filters: Keyword arguments of :func:`rows`, ``Store.runs`` or :func:`hparams_table`.
 
     Raises:
-        MissingDependency: pandas is not installed (``pip install 'tbconvert[pandas]'``).
+        MissingDependency: pandas is not installed (``pip install '.[pandas]'``).
         UsageError: an unknown kind.
     """
     library = require_pandas()
