@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from converter.errors import StoreError, UsageError
 from converter.filters import Globs, globs, matches
-from converter.rows import POINT_TABLES
+from converter.store import inventory
 from converter.store.engine import create_store_engine, sqlite_path, store_display, store_url
 from converter.store.errors import translate_errors
 from converter.store.results import SeriesRef, StoredImage, typed_param
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     import pandas
 
 WRITTEN = "file_id, record_offset, value_index"
-_LAST = "step DESC, file_id DESC, record_offset DESC, value_index DESC"
 POINT_SQL = {
     "scalars": f"SELECT step, wall_time, value FROM scalars WHERE series_id = :id "
     f"ORDER BY step, {WRITTEN}",
@@ -38,17 +37,6 @@ POINT_SQL = {
     "params": f"SELECT key, value, value_num, value_type FROM params WHERE series_id = :id "
     f"ORDER BY key, step, {WRITTEN}",
 }
-# Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
-_RUNS_SQL = "SELECT * FROM v_runs"
-_FILES_SQL = (
-    "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
-    "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
-    "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run"
-)
-_CONTEXTS_SQL = (
-    "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series UNION "
-    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id"
-)
 
 
 class Store:
@@ -94,31 +82,7 @@ class Store:
             ``points`` (rows per point table, non-zero only), ``scalar_points`` and ``params``
             (``{context: {key: value}}``: one entry per hparams session).
         """
-        with self.connect() as conn:
-            rows = [dict(row._mapping) for row in conn.execute(text(_RUNS_SQL))]
-            rows = [row for row in rows if matches(row["run_path"], globs(run))]
-            rows.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
-            counts = self._counts(conn, "s.run_id")
-            series: dict[int, int] = {
-                row[0]: row[1]
-                for row in conn.execute(text("SELECT run_id, count(*) FROM series GROUP BY run_id"))
-            }
-            contexts: dict[int, list[str]] = {}
-            for run_id, name in conn.execute(text(_CONTEXTS_SQL)):
-                contexts.setdefault(run_id, []).append(name)
-            for names in contexts.values():
-                names.sort()
-            params = self.param_sessions(conn=conn)
-        for row in rows:
-            run_id = row["run_id"]
-            row["contexts"] = contexts.get(run_id, [])
-            row["series"] = series.get(run_id, 0)
-            row["points"] = {
-                table: by_run[run_id][0] for table, by_run in counts.items() if run_id in by_run
-            }
-            row["scalar_points"] = row["points"].get("scalars", 0)
-            row["params"] = params.get(run_id, {})
-        return rows
+        return inventory.list_runs(self, run)
 
     def describe(self, run: str | int) -> dict[str, Any]:
         """One run in full: its ``v_runs`` row, series, params and event files.
@@ -132,17 +96,7 @@ class Store:
         Raises:
             UsageError: no run (or several runs in different logdirs) has that path.
         """
-        with self.connect() as conn:
-            row = self._resolve_run(conn, run)
-            run_id = row["run_id"]
-            counts = self._counts(conn, "p.series_id", run_id)
-            series = [self._series_entry(conn, s, counts) for s in self.series(run=run_id)]
-            files = sorted(
-                (dict(file._mapping) for file in conn.execute(text(_FILES_SQL), {"run": run_id})),
-                key=lambda file: file["path"],
-            )
-            params = self.param_sessions(run_id, conn=conn).get(run_id, {})
-        return {"run": row, "series": series, "params": params, "files": files}
+        return inventory.describe_run(self, run)
 
     def series(
         self,
@@ -216,7 +170,7 @@ class Store:
             UsageError: no such run, or its sessions disagree and no context was given.
         """
         with self.connect() as conn:
-            row = self._resolve_run(conn, run)
+            row = self.resolve_run(conn, run)
             sessions = self.param_sessions(row["run_id"], conn=conn).get(row["run_id"], {})
         if context is not None:
             return dict(sessions.get(context, {}))
@@ -315,60 +269,9 @@ class Store:
 
         return query.to_pandas(self, kind, **filters)
 
-    def _counts(
-        self, conn: Connection, key: str, run_id: int | None = None
-    ) -> dict[str, dict[int, tuple[int, int, int]]]:
-        # table -> run or series id -> (points, first step, last step); index scans only.
-        where = "" if run_id is None else " WHERE s.run_id = :run"
-        result = {}
-        for table in POINT_TABLES:
-            sql = (
-                f"SELECT {key}, count(*), min(p.step), max(p.step) FROM {table} AS p "
-                f"JOIN series AS s ON s.id = p.series_id{where} GROUP BY {key}"
-            )
-            result[table] = {
-                row[0]: tuple(row[1:]) for row in conn.execute(text(sql), {"run": run_id})
-            }
-        return result
-
-    def _series_entry(
-        self,
-        conn: Connection,
-        series: SeriesRef,
-        counts: dict[str, dict[int, tuple[int, int, int]]],
-    ) -> dict[str, Any]:
-        entry: dict[str, Any] = {
-            "context": series.context,
-            "tag": series.tag,
-            "plugin": series.plugin,
-            "table": None,
-            "points": 0,
-            "first_step": None,
-            "last_step": None,
-        }
-        for table, by_series in counts.items():
-            # Values a decoder could not read are kept raw, so a series may span two tables.
-            if series.id in by_series:
-                points, first, last = by_series[series.id]
-                if entry["table"] is None:
-                    entry.update(table=table, first_step=first, last_step=last)
-                entry["points"] += points
-                entry["first_step"] = min(entry["first_step"], first)
-                entry["last_step"] = max(entry["last_step"], last)
-        if entry["table"] in ("scalars", "texts"):
-            entry["last_value"] = conn.execute(
-                text(
-                    f"SELECT value FROM {entry['table']} WHERE series_id = :id ORDER BY {_LAST}"
-                    + (", idx DESC" if entry["table"] == "texts" else "")
-                    + " LIMIT 1"
-                ),
-                {"id": series.id},
-            ).scalar()
-        return entry
-
     def _one_series(self, run: str | int, tag: str, context: str | None) -> SeriesRef:
         with self.connect() as conn:
-            run_id = self._resolve_run(conn, run)["run_id"]
+            run_id = self.resolve_run(conn, run)["run_id"]
         scalars = self.series(run=run_id, plugin="scalars")
         found = [s for s in scalars if s.tag == tag and context in (None, s.context)]
         if len(found) == 1:
@@ -390,8 +293,13 @@ class Store:
             else f"its scalar tags: {', '.join(tags) or '(none)'}",
         )
 
-    def _resolve_run(self, conn: Connection, run: str | int) -> dict[str, Any]:
-        rows = [dict(row._mapping) for row in conn.execute(text(_RUNS_SQL))]
+    def resolve_run(self, conn: Connection, run: str | int) -> dict[str, Any]:
+        """The ``v_runs`` row of a run named by path or id.
+
+        Raises:
+            UsageError: no such run, or several (in different logdirs) with that path.
+        """
+        rows = [dict(row._mapping) for row in conn.execute(text(inventory.RUNS_SQL))]
         found = [row for row in rows if run in (row["run_path"], row["run_id"])]
         if not found and isinstance(run, str) and run.isdigit():
             found = [row for row in rows if row["run_id"] == int(run)]
