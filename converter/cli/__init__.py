@@ -1,8 +1,9 @@
 """The ``tbconvert`` command line: parse, call the library, render.  Nothing else lives here.
 
 The group and the options commands share are in ``group``; the commands are in ``convert``
-(tf), ``inspect`` (runs, show, export, datasette-metadata) and ``db``, and all text rendering
-in ``render``.  Library modules are imported inside commands, so ``--help`` starts fast.
+(tf), ``inspect`` (runs, show, hparams, export, datasette-metadata), ``look`` (plot, report,
+serve) and ``db``, and all text rendering in ``render``.  Library modules are imported
+inside commands, so ``--help`` starts fast.
 
 Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error, 3 finished but damaged
 records or unreadable files were skipped.
@@ -11,7 +12,7 @@ records or unreadable files were skipped.
 from __future__ import annotations
 
 # Importing a command module registers its commands on the group.
-from converter.cli import convert, db, inspect
+from converter.cli import convert, db, inspect, look
 from converter.cli.group import cli
 
-__all__ = ["cli", "convert", "db", "inspect"]
+__all__ = ["cli", "convert", "db", "inspect", "look"]
