@@ -217,6 +217,10 @@ def _replaced_when_done(output: str) -> Iterator[str]:
     os.close(handle)
     try:
         yield temporary
+        # mkstemp makes the file private (0600); the result gets a new file's usual mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, output)
     except BaseException:
         os.unlink(temporary)

@@ -21,6 +21,7 @@ from converter.store.engine import expand_path
 
 if TYPE_CHECKING:
     from converter.store.reader import Store
+    from converter.store.results import SeriesRef
 
 X_AXES = ("step", "relative", "wall")
 IMAGE_FORMATS = ("png", "svg", "pdf")
@@ -92,6 +93,11 @@ def select_curves(
             path=store.display,
             hint=f"runs: {_some(runs)}; tags: {_some(tags)}; contexts: {_some(contexts)}",
         )
+    return curves_of(store, chosen)
+
+
+def curves_of(store: Store, chosen: Sequence[SeriesRef]) -> list[Curve]:
+    """Read the points of scalar series as curves, in the series' order."""
     curves = []
     for series in chosen:
         points = list(store.points("scalars", [series]))

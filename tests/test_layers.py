@@ -27,7 +27,16 @@ ALLOWED = {
 }
 
 # The output layer: getting data out of a store (files, charts, pages, a server).
-OUTPUT = ("export", "datasette", "hparams", "image_export", "plot", "report", "serve")
+OUTPUT = (
+    "export",
+    "datasette",
+    "hparams",
+    "image_export",
+    "plot",
+    "report",
+    "serve",
+    "svgchart",
+)
 
 
 def layer_of(module: str) -> str:

@@ -80,3 +80,43 @@ def plot(
 
     count = read_store(store, draw)
     click.echo(f"{count} curves drawn into {output}", err=True)
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@store_option
+@run_option
+@click.option(
+    "--tag",
+    "tag_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only tags that match: scalars, images and texts (repeatable).",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    metavar="FILE",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="The page to write (.html); - for stdout.",
+)
+def report(store: str, run_globs: tuple[str, ...], tag_globs: tuple[str, ...], output: str) -> None:
+    """Write one offline HTML page: runs with hparams and final metrics, charts, images, texts.
+
+    The page is self-contained (inline CSS and SVG, images as data: URIs, no script): open it
+    in any browser, offline, or mail it.
+
+    \b
+    Example:
+      tbconvert report --store runs.db -o report.html
+      tbconvert report --run 'sweep/*' --tag loss --tag accuracy --tag samples -o sweep.html
+    """
+    from converter import report as library
+
+    shown = read_store(store, lambda opened: library.report(opened, output, run_globs, tag_globs))
+    if output != "-":
+        click.echo(
+            f"{output}: {shown['runs']} runs, {shown['charts']} charts, {shown['images']} images, "
+            f"{shown['texts']} texts",
+            err=True,
+        )
