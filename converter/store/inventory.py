@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 # Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
 RUNS_SQL = "SELECT * FROM v_runs"
+TREND_BUCKETS = 24
 _LAST = "step DESC, file_id DESC, record_offset DESC, value_index DESC"
 _FILES_SQL = (
     "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
@@ -75,7 +76,9 @@ def describe_run(store: Store, run: str | int) -> dict[str, Any]:
         ``{"run": {...}, "series": [...], "params": {context: {key: value}},
         "files": [...]}``.  Each series has its plugin, the table holding its points,
         the number of points, first and last step, and for scalars and texts the last
-        value (highest step, then last written); each file its read state.
+        value (highest step, then last written); a scalar series also its ``trend``, the mean
+        of each of up to 24 equal step ranges (None where none is finite), for sparklines;
+        each file its read state.
 
     Raises:
         UsageError: no run (or several runs in different logdirs) has that path.
@@ -140,4 +143,26 @@ def _series_entry(
             ),
             {"id": series.id},
         ).scalar()
+    if entry["table"] == "scalars":
+        entry["trend"] = _trend(conn, series.id, entry["first_step"], entry["last_step"])
     return entry
+
+
+def _trend(conn: Connection, series_id: int, first: int, last: int) -> list[float | None]:
+    """The mean of each of ``TREND_BUCKETS`` equal step ranges (None: no finite point in it).
+
+    Computed by the database over the series' index, so a long series costs one scan and
+    returns a few numbers: what a sparkline needs.
+    """
+    width = -(-(last - first + 1) // TREND_BUCKETS)  # ceiling division, >= 1
+    means: dict[int, Any] = dict(
+        conn.execute(
+            text(
+                "SELECT (step - :first) / :width AS bucket, avg(value) FROM scalars "
+                "WHERE series_id = :id GROUP BY 1"
+            ),
+            {"id": series_id, "first": first, "width": width},
+        ).all()
+    )
+    buckets = (last - first) // width + 1
+    return [None if means.get(b) is None else float(means[b]) for b in range(buckets)]
