@@ -159,9 +159,10 @@ def _runs_section(runs: Sequence[dict[str, Any]], curves: Sequence[Curve]) -> st
             cells.append(f'<td class="num">{" | ".join(_number(v) for v in found)}</td>')
         for tag in tags:
             values = final.get((row["run_path"], tag), [])
+            # The run directory's own value first and bare, then each context's, named.
             shown = [
-                (f"{_text(context)}: " if len(values) > 1 else "") + _number(value)
-                for context, value in values
+                (f"{_text(context)}: " if context else "") + _number(value)
+                for context, value in sorted(values)
             ]
             cells.append(f'<td class="num">{"<br>".join(shown)}</td>')
         lines.append("<tr>" + "".join(cells) + "</tr>")
