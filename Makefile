@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STORE ?= demo.db
 
+DEMO_LOGS ?= demo_logs
+REPORT ?= demo-report.html
+
 .PHONY: demo test lint bench clean
 
 $(BIN)/python:
@@ -14,13 +17,26 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-demo: $(VENV)/.installed
+# Everything a user gets: plots, Parquet, datasette, pandas, PostgreSQL.
+$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[all]'
+	touch $@
+
+demo: $(VENV)/.installed-all
 	rm -f $(STORE) $(STORE)-wal $(STORE)-shm
-	$(BIN)/tbconvert tf --logdir sample_logdirs --store $(STORE)
+	$(BIN)/python sample_logdirs/make_demo.py $(DEMO_LOGS)
+	$(BIN)/tbconvert tf --logdir $(DEMO_LOGS) --store $(STORE)
+	$(BIN)/tbconvert tf --logdir sample_logdirs --store $(STORE) -q
+	$(BIN)/tbconvert report --store $(STORE) --run 'demo/*' -o $(REPORT)
 	@echo
-	@echo "Example query: the last value of every scalar series"
-	@echo "  sqlite3 $(STORE) \"SELECT run_path, context, tag, step, value FROM v_last_scalars ORDER BY run_path, context, tag\""
 	@$(BIN)/python -m converter.cli.demo $(STORE)
+	@echo
+	@echo "Report: $(CURDIR)/$(REPORT) (open it in a browser; it works offline)"
+	@echo "Run the installed tbconvert as $(BIN)/tbconvert, or first: source $(BIN)/activate"
+	@echo "  $(BIN)/tbconvert runs --store $(STORE)"
+	@echo "  $(BIN)/tbconvert hparams --store $(STORE) --metric accuracy --sort=-accuracy"
+	@echo "  $(BIN)/tbconvert plot --store $(STORE) --run 'demo/*' --tag loss -o loss.png"
+	@echo "  $(BIN)/tbconvert serve --store $(STORE)"
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
@@ -35,4 +51,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info demo.db demo.db-wal demo.db-shm
+	rm -rf $(VENV) build dist *.egg-info demo.db demo.db-wal demo.db-shm $(DEMO_LOGS) $(REPORT)

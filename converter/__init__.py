@@ -18,7 +18,9 @@ How the package is organised, in pipeline order (imports only go down this list,
 - ``store/``: the run store: ``engine``, ``models``, ``migrate``/``admin`` (Alembic), ``files``
   (per-file state), ``writer`` with per-backend ``bulk`` inserts, ``reader`` and ``query``.
 - ``conversion/``: ``plan`` -> ``workers`` -> ``job`` (apply chunks) -> ``summary``.
-- ``export``, ``datasette``: getting data out.
+- ``export`` (and ``image_export``), ``hparams``, ``plot``, ``report`` (charts in
+  ``svgchart``), ``datasette``, ``serve``: getting data out: files, the hparams comparison,
+  plots, the offline HTML page, datasette.
 - ``cli/``: the ``tbconvert`` command and all text rendering; nothing imports it.
 """
 

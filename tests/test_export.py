@@ -55,11 +55,17 @@ def test_runs_text_lists_runs_with_counts_and_params(store_path: str) -> None:
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["run", "group", "contexts", "series", "points", "params"]
-    line = next(line for line in lines if line.startswith("sweep/lr_0.1 "))
+    # Two logdirs (sample_logdirs and the sweep) were converted: each run names its source.
+    header = ["id", "run", "source", "group", "contexts", "series", "points", "params"]
+    assert lines[0].split() == header
+    by_run = {line.split()[1]: line.split() for line in lines[1:]}
+    ids = dict(view_rows(store_path, "SELECT run_path, run_id FROM v_runs"))
+    assert {run: int(cells[0]) for run, cells in by_run.items()} == ids
+    line = " ".join(by_run["sweep/lr_0.1"])
     assert "lr=0.1" in line and "optimizer=adam" in line and "images 2" in line
-    run_1 = next(line for line in lines if line.startswith("run_1 "))
-    assert "scalars 735" in run_1
+    assert by_run["sweep/lr_0.1"][2].endswith("logs")
+    assert by_run["run_1"][2].endswith("sample_logdirs")
+    assert "scalars 735" in " ".join(by_run["run_1"])
 
 
 def test_runs_json_and_run_filter(store_path: str) -> None:
@@ -95,7 +101,7 @@ def test_show_text_has_series_per_plugin_params_and_files(store_path: str) -> No
     ):
         assert heading in text
     loss = next(line for line in text.splitlines() if " loss " in line)
-    assert loss.split()[-3:] == [str(STEPS), "0..9", "NaN"]
+    assert loss.split()[-4:-1] == [str(STEPS), "0..9", "NaN"]  # then its sparkline
     assert "Diverged at step 6" in text and "lr=1" in text
     assert text.count(" ok") == 2
 

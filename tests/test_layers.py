@@ -21,10 +21,22 @@ ALLOWED = {
     "reading": {"vocabulary", "plugins", "reading"},
     "store": {"vocabulary", "store"},
     "conversion": {"vocabulary", "plugins", "reading", "store", "conversion"},
-    "output": {"vocabulary", "store", "output"},  # export, datasette
+    "output": {"vocabulary", "store", "output"},  # OUTPUT below
     "cli": {"vocabulary", "store", "output", "conversion", "reading", "plugins", "cli", "top"},
     "top": {"vocabulary", "store", "conversion", "top"},  # converter/__init__.py
 }
+
+# The output layer: getting data out of a store (files, charts, pages, a server).
+OUTPUT = (
+    "export",
+    "datasette",
+    "hparams",
+    "image_export",
+    "plot",
+    "report",
+    "serve",
+    "svgchart",
+)
 
 
 def layer_of(module: str) -> str:
@@ -34,7 +46,7 @@ def layer_of(module: str) -> str:
     first = parts[1]
     if first in ("errors", "filters", "rows", "version") or module == "converter.plugins.names":
         return "vocabulary"
-    if first in ("export", "datasette"):
+    if first in OUTPUT:
         return "output"
     return first
 

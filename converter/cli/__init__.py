@@ -1,14 +1,18 @@
 """The ``tbconvert`` command line: parse, call the library, render.  Nothing else lives here.
 
-``main`` holds the group and the options commands share; the commands are in ``convert``
-(tf), ``inspect`` (runs, show, export, datasette-metadata) and ``db``, and all text rendering
-in ``render``.  Library modules are imported inside commands, so ``--help`` starts fast.
+The group and the options commands share are in ``group``; the commands are in ``convert``
+(tf), ``inspect`` (runs, show, hparams, export, datasette-metadata), ``look`` (plot, report,
+serve) and ``db``, and all text rendering in ``render``.  Library modules are imported
+inside commands, so ``--help`` starts fast.
+
+Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error, 3 finished but damaged
+records or unreadable files were skipped.
 """
 
 from __future__ import annotations
 
-# Importing the command modules registers them on the group.
-from converter.cli import convert, db, inspect
-from converter.cli.main import cli
+# Importing a command module registers its commands on the group.
+from converter.cli import convert, db, inspect, look
+from converter.cli.group import cli
 
-__all__ = ["cli", "convert", "db", "inspect"]
+__all__ = ["cli", "convert", "db", "inspect", "look"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from converter.cli.main import (
+from converter.cli.group import (
     CONTEXT_SETTINGS,
     EXIT_CODES_EPILOG,
     cli,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,7 @@ if TYPE_CHECKING:
     from converter.conversion.summary import Summary
 
 _MAX_LISTED = 10
+_BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def render_table(columns: Sequence[str], data: Sequence[Sequence[Any]], indent: str = "") -> str:
@@ -32,15 +34,19 @@ def render_table(columns: Sequence[str], data: Sequence[Sequence[Any]], indent: 
 
 
 def render_runs(runs: Sequence[dict[str, Any]]) -> str:
-    """The ``tbconvert runs`` listing: one line per run."""
+    """The ``tbconvert runs`` listing: one line per run, with its source when there are several."""
     if not runs:
         return "no runs in this store"
-    columns = ("run", "group", "contexts", "series", "points", "params")
+    several = len({row["source"] for row in runs}) > 1
+    columns = ("id", "run", *(("source",) if several else ()))
+    columns += ("group", "contexts", "series", "points", "params")
     return render_table(
         columns,
         [
             (
+                row["run_id"],
                 row["run_path"],
+                *((row["source"],) if several else ()),
                 row["group_path"] or "-",
                 ",".join(map(_context, row["contexts"])),
                 row["series"],
@@ -69,7 +75,8 @@ def render_run(detail: dict[str, Any]) -> str:
             "",
             f"{plugin} ({len(series_list)} series)",
             render_table(
-                ("context", "tag", "points", "steps", "last value"),
+                ("context", "tag", "points", "steps", "last value")
+                + (("trend",) if plugin == "scalars" else ()),
                 [
                     (
                         _context(s["context"]),
@@ -78,6 +85,7 @@ def render_run(detail: dict[str, Any]) -> str:
                         _steps(s),
                         _value(s.get("last_value", "")),
                     )
+                    + ((sparkline(s.get("trend") or []),) if plugin == "scalars" else ())
                     for s in series_list
                 ],
                 indent="  ",
@@ -110,6 +118,27 @@ def render_run(detail: dict[str, Any]) -> str:
         ),
     ]
     return "\n".join(lines)
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One block character per value, ``▁`` for the lowest and ``█`` for the highest.
+
+    A missing or non-finite value is a space; a flat series is a row of ``▄``.
+    """
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return " " * len(values)
+    low, high = min(finite), max(finite)
+    characters = []
+    for value in values:
+        if value is None or not math.isfinite(value):
+            characters.append(" ")
+        elif high == low:
+            characters.append(_BLOCKS[3])
+        else:
+            level = round((value - low) / (high - low) * (len(_BLOCKS) - 1))
+            characters.append(_BLOCKS[level])
+    return "".join(characters)
 
 
 def _cell(value: Any) -> str:

@@ -24,6 +24,7 @@ from converter.store.engine import (
     DEFAULT_STORE,
     check_store_location,
     create_store_engine,
+    expand_path,
     store_display,
     store_url,
 )
@@ -75,6 +76,7 @@ def convert(
             on a shared server by another machine's logdir of the same path.
     """
     started = time.monotonic()
+    logdir = expand_path(logdir)  # ~ and $VARIABLES, from the API as from the CLI
     classification = discovery.filter_runs(discovery.classify(logdir, flat=flat), runs)
     if store is None:
         store = os.environ.get("TBCONVERT_STORE", DEFAULT_STORE)

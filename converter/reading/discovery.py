@@ -250,6 +250,9 @@ def classify(logdir: str | os.PathLike[str], *, flat: bool = False) -> Classific
     except OSError as exc:  # the logdir vanished or became unreadable between checks
         raise LogdirError(f"cannot walk the logdir ({exc.strerror or exc})", path=root) from exc
 
+    if not walker.found:
+        # SPEC §9: an empty logdir is not an error (a job may not have logged yet), but say so.
+        walker.warnings.append(f"no event files under {root}")
     runs, groups = _assign_roles(list(walker.found), flat)
     files_by_run: dict[str, list[EventFileSource]] = {}
     orphans: list[str] = []

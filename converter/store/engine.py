@@ -17,16 +17,26 @@ DEFAULT_STORE = "tbconvert.db"
 BUSY_TIMEOUT_MS = 60_000
 
 
+def expand_path(path: str | os.PathLike[str]) -> str:
+    """A path as a shell would give it: ``~`` and ``$VARIABLES`` expanded (SPEC §2)."""
+    return os.path.expanduser(os.path.expandvars(os.fspath(path)))
+
+
 def store_url(store: str | os.PathLike[str]) -> str:
-    """Turn a ``--store`` value into a SQLAlchemy URL (a value with ``://`` already is one)."""
-    text = os.fspath(store)
+    """Turn a ``--store`` value into a SQLAlchemy URL (a value with ``://`` already is one).
+
+    ``~`` and ``$VARIABLES`` are expanded in paths and URLs alike (``sqlite:///~/runs.db``).
+    """
+    text = os.path.expandvars(os.fspath(store))
     if "://" in text:
         scheme, rest = text.split("://", 1)
         # Plain postgresql:// would pick psycopg2, which tbconvert does not install.
         if scheme in ("postgres", "postgresql"):
             return f"postgresql+psycopg://{rest}"
+        if scheme.startswith("sqlite") and rest.startswith("/~"):
+            return f"{scheme}:///{os.path.expanduser(rest[1:])}"
         return text
-    return "sqlite:///" + os.path.abspath(text)
+    return "sqlite:///" + os.path.abspath(os.path.expanduser(text))
 
 
 def sqlite_path(url: str) -> str | None:
@@ -100,7 +110,7 @@ def _server_engine(url: str) -> Engine:
     except ModuleNotFoundError as error:
         raise StoreError(
             f"the database driver for this store is not installed ({error.name})",
-            hint="install PostgreSQL support: pip install 'tbconvert[postgres]'",
+            hint="install PostgreSQL support: pip install '.[postgres]' (in a tbconvert checkout)",
         ) from None
 
 

@@ -73,8 +73,11 @@ def rows(
     return (row for row in points if kind != "params" or matches(row[3], key_globs))
 
 
+AGGREGATES = ("last", "min", "max")
+
+
 def hparams_table(
-    store: Store, metrics: Sequence[Metric] = (), run: Globs = None
+    store: Store, metrics: Sequence[Metric] = (), run: Globs = None, agg: str = "last"
 ) -> list[dict[str, Any]]:
     """One row per hparams session: run, context, every param key, then each metric.
 
@@ -85,16 +88,20 @@ def hparams_table(
             tag is looked up in the session's own context, then in the run's ``''`` context,
             then in the only context of the run that has it.
         run: Globs on run paths.
+        agg: ``last`` (the default), or ``min`` / ``max`` of the series' values (NaN points
+            left out; None when every point is NaN).
 
     Returns:
         Dicts with ``run_id``, ``run_path``, ``context``, the params (every key of the store,
         sorted; None where a session lacks one), then the metrics (None where not found).
+
+    Raises:
+        UsageError: an unknown ``agg``.
     """
+    if agg not in AGGREGATES:
+        raise UsageError(f"unknown aggregate {agg!r}", hint=f"choose from {', '.join(AGGREGATES)}")
     sessions = store.param_sessions()
-    last = {
-        (row["run_id"], row["context"], row["tag"]): row["value"]
-        for row in store.query("SELECT run_id, context, tag, value FROM v_last_scalars")
-    }
+    found = _metric_values(store, metrics, agg)
     keys = sorted(
         {
             key
@@ -115,9 +122,26 @@ def hparams_table(
             row = {**entry, "context": context, **{key: values.get(key) for key in keys}}
             for metric in metrics:
                 name = metric if isinstance(metric, str) else "/".join(metric)
-                row[name] = _metric_value(last, entry["run_id"], context, metric)
+                row[name] = _metric_value(found, entry["run_id"], context, metric)
             table.append(row)
     return table
+
+
+def _metric_values(store: Store, metrics: Sequence[Metric], agg: str) -> dict[tuple[Any, ...], Any]:
+    # (run_id, context, tag) -> the value of the metric's series under ``agg``.
+    if agg == "last":
+        sql = "SELECT run_id, context, tag, value FROM v_last_scalars"
+        return {(r["run_id"], r["context"], r["tag"]): r["value"] for r in store.query(sql)}
+    tags = sorted({metric if isinstance(metric, str) else metric[1] for metric in metrics})
+    if not tags:
+        return {}
+    names = ", ".join(f":tag{i}" for i in range(len(tags)))
+    sql = (
+        f"SELECT run_id, context, tag, {agg}(value) AS value FROM v_scalars "
+        f"WHERE tag IN ({names}) GROUP BY run_id, context, tag"
+    )
+    found = store.query(sql, {f"tag{i}": tag for i, tag in enumerate(tags)})
+    return {(r["run_id"], r["context"], r["tag"]): r["value"] for r in found}
 
 
 def _metric_value(
@@ -143,7 +167,7 @@ def to_pandas(store: Store, kind: str = "scalars", **filters: Any) -> pandas.Dat
         **filters: Keyword arguments of :func:`rows`, ``Store.runs`` or :func:`hparams_table`.
 
     Raises:
-        MissingDependency: pandas is not installed (``pip install 'tbconvert[pandas]'``).
+        MissingDependency: pandas is not installed (``pip install '.[pandas]'``).
         UsageError: an unknown kind.
     """
     library = require_pandas()

@@ -19,9 +19,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from converter.errors import StoreError, UsageError
 from converter.filters import Globs, globs, matches
+from converter.store import inventory
 from converter.store.engine import create_store_engine, sqlite_path, store_display, store_url
 from converter.store.errors import translate_errors
-from converter.store.lookup import point_counts, resolve_run, series_entry
 from converter.store.results import SeriesRef, StoredImage, typed_param
 
 if TYPE_CHECKING:
@@ -37,17 +37,6 @@ POINT_SQL = {
     "params": f"SELECT key, value, value_num, value_type FROM params WHERE series_id = :id "
     f"ORDER BY key, step, {WRITTEN}",
 }
-# Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
-_RUNS_SQL = "SELECT * FROM v_runs"
-_FILES_SQL = (
-    "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
-    "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
-    "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run"
-)
-_CONTEXTS_SQL = (
-    "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series UNION "
-    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id"
-)
 
 
 class Store:
@@ -93,31 +82,7 @@ class Store:
             ``points`` (rows per point table, non-zero only), ``scalar_points`` and ``params``
             (``{context: {key: value}}``: one entry per hparams session).
         """
-        with self.connect() as conn:
-            rows = [dict(row._mapping) for row in conn.execute(text(_RUNS_SQL))]
-            rows = [row for row in rows if matches(row["run_path"], globs(run))]
-            rows.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
-            counts = point_counts(conn, "s.run_id")
-            series: dict[int, int] = {
-                row[0]: row[1]
-                for row in conn.execute(text("SELECT run_id, count(*) FROM series GROUP BY run_id"))
-            }
-            contexts: dict[int, list[str]] = {}
-            for run_id, name in conn.execute(text(_CONTEXTS_SQL)):
-                contexts.setdefault(run_id, []).append(name)
-            for names in contexts.values():
-                names.sort()
-            params = self.param_sessions(conn=conn)
-        for row in rows:
-            run_id = row["run_id"]
-            row["contexts"] = contexts.get(run_id, [])
-            row["series"] = series.get(run_id, 0)
-            row["points"] = {
-                table: by_run[run_id][0] for table, by_run in counts.items() if run_id in by_run
-            }
-            row["scalar_points"] = row["points"].get("scalars", 0)
-            row["params"] = params.get(run_id, {})
-        return rows
+        return inventory.list_runs(self, run)
 
     def describe(self, run: str | int) -> dict[str, Any]:
         """One run in full: its ``v_runs`` row, series, params and event files.
@@ -126,22 +91,14 @@ class Store:
             ``{"run": {...}, "series": [...], "params": {context: {key: value}},
             "files": [...]}``.  Each series has its plugin, the table holding its points,
             the number of points, first and last step, and for scalars and texts the last
-            value (highest step, then last written); each file its read state.
+            value (highest step, then last written); a scalar series also its ``trend`` (the
+            mean of each of up to 24 equal step ranges, for sparklines); each file its read
+            state.
 
         Raises:
             UsageError: no run (or several runs in different logdirs) has that path.
         """
-        with self.connect() as conn:
-            row = resolve_run(conn, run, self.display)
-            run_id = row["run_id"]
-            counts = point_counts(conn, "p.series_id", run_id)
-            series = [series_entry(conn, s, counts) for s in self.series(run=run_id)]
-            files = sorted(
-                (dict(file._mapping) for file in conn.execute(text(_FILES_SQL), {"run": run_id})),
-                key=lambda file: file["path"],
-            )
-            params = self.param_sessions(run_id, conn=conn).get(run_id, {})
-        return {"run": row, "series": series, "params": params, "files": files}
+        return inventory.describe_run(self, run)
 
     def series(
         self,
@@ -215,7 +172,7 @@ class Store:
             UsageError: no such run, or its sessions disagree and no context was given.
         """
         with self.connect() as conn:
-            row = resolve_run(conn, run, self.display)
+            row = self.resolve_run(conn, run)
             sessions = self.param_sessions(row["run_id"], conn=conn).get(row["run_id"], {})
         if context is not None:
             return dict(sessions.get(context, {}))
@@ -316,7 +273,7 @@ class Store:
 
     def _one_series(self, run: str | int, tag: str, context: str | None) -> SeriesRef:
         with self.connect() as conn:
-            run_id = resolve_run(conn, run, self.display)["run_id"]
+            run_id = self.resolve_run(conn, run)["run_id"]
         scalars = self.series(run=run_id, plugin="scalars")
         found = [s for s in scalars if s.tag == tag and context in (None, s.context)]
         if len(found) == 1:
@@ -336,6 +293,33 @@ class Store:
             hint=f"did you mean {', '.join(close)}?"
             if close
             else f"its scalar tags: {', '.join(tags) or '(none)'}",
+        )
+
+    def resolve_run(self, conn: Connection, run: str | int) -> dict[str, Any]:
+        """The ``v_runs`` row of a run named by path or id.
+
+        Raises:
+            UsageError: no such run, or several (in different logdirs) with that path.
+        """
+        rows = [dict(row._mapping) for row in conn.execute(text(inventory.RUNS_SQL))]
+        found = [row for row in rows if run in (row["run_path"], row["run_id"])]
+        if not found and isinstance(run, str) and run.isdigit():
+            found = [row for row in rows if row["run_id"] == int(run)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise UsageError(
+                f"run {run!r} exists in several logdirs",
+                path=self.display,
+                hint="name it by id: "
+                + ", ".join(f"{row['run_id']} ({row['source']})" for row in found),
+            )
+        close = difflib.get_close_matches(str(run), [row["run_path"] for row in rows], n=3)
+        raise UsageError(
+            f"no run {run!r} in the store",
+            path=self.display,
+            hint=(f"did you mean {', '.join(close)}? " if close else "")
+            + "'tbconvert runs' lists the runs",
         )
 
 

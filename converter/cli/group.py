@@ -1,7 +1,7 @@
-"""The ``tbconvert`` group and what its commands share: options, library calls, output.
+"""The ``tbconvert`` group and what its commands share: options, error translation, output.
 
-Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error, 3 finished but damaged
-records or unreadable files were skipped.
+Kept apart from ``converter/cli/__init__.py`` so the command modules import it without importing
+their own package (which imports them: a cycle ``tests/test_layers.py`` rejects).
 """
 
 from __future__ import annotations

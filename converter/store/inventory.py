@@ -1,0 +1,168 @@
+"""What a store holds, run by run: the listing behind ``tbconvert runs`` and ``show``.
+
+``Store.runs`` and ``Store.describe`` are the API; the counting and the per-run summaries
+live here, apart from ``reader``, which reads the points themselves.  Counts are one
+``GROUP BY`` per point table over its series index.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from converter.filters import Globs, globs, matches
+from converter.rows import POINT_TABLES
+
+if TYPE_CHECKING:
+    from converter.store.reader import Store
+    from converter.store.results import SeriesRef
+
+# Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
+RUNS_SQL = "SELECT * FROM v_runs"
+TREND_BUCKETS = 24
+_LAST = "step DESC, file_id DESC, record_offset DESC, value_index DESC"
+_FILES_SQL = (
+    "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
+    "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
+    "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run"
+)
+_CONTEXTS_SQL = (
+    "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series UNION "
+    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id"
+)
+
+
+def list_runs(store: Store, run: Globs = None) -> list[dict[str, Any]]:
+    """Every run, or those whose path matches ``run``, sorted by logdir and path.
+
+    Returns:
+        Dicts with the columns of ``v_runs`` plus ``contexts`` (sorted), ``series``,
+        ``points`` (rows per point table, non-zero only), ``scalar_points`` and ``params``
+        (``{context: {key: value}}``: one entry per hparams session).
+    """
+    with store.connect() as conn:
+        rows = [dict(row._mapping) for row in conn.execute(text(RUNS_SQL))]
+        rows = [row for row in rows if matches(row["run_path"], globs(run))]
+        rows.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
+        counts = _counts(conn, "s.run_id")
+        series: dict[int, int] = {
+            row[0]: row[1]
+            for row in conn.execute(text("SELECT run_id, count(*) FROM series GROUP BY run_id"))
+        }
+        contexts: dict[int, list[str]] = {}
+        for run_id, name in conn.execute(text(_CONTEXTS_SQL)):
+            contexts.setdefault(run_id, []).append(name)
+        for names in contexts.values():
+            names.sort()
+        params = store.param_sessions(conn=conn)
+    for row in rows:
+        run_id = row["run_id"]
+        row["contexts"] = contexts.get(run_id, [])
+        row["series"] = series.get(run_id, 0)
+        row["points"] = {
+            table: by_run[run_id][0] for table, by_run in counts.items() if run_id in by_run
+        }
+        row["scalar_points"] = row["points"].get("scalars", 0)
+        row["params"] = params.get(run_id, {})
+    return rows
+
+
+def describe_run(store: Store, run: str | int) -> dict[str, Any]:
+    """One run in full: its ``v_runs`` row, series, params and event files.
+
+    Returns:
+        ``{"run": {...}, "series": [...], "params": {context: {key: value}},
+        "files": [...]}``.  Each series has its plugin, the table holding its points,
+        the number of points, first and last step, and for scalars and texts the last
+        value (highest step, then last written); a scalar series also its ``trend``, the mean
+        of each of up to 24 equal step ranges (None where none is finite), for sparklines;
+        each file its read state.
+
+    Raises:
+        UsageError: no run (or several runs in different logdirs) has that path.
+    """
+    with store.connect() as conn:
+        row = store.resolve_run(conn, run)
+        run_id = row["run_id"]
+        counts = _counts(conn, "p.series_id", run_id)
+        series = [_series_entry(conn, s, counts) for s in store.series(run=run_id)]
+        files = sorted(
+            (dict(file._mapping) for file in conn.execute(text(_FILES_SQL), {"run": run_id})),
+            key=lambda file: file["path"],
+        )
+        params = store.param_sessions(run_id, conn=conn).get(run_id, {})
+    return {"run": row, "series": series, "params": params, "files": files}
+
+
+def _counts(
+    conn: Connection, key: str, run_id: int | None = None
+) -> dict[str, dict[int, tuple[int, int, int]]]:
+    # table -> run or series id -> (points, first step, last step); index scans only.
+    where = "" if run_id is None else " WHERE s.run_id = :run"
+    result = {}
+    for table in POINT_TABLES:
+        sql = (
+            f"SELECT {key}, count(*), min(p.step), max(p.step) FROM {table} AS p "
+            f"JOIN series AS s ON s.id = p.series_id{where} GROUP BY {key}"
+        )
+        result[table] = {row[0]: tuple(row[1:]) for row in conn.execute(text(sql), {"run": run_id})}
+    return result
+
+
+def _series_entry(
+    conn: Connection,
+    series: SeriesRef,
+    counts: dict[str, dict[int, tuple[int, int, int]]],
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "context": series.context,
+        "tag": series.tag,
+        "plugin": series.plugin,
+        "table": None,
+        "points": 0,
+        "first_step": None,
+        "last_step": None,
+    }
+    for table, by_series in counts.items():
+        # Values a decoder could not read are kept raw, so a series may span two tables.
+        if series.id in by_series:
+            points, first, last = by_series[series.id]
+            if entry["table"] is None:
+                entry.update(table=table, first_step=first, last_step=last)
+            entry["points"] += points
+            entry["first_step"] = min(entry["first_step"], first)
+            entry["last_step"] = max(entry["last_step"], last)
+    if entry["table"] in ("scalars", "texts"):
+        entry["last_value"] = conn.execute(
+            text(
+                f"SELECT value FROM {entry['table']} WHERE series_id = :id ORDER BY {_LAST}"
+                + (", idx DESC" if entry["table"] == "texts" else "")
+                + " LIMIT 1"
+            ),
+            {"id": series.id},
+        ).scalar()
+    if entry["table"] == "scalars":
+        entry["trend"] = _trend(conn, series.id, entry["first_step"], entry["last_step"])
+    return entry
+
+
+def _trend(conn: Connection, series_id: int, first: int, last: int) -> list[float | None]:
+    """The mean of each of ``TREND_BUCKETS`` equal step ranges (None: no finite point in it).
+
+    Computed by the database over the series' index, so a long series costs one scan and
+    returns a few numbers: what a sparkline needs.
+    """
+    width = -(-(last - first + 1) // TREND_BUCKETS)  # ceiling division, >= 1
+    means: dict[int, Any] = dict(
+        conn.execute(
+            text(
+                "SELECT (step - :first) / :width AS bucket, avg(value) FROM scalars "
+                "WHERE series_id = :id GROUP BY 1"
+            ),
+            {"id": series_id, "first": first, "width": width},
+        ).all()
+    )
+    buckets = (last - first) // width + 1
+    return [None if means.get(b) is None else float(means[b]) for b in range(buckets)]
