@@ -37,4 +37,6 @@ def test_wheel_contains_migrations(tmp_path: Path) -> None:
     for revision in revisions:
         assert f"converter/_migrations/versions/{revision.name}" in names
     assert not any("__pycache__" in name for name in names)
-    assert "converter/cli/__init__.py" in names
+    # The package as it is laid out now (cli became a package in #12), output modules included.
+    for module in ("cli/__init__.py", "cli/group.py", "cli/look.py", "report.py", "svgchart.py"):
+        assert f"converter/{module}" in names
