@@ -99,7 +99,7 @@ def convert(
         source or classification.logdir, explicit=source is not None, host=socket.gethostname()
     )
     if dry_run:
-        summary.plan = _dry_run_plan(classification, url, origin.source, full)
+        summary.plan = _dry_run_plan(classification, url, origin.source, full, selection)
     else:
         check_store_location(url)
         _convert_into(
@@ -191,7 +191,11 @@ def _convert_into(
 
 
 def _dry_run_plan(
-    classification: discovery.Classification, url: str, source: str, full: bool
+    classification: discovery.Classification,
+    url: str,
+    source: str,
+    full: bool,
+    selection: Selection,
 ) -> list[dict[str, Any]]:
     from converter.store.files import read_file_states
 
@@ -203,5 +207,5 @@ def _dry_run_plan(
             "path": plan.file.rel_path,
             "bytes": plan.bytes_to_read,
         }
-        for plan in plan_files(classification, read_file_states(url, source), full)
+        for plan in plan_files(classification, read_file_states(url, source), full, selection)
     ]

@@ -1,10 +1,11 @@
 """One conversion into an open store: plan per file, then apply the decoded chunks in order.
 
-Per file the store keeps size, mtime, a digest of the first record and the byte offset read
-(SPEC §7).  An unchanged file is skipped without being opened; a grown one is read from its
-offset; one that shrank or whose first record changed is read again from 0, its old points
-deleted in the same transaction as the first new ones.  Each chunk of points commits together
-with the file's new offset, so a crash at any moment leaves a store the next run completes.
+Per file the store keeps its (run, context), size, mtime, a digest of the first record, the
+byte offset read, whether the read reached the end, and the selection it was read under (SPEC
+§7; ``conversion.plan`` decides from them).  Whatever has to go (the points of a replaced
+file, a moved file's old row) goes in the transaction of the file's first new chunk.  Each
+chunk of points commits together with the file's new state, and only the last one says "read
+to the end", so a crash at any moment leaves a store the next run completes.
 """
 
 from __future__ import annotations
@@ -80,10 +81,11 @@ class Job:
     def _plan(self) -> list[FileTask]:
         with self.writer.transaction():
             self._check_source()
+            self.writer.move_logdir(self.origin.source, self.classification.logdir)
             known = self.writer.file_states_of_source(self.origin.source)
         tasks: list[FileTask] = []
         remembered: dict[tuple[str, str], dict[str, TagMetadata]] = {}
-        for plan in plan_files(self.classification, known, self.full):
+        for plan in plan_files(self.classification, known, self.full, self.selection):
             self.contexts.add(plan.file.context)
             if plan.action == "unreadable":
                 self.summary.problems.append(FileProblem(plan.file.rel_path, plan.reason or ""))
@@ -95,7 +97,8 @@ class Job:
             if group not in remembered:
                 with self.writer.transaction():
                     remembered[group] = self.writer.known_metadata(self.origin.source, *group)
-            state = plan.state
+            moved = plan.action == "moved"
+            state = None if moved else plan.state
             tasks.append(
                 FileTask(
                     index=len(tasks),
@@ -109,6 +112,8 @@ class Job:
                     stored_size=None if state is None else state.size,
                     stored_digest=None if state is None else state.head_digest,
                     known_metadata=remembered[group],
+                    from_start=plan.from_start,
+                    moved_from=plan.state.id if moved and plan.state is not None else None,
                 )
             )
         self._runs = {run.run_path: run for run in self.classification.runs}
@@ -167,16 +172,25 @@ class Job:
                 if attempt < _ATTEMPTS and is_transient(error):
                     continue
                 raise
-            if replaced and not self.full:
+            if replaced:
                 self.summary.files_replaced += 1
+            if task.moved_from is not None and chunk.restart:
+                self.summary.files_moved += 1
             return before, current
         raise AssertionError("unreachable")
 
     def _open_state(self, task: FileTask, chunk: Chunk) -> tuple[FileState, bool]:
+        """The file's state for its first chunk of this read, with what has to go gone.
+
+        Returns it and whether the file was replaced (its old points deleted, not --full).
+        """
         writer = self.writer
         run = self._runs[task.run_path]
         logdir = self.classification.logdir
         origin = self.origin
+        old_place = None
+        if task.moved_from is not None and chunk.restart:
+            old_place = writer.delete_file(task.moved_from)
         run_id = writer.run_id(
             origin.source,
             run.run_path,
@@ -192,17 +206,27 @@ class Job:
         if state is None:
             state = writer.save_file(FileState(None, run_id, context_id, task.rel_path))
         elif chunk.restart:
-            writer.delete_file_points(state.id or 0)
-            replaced = True
+            if chunk.replaces:
+                writer.delete_file_points(state.id or 0)
+                replaced = not self.full
             state = replace(
                 state,
                 offset_consumed=0,
                 records=0,
                 damaged_records=0,
+                last_error=None,
                 first_wall_time=None,
                 last_wall_time=None,
             )
-        state = replace(state, size=task.size, mtime_ns=task.mtime_ns, head_digest=chunk.digest)
+        if old_place is not None:
+            writer.drop_empty(*old_place)
+        state = replace(
+            state,
+            size=task.size,
+            mtime_ns=task.mtime_ns,
+            head_digest=chunk.digest,
+            selection=self.selection.canonical(),
+        )
         return state, replaced
 
     def _apply(self, task: FileTask, chunk: Chunk, open_file: _OpenFile) -> FileState:
@@ -261,16 +285,10 @@ class Job:
             self.touched_runs.add(state.run_id)
 
     def _mark_gone(self) -> None:
-        present = {
-            (run.run_path, source.rel_path)
-            for run in self.classification.runs
-            for source in run.files
-        }
+        present = {source.rel_path for source in self.classification.files}
         with self.writer.transaction():
             stored = self.writer.files_of_source(self.origin.source)
-            gone = [
-                file_id for file_id, run_path, path in stored if (run_path, path) not in present
-            ]
+            gone = [file_id for file_id, _run_path, path in stored if path not in present]
             self.writer.mark_gone(gone)
         self.summary.files_gone = len(gone)
 
@@ -325,9 +343,11 @@ def _extreme(
 
 
 def _status(chunk: Chunk, invalid: bool, damaged: int) -> str:
+    if not chunk.done:
+        return "reading"  # never skipped as unchanged: the next run reads on
     if invalid:
         return "invalid"
-    if not chunk.done or chunk.torn:
+    if chunk.torn:
         return "partial"
     return "damaged" if damaged else "ok"
 

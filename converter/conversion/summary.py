@@ -49,6 +49,7 @@ class Summary:
     files_read: int = 0
     files_unchanged: int = 0
     files_replaced: int = 0
+    files_moved: int = 0
     files_gone: int = 0
     files_partial: int = 0
     bytes_read: int = 0
@@ -72,6 +73,7 @@ class Summary:
             "filtered_values",
             "files_read",
             "files_replaced",
+            "files_moved",
             "files_gone",
             "bytes_read",
             "records_read",
@@ -143,6 +145,7 @@ class Summary:
                 "read": self.files_read,
                 "unchanged": self.files_unchanged,
                 "replaced": self.files_replaced,
+                "moved": self.files_moved,
                 "gone": self.files_gone,
                 "partial": self.files_partial,
             },

@@ -24,9 +24,15 @@ class FileState:
         head_digest: sha256 of its first record (a changed one means the file was replaced).
         offset_consumed: The byte offset read to.
         records, damaged_records: Records read and damaged regions skipped, in total.
-        status: new, ok, partial (ends in a torn record), damaged, invalid or gone.
+        status: new; reading (a read stopped between two chunks: never skipped as
+            unchanged); ok; partial (read to a torn final record); damaged; invalid; gone.
         last_error: The last damage's reason.
         first_wall_time, last_wall_time: The span of its events' wall times.
+        selection: The plugins and tags its points were read under
+            (``Selection.canonical``; None: everything).
+
+    Size and mtime describe the file as it was when its read began, and mean "read to its
+    end" only once the status is past ``reading``: a file is skipped unopened only then.
     """
 
     id: int | None
@@ -43,6 +49,24 @@ class FileState:
     last_error: str | None = None
     first_wall_time: float | None = None
     last_wall_time: float | None = None
+    selection: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Read to its end (or to a torn final record) when last read, and still there."""
+        return self.status not in _INCOMPLETE
+
+
+_INCOMPLETE = frozenset({"new", "reading", "gone"})
+
+
+@dataclass(frozen=True)
+class KnownFile:
+    """A stored file state with the (run, context) it belongs to."""
+
+    state: FileState
+    run_path: str
+    context: str
 
 
 FILE_COLUMNS = (
@@ -59,23 +83,33 @@ FILE_COLUMNS = (
     "last_error",
     "first_wall_time",
     "last_wall_time",
+    "selection",
 )
 
 
-def select_file_states(conn: Connection, source: str) -> dict[tuple[str, str], FileState]:
-    """Every stored file state of one source (logdir), keyed by (run_path, path)."""
+def select_file_states(conn: Connection, source: str) -> dict[str, KnownFile]:
+    """Every stored file state of one source (logdir), keyed by the file's path relative to
+    the logdir: a file is the same file whatever (run, context) it was filed under."""
     columns = ", ".join(f"f.{column}" for column in FILE_COLUMNS)
     rows = conn.execute(
         text(
-            f"SELECT r.run_path, f.id, {columns} FROM event_files AS f "
-            "JOIN runs AS r ON r.id = f.run_id WHERE r.source = :source"
+            f"SELECT r.run_path, c.name, f.id, {columns} FROM event_files AS f "
+            "JOIN runs AS r ON r.id = f.run_id JOIN contexts AS c ON c.id = f.context_id "
+            "WHERE r.source = :source ORDER BY f.id"
         ),
         {"source": source},
     ).all()
-    return {(row[0], row[4]): FileState(*row[1:]) for row in rows}
+    known: dict[str, KnownFile] = {}
+    for row in rows:
+        state = FileState(*row[2:])
+        held = known.get(state.path)
+        # A store written before revision 0005 may hold a file twice, once marked gone.
+        if held is None or held.state.status == "gone":
+            known[state.path] = KnownFile(state, row[0], row[1])
+    return known
 
 
-def read_file_states(url: str, source: str) -> dict[tuple[str, str], FileState]:
+def read_file_states(url: str, source: str) -> dict[str, KnownFile]:
     """Stored file states of a source (logdir), read without creating or changing anything.
 
     A SQLite store that does not exist yet holds nothing (every file is new).
