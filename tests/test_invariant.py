@@ -262,3 +262,43 @@ def test_last_point_does_not_depend_on_the_order_files_were_met(
     views = current(store)
     assert views == clean(tmp_path / "logs")
     assert [row[-1] for row in views["v_last_scalars"]] == [2.0]
+
+
+# --------------------------------------------------------------------------- item 4
+
+
+def test_a_logdir_through_a_symlink_is_its_target(
+    logdir: Path, store: str, clean: Clean, tmp_path: Path
+) -> None:
+    link = tmp_path / "latest"
+    link.symlink_to(logdir, target_is_directory=True)
+    first = convert(link, store)
+    assert first.logdir == str(logdir)
+    second = convert(logdir, store)
+    assert second.files_unchanged == 2 and second.total_points == 0
+    assert current(store) == clean(logdir)
+    with connect(store) as connection:
+        assert rows(connection, "SELECT DISTINCT source FROM runs") == [(str(logdir),)]
+
+
+def test_a_moved_logdir_continued_under_its_source_names_its_new_place(
+    logdir: Path, store: str, clean: Clean, tmp_path: Path
+) -> None:
+    convert(logdir, store)
+    moved = tmp_path / "moved"
+    logdir.rename(moved)
+    continued = convert(moved, store, source=str(logdir))
+    assert continued.files_unchanged == 2 and not continued.warnings
+    assert current(store) == clean(moved, source=str(logdir))
+
+
+def test_a_logdir_known_under_another_source_gets_a_notice(
+    logdir: Path, store: str, tmp_path: Path
+) -> None:
+    convert(logdir, store)
+    moved = tmp_path / "moved"
+    logdir.rename(moved)
+    noticed = convert(moved, store)
+    [warning] = [line for line in noticed.warnings if "--source" in line]
+    assert f"--source {logdir}" in warning and "\n" not in warning
+    assert not convert(moved, store).warnings  # once its own source holds files

@@ -75,7 +75,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         "--source",
         envvar="TBCONVERT_SOURCE",
         metavar="NAME",
-        help="The logdir's name in the store (default: its absolute path). Runs are "
+        help="The logdir's name in the store (default: its resolved absolute path). Runs are "
         "(source, run path): give each machine's logdir its own name on a shared "
         "server, and the same name to one directory mounted at different paths.",
     )

@@ -61,8 +61,9 @@ def convert(
         plugins: Plugin names to convert (default: all).
         runs: Globs on run paths; tags / exclude_tags: globs on tags.
         jobs: Worker processes decoding files (1: decode in this process).
-        source: The logdir's name in the store (default: its absolute path).  Runs are
-            identified by (source, run path); on a shared server, name each machine's logdir.
+        source: The logdir's name in the store (default: its resolved absolute path, so a
+            symlink to a logdir is that logdir).  Runs are identified by (source, run path);
+            on a shared server, name each machine's logdir.
         upgrade_store: Upgrade a server store's schema if it is older than this converter
             (a SQLite file is upgraded anyway, after a backup).
         progress: Show a progress bar (None: only when stderr is a terminal).

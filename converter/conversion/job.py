@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from converter.conversion.plan import plan_files
+from converter.conversion.plan import first_record_digest, plan_files
 from converter.conversion.summary import FileProblem, Summary, progress_bar
 from converter.conversion.workers import decode_all
 from converter.errors import StoreError
@@ -29,6 +29,8 @@ from converter.store.files import FileState
 from converter.store.writer import StoreWriter
 from converter.version import __version__
 
+# Files whose first records tell whether a logdir is in the store under another source.
+_SAMPLES = 3
 # A chunk chosen as a server's deadlock victim is rolled back whole and applied again.
 _ATTEMPTS = 5
 
@@ -83,6 +85,8 @@ class Job:
             self._check_source()
             self.writer.move_logdir(self.origin.source, self.classification.logdir)
             known = self.writer.file_states_of_source(self.origin.source)
+            if not known:
+                self._notice_other_source()
         tasks: list[FileTask] = []
         remembered: dict[tuple[str, str], dict[str, TagMetadata]] = {}
         for plan in plan_files(self.classification, known, self.full, self.selection):
@@ -118,6 +122,28 @@ class Job:
             )
         self._runs = {run.run_path: run for run in self.classification.runs}
         return tasks
+
+    def _notice_other_source(self) -> None:
+        """Say so when this logdir's files are in the store already under another source
+        (the logdir moved, or was converted under another --source)."""
+        samples = []
+        for source in self.classification.files[:_SAMPLES]:
+            try:
+                digest = first_record_digest(source.path)
+            except OSError:
+                return  # the file is reported when it is read
+            if digest is None:
+                return
+            samples.append((source.rel_path, digest))
+        if not samples:
+            return
+        others = self.writer.sources_holding(self.origin.source, samples)
+        if others:
+            self.summary.warnings.append(
+                f"the store already holds these files as source {others[0]}; to continue it "
+                f"rather than convert them again as {self.origin.source}, convert with "
+                f"--source {others[0]}"
+            )
 
     def _check_source(self) -> None:
         """On a shared server, refuse to mix two machines' logdirs that share a path."""

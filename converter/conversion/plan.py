@@ -136,9 +136,17 @@ def _head_changed(path: str, state: FileState) -> bool:
     if state.head_digest is None:
         return False
     try:
-        with open_event_file(path) as handle:
-            head = read_first_record(handle)
+        return first_record_digest(path) != state.head_digest
     except OSError:
         return False
-    digest = hashlib.sha256(head).hexdigest() if head is not None else None
-    return digest != state.head_digest
+
+
+def first_record_digest(path: str) -> str | None:
+    """sha256 of the file's first record (None when it has none).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with open_event_file(path) as handle:
+        head = read_first_record(handle)
+    return hashlib.sha256(head).hexdigest() if head is not None else None

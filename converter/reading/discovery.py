@@ -225,7 +225,8 @@ def classify(logdir: str | os.PathLike[str], *, flat: bool = False) -> Classific
     """Walk a logdir and classify its event files into runs, contexts, groups and orphans.
 
     Args:
-        logdir: The directory to walk; symlinked directories below it are followed.
+        logdir: The directory to walk, resolved first (a symlinked logdir is its target, so
+            it names the same runs); symlinked directories below it are followed.
         flat: Aim's ``--flat``: every directory holding event files is a run and its
             parent a group, instead of deeper directories being contexts.
 
@@ -235,7 +236,7 @@ def classify(logdir: str | os.PathLike[str], *, flat: bool = False) -> Classific
     Raises:
         LogdirError: The logdir is missing, is not a directory or cannot be read.
     """
-    root = os.path.abspath(os.fspath(logdir))
+    root = os.path.realpath(os.fspath(logdir))
     if not os.path.exists(root):
         raise LogdirError("logdir does not exist", path=root, hint="check the --logdir path")
     if not os.path.isdir(root):

@@ -188,6 +188,25 @@ class StoreWriter:
         """Every stored file state of one source, keyed by its path relative to the logdir."""
         return select_file_states(self.conn, source)
 
+    def sources_holding(self, source: str, files: Sequence[tuple[str, str]]) -> list[str]:
+        """The other sources that hold every one of ``files`` ((path, first-record digest)):
+        the same logdir known under another name."""
+        paths = {path: digest for path, digest in files}
+        marks = ", ".join(f":path{index}" for index in range(len(paths)))
+        found = self.conn.execute(
+            text(
+                "SELECT DISTINCT r.source, f.path, f.head_digest FROM event_files AS f "
+                f"JOIN runs AS r ON r.id = f.run_id WHERE f.path IN ({marks}) "
+                "AND r.source <> :source"
+            ),
+            {"source": source, **{f"path{index}": path for index, path in enumerate(paths)}},
+        ).all()
+        matches: dict[str, int] = {}
+        for other, path, digest in found:
+            if paths.get(path) == digest:
+                matches[other] = matches.get(other, 0) + 1
+        return sorted(other for other, count in matches.items() if count == len(paths))
+
     def move_logdir(self, source: str, logdir: str) -> None:
         """Record where the source's logdir is now (the same ``--source``, moved)."""
         self.conn.execute(
