@@ -302,3 +302,47 @@ def test_a_logdir_known_under_another_source_gets_a_notice(
     [warning] = [line for line in noticed.warnings if "--source" in line]
     assert f"--source {logdir}" in warning and "\n" not in warning
     assert not convert(moved, store).warnings  # once its own source holds files
+
+
+# --------------------------------------------------------------------------- item 5
+
+
+def test_orphans_are_kept_as_runs_of_their_directories(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
+    from click.testing import CliRunner
+
+    from converter.cli import cli
+
+    root = tmp_path / "logs"
+    write_events(root / "events.out.tfevents.1.host", mixed_events(range(4)))
+    write_events(root / "grp" / "events.out.tfevents.1.host", mixed_events(range(3)))
+    write_events(
+        root / "grp" / "run" / "ctx" / "events.out.tfevents.1.host", mixed_events(range(2))
+    )
+    kept_store, skipped_store = make_store(tmp_path, "kept"), make_store(tmp_path, "skipped")
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(root), "--store", kept_store])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: orphan")]
+    assert warnings == [
+        "warning: orphan event file (in the logdir root or a group) kept as run .: "
+        "events.out.tfevents.1.host",
+        "warning: orphan event file (in the logdir root or a group) kept as run grp: "
+        "grp/events.out.tfevents.1.host",
+    ]
+    with connect(kept_store) as connection:
+        counted = rows(
+            connection,
+            "SELECT run_path, context, count(*) FROM v_scalars GROUP BY run_path, context "
+            "ORDER BY run_path, context",
+        )
+    assert counted == [(".", "", 12), ("grp", "", 9), ("grp/run", "ctx", 6)]
+    skipped = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(root), "--store", skipped_store, "--skip-orphans"]
+    )
+    assert skipped.exit_code == 0 and "skipped (--skip-orphans)" in skipped.stderr
+    with connect(skipped_store) as connection:
+        assert rows(connection, "SELECT DISTINCT run_path FROM v_scalars") == [("grp/run",)]
+    # Skipped later, kept orphans stay as they are (not gone: they are still there).
+    again = convert(root, kept_store, skip_orphans=True)
+    assert again.files_gone == 0

@@ -49,9 +49,9 @@ from tests.snapshots import (
 )
 from tests.test_invariant import Crash, text_value
 
-# Directories files go into: runs, contexts, a group, a nested run (a context by default, a
-# run with --flat), and two names run directories are renamed to.
-DIRECTORIES = ("r0", "r1", "r1/train", "grp/r2", "grp/r3", "grp/r3/eval/deep", "r1/eval")
+# Directories files go into: the logdir and a group (orphans), runs, contexts, a nested run (a
+# context by default, a run with --flat); renamed run directories get the names of RENAMES.
+DIRECTORIES = ("", "grp", "r0", "r1", "r1/train", "grp/r2", "grp/r3", "grp/r3/eval/deep", "r1/eval")
 RENAMES = {"r0": "r9", "r9": "r0", "grp": "grq", "grq": "grp"}
 NAMES = ("events.out.tfevents.1.h", "events.out.tfevents.2.h", "events.out.tfevents.3.h")
 CHUNK_POINTS = 7
@@ -166,7 +166,7 @@ class History(RuleBasedStateMachine):
     def add_or_replace_file(
         self, directory: str, name: str, seed: int, count: int, cut: int
     ) -> None:
-        path = f"{directory}/{name}"
+        path = f"{directory}/{name}" if directory else name
         for old, new in RENAMES.items():  # a renamed run's directory
             if path.startswith(old + "/") and any(p.startswith(new + "/") for p in self.written):
                 path = new + path[len(old) :]

@@ -31,6 +31,12 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         "--flat", is_flag=True, help="Every directory holding event files is a run (no contexts)."
     )
     @click.option(
+        "--skip-orphans",
+        is_flag=True,
+        help="Leave out event files directly in the logdir or in a group, as Aim does "
+        "(default: keep them as a run of their directory).",
+    )
+    @click.option(
         "--dry-run",
         is_flag=True,
         help="Print the classification and what would be read; write nothing.",
@@ -105,6 +111,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         logdir: str,
         store: str,
         flat: bool,
+        skip_orphans: bool,
         dry_run: bool,
         full: bool,
         plugins: str | None,
@@ -124,8 +131,9 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
 
         Directories are classified as groups, runs and contexts with Aim's rules
         (or --flat); event files directly in the logdir or in a group are orphans,
-        listed in warnings and not converted. --plugins and the tag filters decide
-        what is stored from the bytes read now; use --full later to read them again.
+        named in warnings and kept as a run of their directory (. for the logdir),
+        or left out with --skip-orphans. Whatever ran before, a plain run leaves the
+        store as one clean conversion of the logdir as it is now would.
 
         \b
         Example:
@@ -140,6 +148,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
             raise click.UsageError("--watch and --dry-run do not go together")
         options: dict[str, Any] = dict(
             flat=flat,
+            skip_orphans=skip_orphans,
             dry_run=dry_run,
             full=full,
             plugins=_parse_plugins(plugins),
@@ -181,8 +190,10 @@ def _parse_plugins(plugins: str | None) -> list[str] | None:
 def _report(summary: Any, *, as_json: bool, quiet: bool) -> None:
     if not quiet:
         for orphan in summary.orphans:
+            where = orphan.rsplit("/", 1)[0] if "/" in orphan else "."
+            fate = "skipped (--skip-orphans)" if summary.orphans_skipped else f"kept as run {where}"
             click.echo(
-                f"warning: orphan event file ignored (in the logdir root or a group): {orphan}",
+                f"warning: orphan event file (in the logdir root or a group) {fate}: {orphan}",
                 err=True,
             )
         for warning in summary.warnings:

@@ -37,6 +37,7 @@ def convert(
     store: str | os.PathLike[str] | None = None,
     *,
     flat: bool = False,
+    skip_orphans: bool = False,
     dry_run: bool = False,
     full: bool = False,
     plugins: Iterable[str] | None = None,
@@ -56,6 +57,8 @@ def convert(
         logdir: The TensorBoard log directory.
         store: A SQLite file path or a SQLAlchemy URL (default ``./tbconvert.db``).
         flat: Every directory with event files is a run (``--flat``).
+        skip_orphans: Leave out event files directly in the logdir or in a group, as Aim
+            does (by default they are kept as a run of their directory, ``.`` for the logdir).
         dry_run: Classify and plan only; write nothing, not even the store file.
         full: Read every file again from its start (no duplicates result).
         plugins: Plugin names to convert (default: all).
@@ -76,7 +79,9 @@ def convert(
             on a shared server by another machine's logdir of the same path.
     """
     started = time.monotonic()
-    classification = discovery.filter_runs(discovery.classify(logdir, flat=flat), runs)
+    classification = discovery.filter_runs(
+        discovery.classify(logdir, flat=flat, skip_orphans=skip_orphans), runs
+    )
     if store is None:
         store = os.environ.get("TBCONVERT_STORE", DEFAULT_STORE)
     url = store_url(store)
@@ -89,6 +94,7 @@ def convert(
         runs=len(classification.runs),
         files_total=len(classification.files),
         orphans=list(classification.orphans),
+        orphans_skipped=skip_orphans,
         warnings=list(classification.warnings),
     )
     selection = Selection(

@@ -311,7 +311,9 @@ class Job:
             self.touched_runs.add(state.run_id)
 
     def _mark_gone(self) -> None:
+        # Skipped orphans are still there: left alone, as runs left out by --run are.
         present = {source.rel_path for source in self.classification.files}
+        present.update(self.classification.orphans)
         with self.writer.transaction():
             stored = self.writer.files_of_source(self.origin.source)
             gone = [file_id for file_id, _run_path, path in stored if path not in present]

@@ -58,6 +58,7 @@ class Summary:
     lossy_records: int = 0
     problems: list[FileProblem] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
+    orphans_skipped: bool = False  # --skip-orphans (else they are kept as runs)
     warnings: list[str] = field(default_factory=list)
     schema_change: str | None = None
     elapsed: float = 0.0
@@ -155,6 +156,7 @@ class Summary:
             "lossy_records": self.lossy_records,
             "problems": [str(problem) for problem in self.problems],
             "orphans": self.orphans,
+            "orphans_skipped": self.orphans_skipped,
             "warnings": self.warnings,
             "schema_change": self.schema_change,
             "elapsed_seconds": round(self.elapsed, 3),
