@@ -346,3 +346,57 @@ def test_orphans_are_kept_as_runs_of_their_directories(
     # Skipped later, kept orphans stay as they are (not gone: they are still there).
     again = convert(root, kept_store, skip_orphans=True)
     assert again.files_gone == 0
+
+
+# --------------------------------------------------------------------------- item 6
+
+
+def test_dry_run_on_a_store_it_cannot_open_is_an_error(pg_server: Any, logdir: Path) -> None:
+    from click.testing import CliRunner
+
+    from converter.cli import cli
+
+    pg_server.password_role("guarded", "right")
+    url = pg_server.url(pg_server.new_database("guarded").rsplit("/", 1)[1])
+    wrong = url.replace("://tbconvert@", "://guarded:wrong@")
+    for extra in (["--dry-run"], []):
+        result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store", wrong, *extra])
+        assert result.exit_code == 1, result.output
+        assert "wrong" not in result.output
+        assert len(result.output.strip().splitlines()) == 1
+
+
+def test_dry_run_plans_moved_and_reread_files(nested: Path, store: str) -> None:
+    convert(nested, store, plugins=["text"])
+    plan = {item["path"]: item["action"] for item in convert(nested, store, dry_run=True).plan}
+    assert set(plan.values()) == {"reread"}
+    convert(nested, store)
+    flat = convert(nested, store, flat=True, dry_run=True).plan
+    actions = {item["path"]: (item["action"], item["run_path"]) for item in flat}
+    assert actions == {
+        "exp/eval/events.out.tfevents.1.host": ("moved", "exp/eval"),
+        "exp/train/events.out.tfevents.1.host": ("moved", "exp/train"),
+        "solo/events.out.tfevents.1.host": ("unchanged", "solo"),
+    }
+
+
+def test_dry_run_on_an_empty_server_database_plans_every_file_new(
+    pg_server: Any, logdir: Path
+) -> None:
+    plan = convert(logdir, pg_server.new_database("empty"), dry_run=True).plan
+    assert [item["action"] for item in plan] == ["new", "new"]
+
+
+def test_dry_run_reads_a_store_older_than_0005_as_the_upgrade_leaves_it(
+    logdir: Path, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    store = tmp_path / "old.db"
+    convert(logdir, store)
+    with sqlite3.connect(store) as connection:
+        connection.execute("UPDATE event_files SET status = 'partial'")
+        connection.execute("ALTER TABLE event_files DROP COLUMN selection")
+        connection.execute("UPDATE tbconvert_alembic_version SET version_num = '0004'")
+    plan = convert(logdir, store, dry_run=True).plan
+    assert [item["action"] for item in plan] == ["append", "append"]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from converter.store.engine import create_store_engine, sqlite_path, store_display
@@ -87,10 +87,20 @@ FILE_COLUMNS = (
 )
 
 
-def select_file_states(conn: Connection, source: str) -> dict[str, KnownFile]:
+def select_file_states(
+    conn: Connection, source: str, *, before_0005: bool = False
+) -> dict[str, KnownFile]:
     """Every stored file state of one source (logdir), keyed by the file's path relative to
-    the logdir: a file is the same file whatever (run, context) it was filed under."""
-    columns = ", ".join(f"f.{column}" for column in FILE_COLUMNS)
+    the logdir: a file is the same file whatever (run, context) it was filed under.
+
+    ``before_0005``: the store is older than revision 0005 (a dry run reads it as it is):
+    no ``selection`` column (everything), and a ``partial`` file may be a read that stopped
+    between chunks, as the migration will assume.
+    """
+    columns = ", ".join(
+        "NULL" if before_0005 and column == "selection" else f"f.{column}"
+        for column in FILE_COLUMNS
+    )
     rows = conn.execute(
         text(
             f"SELECT r.run_path, c.name, f.id, {columns} FROM event_files AS f "
@@ -102,6 +112,8 @@ def select_file_states(conn: Connection, source: str) -> dict[str, KnownFile]:
     known: dict[str, KnownFile] = {}
     for row in rows:
         state = FileState(*row[2:])
+        if before_0005 and state.status == "partial":
+            state = replace(state, status="reading")
         held = known.get(state.path)
         # A store written before revision 0005 may hold a file twice, once marked gone.
         if held is None or held.state.status == "gone":
@@ -112,7 +124,8 @@ def select_file_states(conn: Connection, source: str) -> dict[str, KnownFile]:
 def read_file_states(url: str, source: str) -> dict[str, KnownFile]:
     """Stored file states of a source (logdir), read without creating or changing anything.
 
-    A SQLite store that does not exist yet holds nothing (every file is new).
+    A SQLite store that does not exist yet, or a database without the schema yet, holds
+    nothing (every file is new); an older schema is read as the upgrade will leave it.
 
     Raises:
         StoreError: the store exists but cannot be read (wrong password, not a store...).
@@ -125,6 +138,9 @@ def read_file_states(url: str, source: str) -> dict[str, KnownFile]:
     engine = create_store_engine(url)
     try:
         with translate_errors(store_display(url)), engine.connect() as conn:
-            return select_file_states(conn, source)
+            if not conn.dialect.has_table(conn, "event_files"):
+                return {}
+            present = {column["name"] for column in inspect(conn).get_columns("event_files")}
+            return select_file_states(conn, source, before_0005="selection" not in present)
     finally:
         engine.dispose()
