@@ -8,6 +8,7 @@ processes), ``job`` (applying chunks, one transaction each), ``summary`` (what a
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
 import time
@@ -133,32 +134,50 @@ def watch(
     *,
     interval: float = 5.0,
     passes: int | None = None,
+    on_pass: Callable[[Summary], Any] | None = None,
     **options: Any,
 ) -> Summary:
-    """Repeat :func:`convert` every ``interval`` seconds until Ctrl-C (or ``passes`` passes).
+    """Repeat :func:`convert` every ``interval`` seconds until stopped (or ``passes`` passes).
 
-    Returns the summary of all passes together; an interrupted pass has committed whole
-    chunks only, so the store stays consistent.
+    Args:
+        on_pass: Called with each pass's summary once it is done.
+
+    Returns the summary of all passes together (see :meth:`Summary.absorb`).  A pass stopped
+    by Ctrl-C or SIGTERM (:mod:`converter.conversion.stopping`) ends the watch: it has
+    committed whole chunks only, and ``stopped`` says what is kept.
     """
+    from converter.conversion import stopping
+
     started = time.monotonic()
     total: Summary | None = None
     done = 0
     try:
         while passes is None or done < passes:
             if done:
-                time.sleep(interval)
+                stopping.pause(interval)
             summary = convert(logdir, store, **options)
+            if on_pass is not None:
+                on_pass(summary)
             if total is None:
-                total = summary
+                total = copy.deepcopy(summary)
             else:
                 total.absorb(summary)
             done += 1
-    except KeyboardInterrupt:
+    except (stopping.Interrupted, KeyboardInterrupt) as stop:
         if total is None:
             raise
+        total.stopped = _stopped(stop)
     assert total is not None
     total.elapsed = time.monotonic() - started
     return total
+
+
+def _stopped(stop: BaseException) -> str:
+    from converter.conversion.stopping import Interrupted
+
+    if isinstance(stop, Interrupted):
+        return f"{stop}: {stop.kept} is kept; the next run continues from there"
+    return "stopped at once: the transaction under way was rolled back, every one before it is kept"
 
 
 def _convert_into(

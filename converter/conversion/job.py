@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from converter.conversion import stopping
 from converter.conversion.plan import first_record_digest, plan_files
 from converter.conversion.summary import FileProblem, Summary, progress_bar
 from converter.conversion.workers import decode_all
@@ -58,6 +59,7 @@ class Job:
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()
+        self.committed_points = 0
         self._runs: dict[str, discovery.RunSource] = {}
 
     def run(
@@ -69,8 +71,15 @@ class Job:
         tasks = self._plan()
         conversion_id = self._start_conversion()
         total = sum(bytes_to_read(task, self.settings) for task in tasks)
-        with progress_bar(total, enabled=progress) as bar:
-            self._apply_all(decode_all(tasks, self.settings, jobs), bar.update)
+        try:
+            with progress_bar(total, enabled=progress) as bar:
+                self._apply_all(decode_all(tasks, self.settings, jobs), bar.update)
+        except stopping.Interrupted as stop:
+            stop.kept = (
+                f"every chunk committed before it ({self.committed_points} points this run, "
+                f"{self.summary.files_read} files read to their end)"
+            )
+            raise
         if prune:
             self._mark_gone()
         self.summary.contexts = len(self.contexts)
@@ -172,11 +181,13 @@ class Job:
             if open_file is not None and open_file.state.path != task.rel_path:
                 open_file = None
             before, open_file = self._commit_chunk(task, chunk, open_file)
+            self.committed_points += sum(len(rows) for rows in chunk.rows.values())
             self.summary.add_damage(task.rel_path, chunk.damage)
             advance(max(open_file.state.offset_consumed - before, 0))
             if chunk.done:
                 self._finish_file(task, chunk, open_file.state, open_file.ids)
                 open_file = None
+            stopping.check()  # between transactions: the only place a stop is taken
 
     def _commit_chunk(
         self, task: FileTask, chunk: Chunk, open_file: _OpenFile | None
