@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 
 from converter.store.engine import create_store_engine, sqlite_path, store_display
 from converter.store.errors import translate_errors
+from converter.store.migrate import current_revision, refuse_foreign
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ def read_file_states(url: str, source: str) -> dict[str, KnownFile]:
     engine = create_store_engine(url)
     try:
         with translate_errors(store_display(url)), engine.connect() as conn:
-            if not conn.dialect.has_table(conn, "event_files"):
+            if current_revision(conn) is None:
+                refuse_foreign(conn, None)  # a database not ours is no empty store
                 return {}
             present = {column["name"] for column in inspect(conn).get_columns("event_files")}
             return select_file_states(conn, source, before_0005="selection" not in present)
