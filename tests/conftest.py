@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from converter.store.writer import StoreWriter
 from tests.pgserver import PostgresServer, find_bindir
@@ -83,3 +84,14 @@ def make_store(request: pytest.FixtureRequest) -> StoreFactory:
 def store(make_store: StoreFactory, tmp_path: Path) -> str:
     """One empty store of the current backend."""
     return make_store(tmp_path)
+
+
+# Long runs of the stateful invariant test (tests/test_invariant_property.py):
+# pytest tests/test_invariant_property.py --hypothesis-profile=invariant-long
+settings.register_profile(
+    "invariant-long",
+    max_examples=1000,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)

@@ -117,6 +117,15 @@ class PostgresServer:
             cursor = connection.execute(sql)  # type: ignore[arg-type]
             return cursor.fetchall() if cursor.description else []
 
+    def password_role(self, name: str, password: str) -> None:
+        """Create a login role that must give its password (the rest of the server stays
+        trust): for tests of a wrong password."""
+        self.execute(f"CREATE ROLE {name} LOGIN PASSWORD '{password}'")
+        hba = self.root / "data" / "pg_hba.conf"
+        hba.write_text(f"host all {name} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        self._pg_ctl("reload")
+        self.execute("SELECT pg_reload_conf()")
+
     def stop(self) -> None:
         """Stop the server at once and delete its files."""
         if (self.root / "data" / "postmaster.pid").exists():

@@ -153,3 +153,44 @@ def file_states(store: str | os.PathLike[str]) -> dict[str, tuple[object, ...]]:
         }
     finally:
         connection.close()
+
+
+def views_without_gone(store: str | os.PathLike[str]) -> dict[str, list[tuple[object, ...]]]:
+    """:func:`view_rows` of the store as it would be without the files marked ``gone`` (SPEC
+    §7: the only history a store keeps on purpose): their points and rows, then series and
+    runs left with nothing.  The store itself is not changed (a rolled-back transaction on a
+    server, a copy in memory for SQLite)."""
+    if is_server(store):
+        connection = connect(store, read_only=False)
+        connection.execute("BEGIN")
+    else:
+        source = sqlite3.connect(os.fspath(store))
+        connection = sqlite3.connect(":memory:")
+        source.backup(connection)
+        source.close()
+    try:
+        gone = "SELECT id FROM event_files WHERE status = 'gone'"
+        for table in POINT_TABLES:
+            connection.execute(f"DELETE FROM {table} WHERE file_id IN ({gone})")
+        connection.execute("DELETE FROM event_files WHERE status = 'gone'")
+        unused = " AND ".join(
+            f"NOT EXISTS (SELECT 1 FROM {table} AS p WHERE p.series_id = series.id)"
+            for table in POINT_TABLES
+        )
+        connection.execute(f"DELETE FROM series WHERE {unused}")
+        connection.execute(
+            "DELETE FROM runs WHERE NOT EXISTS (SELECT 1 FROM event_files AS f "
+            "WHERE f.run_id = runs.id) AND NOT EXISTS (SELECT 1 FROM series AS s "
+            "WHERE s.run_id = runs.id)"
+        )
+        return {
+            view: sorted(
+                (tuple(row) for row in connection.execute(f"SELECT * FROM {view}").fetchall()),
+                key=repr,
+            )
+            for view in VIEWS
+        }
+    finally:
+        if is_server(store):
+            connection.execute("ROLLBACK")
+        connection.close()

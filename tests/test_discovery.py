@@ -43,7 +43,8 @@ def placement(result: Classification) -> dict[str, tuple[str, str]]:
 
 
 def assert_each_file_once(result: Classification, written: list[Path], logdir: Path) -> None:
-    classified = [f.rel_path for f in result.files] + list(result.orphans)
+    skipped = list(result.orphans) if result.skip_orphans else []
+    classified = [f.rel_path for f in result.files] + skipped
     assert sorted(classified) == sorted(rel(p, logdir) for p in written)
     assert len(set(classified)) == len(classified)
 
@@ -66,7 +67,7 @@ def aim_tree(tmp_path: Path) -> tuple[Path, dict[int, str]]:
 
 def test_aim_tree_default_mode(aim_tree: tuple[Path, dict[int, str]]) -> None:
     logdir, f = aim_tree
-    result = classify(logdir)
+    result = classify(logdir, skip_orphans=True)
     assert [r.run_path for r in result.runs] == ["group_1/run_2", "group_1/run_3", "run_1"]
     assert placement(result) == {
         f[1]: ("run_1", ""), f[2]: ("run_1", ""),
@@ -85,7 +86,7 @@ def test_aim_tree_default_mode(aim_tree: tuple[Path, dict[int, str]]) -> None:
 
 def test_aim_tree_flat_mode(aim_tree: tuple[Path, dict[int, str]]) -> None:
     logdir, f = aim_tree
-    result = classify(logdir, flat=True)
+    result = classify(logdir, flat=True, skip_orphans=True)
     assert [r.run_path for r in result.runs] == [
         "group_1/run_2/train",
         "group_1/run_2/validate",
@@ -103,9 +104,29 @@ def test_aim_tree_flat_mode(aim_tree: tuple[Path, dict[int, str]]) -> None:
     assert result.flat
 
 
+@pytest.mark.parametrize("flat", [False, True], ids=["default", "flat"])
+def test_aim_tree_orphans_are_kept_as_runs_of_their_directories(
+    aim_tree: tuple[Path, dict[int, str]], flat: bool
+) -> None:
+    """SPEC §3: the documented runs, groups and contexts, and besides them the orphans of
+    each directory as a run at its path ("." for the logdir), context ''."""
+    logdir, f = aim_tree
+    skipped = classify(logdir, flat=flat, skip_orphans=True)
+    kept = classify(logdir, flat=flat)
+    assert [r for r in kept.runs if not r.orphans] == list(skipped.runs)
+    assert kept.orphans == skipped.orphans and kept.groups == skipped.groups
+    orphan_runs = {r.run_path: [s.rel_path for s in r.files] for r in kept.runs if r.orphans}
+    expected = {".": sorted([f[12], f[13]]), "group_1": [f[3]]}
+    if flat:
+        expected["group_1/run_2"] = sorted([f[8], f[9]])
+    assert orphan_runs == expected
+    assert all(s.context == "" for r in kept.runs if r.orphans for s in r.files)
+    assert_each_file_once(kept, [logdir / path for path in f.values()], logdir)
+
+
 def test_event_file_paths_and_run_order(aim_tree: tuple[Path, dict[int, str]]) -> None:
     logdir, _ = aim_tree
-    result = classify(logdir)
+    result = classify(logdir, skip_orphans=True)
     for source in result.files:
         assert os.path.isabs(source.path)
         assert Path(source.path) == logdir / source.rel_path

@@ -253,9 +253,10 @@ def test_tf2_trials_experiment_and_session_ends(tmp_path: Path, store: str) -> N
 
 def test_tf2_experiment_in_the_logdir_root_is_an_orphan(tmp_path: Path, store: str) -> None:
     """`tensorboard --logdir logs/tuning` as the TF2 tutorial does: SPEC §3 makes the root's
-    experiment file an orphan (reported, not converted); the trials are runs."""
+    experiment file an orphan, reported and (with --skip-orphans) not converted; the trials
+    are runs."""
     write_tf2(tmp_path / "tuning")
-    summary = convert(tmp_path / "tuning", store, progress=False)
+    summary = convert(tmp_path / "tuning", store, progress=False, skip_orphans=True)
     assert summary.orphans == [event_file_name(W0)]
     assert [row[0] for row in params(store, "trial_0", "")] == ["dropout", "lr", "opt", "units"]
     with closing(connect(store)) as conn:

@@ -313,7 +313,7 @@ def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_as
     else:
         change = migrate.ensure_schema(engine)
         assert change is not None and change.backup is not None
-    assert change is not None and (change.from_revision, change.to_revision) == ("0002", "0004")
+    assert change is not None and (change.from_revision, change.to_revision) == ("0002", "0005")
     with engine.connect() as conn:
         runs = conn.execute(
             text("SELECT run_id, logdir, source, host FROM v_runs ORDER BY run_id")
@@ -421,6 +421,44 @@ def test_store_from_revision_0003_rewrites_histograms_and_keeps_them_raw(engine)
         command.downgrade(migrate.alembic_config(conn), "0003")
         got = conn.execute(text("SELECT buckets FROM histograms ORDER BY step")).all()
     assert [row[0] for row in got] == [old for _, _, _, _, _, old, _, _ in _OLD_HISTOGRAMS]
+
+
+def test_store_from_revision_0004_is_repaired_by_0005(engine) -> None:
+    """0005: a ``partial`` file may have been stopped between chunks, so it is read on
+    (``reading``); a file stored twice by a ``--flat`` switch loses its ``gone`` copy, its
+    points and the run left empty; files get a selection (NULL: everything)."""
+    from alembic import command
+
+    with engine.begin() as conn:
+        command.upgrade(migrate.alembic_config(conn), "0004")
+        for statement in (
+            "INSERT INTO runs (id, source, logdir, run_path, group_path, name) VALUES "
+            "(1, '/logs', '/logs', 'exp', '', 'exp'), "
+            "(2, '/logs', '/logs', 'exp/train', 'exp', 'train')",
+            "INSERT INTO contexts (id, name) VALUES (1, ''), (2, 'train')",
+            "INSERT INTO series (id, run_id, context_id, name, plugin) VALUES "
+            "(1, 1, 2, 'x', 'scalars'), (2, 2, 1, 'x', 'scalars')",
+            "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
+            "offset_consumed, records, damaged_records, status) VALUES "
+            "(1, 1, 2, 'exp/train/events', 100, 1, 100, 3, 0, 'gone'), "
+            "(2, 2, 1, 'exp/train/events', 100, 1, 60, 2, 0, 'partial')",
+            "INSERT INTO scalars (series_id, step, file_id, record_offset, value_index, "
+            "wall_time, value) VALUES (1, 0, 1, 0, 0, 1.0, 1.0), (2, 0, 2, 0, 0, 1.0, 1.0)",
+        ):
+            conn.execute(text(statement))
+        command.upgrade(migrate.alembic_config(conn), "head")
+    with engine.connect() as conn:
+        files = conn.execute(text("SELECT id, status, selection FROM event_files")).all()
+        runs = conn.execute(text("SELECT run_path FROM runs")).all()
+        points = conn.execute(text("SELECT run_path, context FROM v_scalars")).all()
+    assert [tuple(row) for row in files] == [(2, "reading", None)]
+    assert [tuple(row) for row in runs] == [("exp/train",)]
+    assert [tuple(row) for row in points] == [("exp/train", "")]
+    migrate.check(engine)
+    with engine.begin() as conn:
+        command.downgrade(migrate.alembic_config(conn), "0004")
+        status = conn.execute(text("SELECT status FROM event_files")).scalar_one()
+    assert status == "partial"
 
 
 def test_foreign_server_database_is_refused_and_untouched(pg_server) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import click
@@ -29,6 +30,12 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
     @store_option
     @click.option(
         "--flat", is_flag=True, help="Every directory holding event files is a run (no contexts)."
+    )
+    @click.option(
+        "--skip-orphans",
+        is_flag=True,
+        help="Leave out event files directly in the logdir or in a group, as Aim does "
+        "(default: keep them as a run of their directory).",
     )
     @click.option(
         "--dry-run",
@@ -75,7 +82,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         "--source",
         envvar="TBCONVERT_SOURCE",
         metavar="NAME",
-        help="The logdir's name in the store (default: its absolute path). Runs are "
+        help="The logdir's name in the store (default: its resolved absolute path). Runs are "
         "(source, run path): give each machine's logdir its own name on a shared "
         "server, and the same name to one directory mounted at different paths.",
     )
@@ -105,6 +112,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         logdir: str,
         store: str,
         flat: bool,
+        skip_orphans: bool,
         dry_run: bool,
         full: bool,
         plugins: str | None,
@@ -124,8 +132,9 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
 
         Directories are classified as groups, runs and contexts with Aim's rules
         (or --flat); event files directly in the logdir or in a group are orphans,
-        listed in warnings and not converted. --plugins and the tag filters decide
-        what is stored from the bytes read now; use --full later to read them again.
+        named in warnings and kept as a run of their directory (. for the logdir),
+        or left out with --skip-orphans. Whatever ran before, a plain run leaves the
+        store as one clean conversion of the logdir as it is now would.
 
         \b
         Example:
@@ -134,12 +143,11 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
           tbconvert tf --logdir ~/logs --store ~/logs.db --watch --interval 30
           tbconvert tf --logdir /data/tb --source gpu1 --store postgresql://me@db/tb
         """
-        from converter import conversion as library
-
         if watch and dry_run:
             raise click.UsageError("--watch and --dry-run do not go together")
         options: dict[str, Any] = dict(
             flat=flat,
+            skip_orphans=skip_orphans,
             dry_run=dry_run,
             full=full,
             plugins=_parse_plugins(plugins),
@@ -152,16 +160,68 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
             progress=False if quiet else None,
             notify=None if quiet else lambda line: click.echo(line, err=True),
         )
-        if watch:
-            summary = run_library(
-                verbose, lambda: library.watch(logdir, store, interval=interval, **options)
-            )
-        else:
-            summary = run_library(verbose, lambda: library.convert(logdir, store, **options))
+        summary = _run(logdir, store, options, watch=watch, interval=interval, verbose=verbose)
         _report(summary, as_json=as_json, quiet=quiet)
         sys.exit(summary.exit_code)
 
     return tf
+
+
+def _run(
+    logdir: str, store: str, options: dict[str, Any], *, watch: bool, interval: float, verbose: int
+) -> Any:
+    """Convert (or watch); Ctrl-C and SIGTERM stop after the current transaction with one
+    line saying what is kept (exit 130 / 143; a --watch ends normally)."""
+    from converter import conversion as library
+    from converter.conversion import stopping
+
+    quiet = options["notify"] is None
+    try:
+        with stopping.on_signals():
+            if watch:
+                return run_library(
+                    verbose,
+                    lambda: library.watch(
+                        logdir,
+                        store,
+                        interval=interval,
+                        on_pass=None if quiet else _print_pass,
+                        **options,
+                    ),
+                )
+            return run_library(verbose, lambda: library.convert(logdir, store, **options))
+    except stopping.Interrupted as stop:
+        click.echo(
+            f"{stop} after the current transaction: {stop.kept} is kept; run the same "
+            "command again to continue",
+            err=True,
+        )
+        sys.exit(stop.exit_code)
+    except KeyboardInterrupt:
+        click.echo(
+            "stopped at once: the transaction under way was rolled back, every one before it "
+            "is kept; run the same command again to continue",
+            err=True,
+        )
+        sys.exit(130)
+
+
+def _print_pass(summary: Any) -> None:
+    """One line per --watch pass that changed something: files, and points per plugin."""
+    changed = summary.files_read + summary.files_gone + summary.files_moved
+    if not changed:
+        return
+    points = ", ".join(f"{plugin} {count}" for plugin, count in sorted(summary.points.items()))
+    parts = [f"{summary.files_read} files read"]
+    if summary.files_gone:
+        parts.append(f"{summary.files_gone} gone")
+    if summary.files_moved:
+        parts.append(f"{summary.files_moved} moved")
+    click.echo(
+        f"{time.strftime('%H:%M:%S')} pass: {', '.join(parts)}; "
+        f"{summary.total_points} points ({points or 'none'})",
+        err=True,
+    )
 
 
 def _parse_plugins(plugins: str | None) -> list[str] | None:
@@ -180,9 +240,13 @@ def _parse_plugins(plugins: str | None) -> list[str] | None:
 
 def _report(summary: Any, *, as_json: bool, quiet: bool) -> None:
     if not quiet:
+        if summary.stopped:
+            click.echo(summary.stopped, err=True)
         for orphan in summary.orphans:
+            where = orphan.rsplit("/", 1)[0] if "/" in orphan else "."
+            fate = "skipped (--skip-orphans)" if summary.orphans_skipped else f"kept as run {where}"
             click.echo(
-                f"warning: orphan event file ignored (in the logdir root or a group): {orphan}",
+                f"warning: orphan event file (in the logdir root or a group) {fate}: {orphan}",
                 err=True,
             )
         for warning in summary.warnings:

@@ -227,7 +227,8 @@ def render_summary(summary: Summary) -> str:
             "being written?); the rest is read on the next run"
         )
     if summary.orphans:
-        lines.append(f"  orphans:  {len(summary.orphans)} event files ignored (see warnings)")
+        what = "skipped" if summary.orphans_skipped else "kept as runs of their directories"
+        lines.append(f"  orphans:  {len(summary.orphans)} event files {what} (see warnings)")
     if summary.lossy_records:
         lines.append(
             f"  repaired: {summary.lossy_records} records with invalid UTF-8 "

@@ -8,6 +8,7 @@ processes), ``job`` (applying chunks, one transaction each), ``summary`` (what a
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
 import time
@@ -38,6 +39,7 @@ def convert(
     store: str | os.PathLike[str] | None = None,
     *,
     flat: bool = False,
+    skip_orphans: bool = False,
     dry_run: bool = False,
     full: bool = False,
     plugins: Iterable[str] | None = None,
@@ -57,13 +59,16 @@ def convert(
         logdir: The TensorBoard log directory.
         store: A SQLite file path or a SQLAlchemy URL (default ``./tbconvert.db``).
         flat: Every directory with event files is a run (``--flat``).
+        skip_orphans: Leave out event files directly in the logdir or in a group, as Aim
+            does (by default they are kept as a run of their directory, ``.`` for the logdir).
         dry_run: Classify and plan only; write nothing, not even the store file.
         full: Read every file again from its start (no duplicates result).
         plugins: Plugin names to convert (default: all).
         runs: Globs on run paths; tags / exclude_tags: globs on tags.
         jobs: Worker processes decoding files (1: decode in this process).
-        source: The logdir's name in the store (default: its absolute path).  Runs are
-            identified by (source, run path); on a shared server, name each machine's logdir.
+        source: The logdir's name in the store (default: its resolved absolute path, so a
+            symlink to a logdir is that logdir).  Runs are identified by (source, run path);
+            on a shared server, name each machine's logdir.
         upgrade_store: Upgrade a server store's schema if it is older than this converter
             (a SQLite file is upgraded anyway, after a backup).
         progress: Show a progress bar (None: only when stderr is a terminal).
@@ -77,7 +82,9 @@ def convert(
     """
     started = time.monotonic()
     logdir = expand_path(logdir)  # ~ and $VARIABLES, from the API as from the CLI
-    classification = discovery.filter_runs(discovery.classify(logdir, flat=flat), runs)
+    classification = discovery.filter_runs(
+        discovery.classify(logdir, flat=flat, skip_orphans=skip_orphans), runs
+    )
     if store is None:
         store = os.environ.get("TBCONVERT_STORE", DEFAULT_STORE)
     url = store_url(store)
@@ -90,6 +97,7 @@ def convert(
         runs=len(classification.runs),
         files_total=len(classification.files),
         orphans=list(classification.orphans),
+        orphans_skipped=skip_orphans,
         warnings=list(classification.warnings),
     )
     selection = Selection(
@@ -101,7 +109,7 @@ def convert(
         source or classification.logdir, explicit=source is not None, host=socket.gethostname()
     )
     if dry_run:
-        summary.plan = _dry_run_plan(classification, url, origin.source, full)
+        summary.plan = _dry_run_plan(classification, url, origin.source, full, selection)
     else:
         check_store_location(url)
         _convert_into(
@@ -128,32 +136,50 @@ def watch(
     *,
     interval: float = 5.0,
     passes: int | None = None,
+    on_pass: Callable[[Summary], Any] | None = None,
     **options: Any,
 ) -> Summary:
-    """Repeat :func:`convert` every ``interval`` seconds until Ctrl-C (or ``passes`` passes).
+    """Repeat :func:`convert` every ``interval`` seconds until stopped (or ``passes`` passes).
 
-    Returns the summary of all passes together; an interrupted pass has committed whole
-    chunks only, so the store stays consistent.
+    Args:
+        on_pass: Called with each pass's summary once it is done.
+
+    Returns the summary of all passes together (see :meth:`Summary.absorb`).  A pass stopped
+    by Ctrl-C or SIGTERM (:mod:`converter.conversion.stopping`) ends the watch: it has
+    committed whole chunks only, and ``stopped`` says what is kept.
     """
+    from converter.conversion import stopping
+
     started = time.monotonic()
     total: Summary | None = None
     done = 0
     try:
         while passes is None or done < passes:
             if done:
-                time.sleep(interval)
+                stopping.pause(interval)
             summary = convert(logdir, store, **options)
+            if on_pass is not None:
+                on_pass(summary)
             if total is None:
-                total = summary
+                total = copy.deepcopy(summary)
             else:
                 total.absorb(summary)
             done += 1
-    except KeyboardInterrupt:
+    except (stopping.Interrupted, KeyboardInterrupt) as stop:
         if total is None:
             raise
+        total.stopped = _stopped(stop)
     assert total is not None
     total.elapsed = time.monotonic() - started
     return total
+
+
+def _stopped(stop: BaseException) -> str:
+    from converter.conversion.stopping import Interrupted
+
+    if isinstance(stop, Interrupted):
+        return f"{stop}: {stop.kept} is kept; the next run continues from there"
+    return "stopped at once: the transaction under way was rolled back, every one before it is kept"
 
 
 def _convert_into(
@@ -193,7 +219,11 @@ def _convert_into(
 
 
 def _dry_run_plan(
-    classification: discovery.Classification, url: str, source: str, full: bool
+    classification: discovery.Classification,
+    url: str,
+    source: str,
+    full: bool,
+    selection: Selection,
 ) -> list[dict[str, Any]]:
     from converter.store.files import read_file_states
 
@@ -205,5 +235,5 @@ def _dry_run_plan(
             "path": plan.file.rel_path,
             "bytes": plan.bytes_to_read,
         }
-        for plan in plan_files(classification, read_file_states(url, source), full)
+        for plan in plan_files(classification, read_file_states(url, source), full, selection)
     ]

@@ -1,10 +1,11 @@
 """One conversion into an open store: plan per file, then apply the decoded chunks in order.
 
-Per file the store keeps size, mtime, a digest of the first record and the byte offset read
-(SPEC §7).  An unchanged file is skipped without being opened; a grown one is read from its
-offset; one that shrank or whose first record changed is read again from 0, its old points
-deleted in the same transaction as the first new ones.  Each chunk of points commits together
-with the file's new offset, so a crash at any moment leaves a store the next run completes.
+Per file the store keeps its (run, context), size, mtime, a digest of the first record, the
+byte offset read, whether the read reached the end, and the selection it was read under (SPEC
+§7; ``conversion.plan`` decides from them).  Whatever has to go (the points of a replaced
+file, a moved file's old row) goes in the transaction of the file's first new chunk.  Each
+chunk of points commits together with the file's new state, and only the last one says "read
+to the end", so a crash at any moment leaves a store the next run completes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from converter.conversion.plan import plan_files
+from converter.conversion import stopping
+from converter.conversion.plan import first_record_digest, plan_files
 from converter.conversion.summary import FileProblem, Summary, progress_bar
 from converter.conversion.workers import decode_all
 from converter.errors import StoreError
@@ -28,6 +30,8 @@ from converter.store.files import FileState
 from converter.store.writer import StoreWriter
 from converter.version import __version__
 
+# Files whose first records tell whether a logdir is in the store under another source.
+_SAMPLES = 3
 # A chunk chosen as a server's deadlock victim is rolled back whole and applied again.
 _ATTEMPTS = 5
 
@@ -55,6 +59,7 @@ class Job:
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()
+        self.committed_points = 0
         self._runs: dict[str, discovery.RunSource] = {}
 
     def run(
@@ -66,8 +71,15 @@ class Job:
         tasks = self._plan()
         conversion_id = self._start_conversion()
         total = sum(bytes_to_read(task, self.settings) for task in tasks)
-        with progress_bar(total, enabled=progress) as bar:
-            self._apply_all(decode_all(tasks, self.settings, jobs), bar.update)
+        try:
+            with progress_bar(total, enabled=progress) as bar:
+                self._apply_all(decode_all(tasks, self.settings, jobs), bar.update)
+        except stopping.Interrupted as stop:
+            stop.kept = (
+                f"every chunk committed before it ({self.committed_points} points this run, "
+                f"{self.summary.files_read} files read to their end)"
+            )
+            raise
         if prune:
             self._mark_gone()
         self.summary.contexts = len(self.contexts)
@@ -80,10 +92,13 @@ class Job:
     def _plan(self) -> list[FileTask]:
         with self.writer.transaction():
             self._check_source()
+            self.writer.move_logdir(self.origin.source, self.classification.logdir)
             known = self.writer.file_states_of_source(self.origin.source)
+            if not known:
+                self._notice_other_source()
         tasks: list[FileTask] = []
         remembered: dict[tuple[str, str], dict[str, TagMetadata]] = {}
-        for plan in plan_files(self.classification, known, self.full):
+        for plan in plan_files(self.classification, known, self.full, self.selection):
             self.contexts.add(plan.file.context)
             if plan.action == "unreadable":
                 self.summary.problems.append(FileProblem(plan.file.rel_path, plan.reason or ""))
@@ -95,7 +110,8 @@ class Job:
             if group not in remembered:
                 with self.writer.transaction():
                     remembered[group] = self.writer.known_metadata(self.origin.source, *group)
-            state = plan.state
+            moved = plan.action == "moved"
+            state = None if moved else plan.state
             tasks.append(
                 FileTask(
                     index=len(tasks),
@@ -109,10 +125,34 @@ class Job:
                     stored_size=None if state is None else state.size,
                     stored_digest=None if state is None else state.head_digest,
                     known_metadata=remembered[group],
+                    from_start=plan.from_start,
+                    moved_from=plan.state.id if moved and plan.state is not None else None,
                 )
             )
         self._runs = {run.run_path: run for run in self.classification.runs}
         return tasks
+
+    def _notice_other_source(self) -> None:
+        """Say so when this logdir's files are in the store already under another source
+        (the logdir moved, or was converted under another --source)."""
+        samples = []
+        for source in self.classification.files[:_SAMPLES]:
+            try:
+                digest = first_record_digest(source.path)
+            except OSError:
+                return  # the file is reported when it is read
+            if digest is None:
+                return
+            samples.append((source.rel_path, digest))
+        if not samples:
+            return
+        others = self.writer.sources_holding(self.origin.source, samples)
+        if others:
+            self.summary.warnings.append(
+                f"the store already holds these files as source {others[0]}; to continue it "
+                f"rather than convert them again as {self.origin.source}, convert with "
+                f"--source {others[0]}"
+            )
 
     def _check_source(self) -> None:
         """On a shared server, refuse to mix two machines' logdirs that share a path."""
@@ -141,11 +181,13 @@ class Job:
             if open_file is not None and open_file.state.path != task.rel_path:
                 open_file = None
             before, open_file = self._commit_chunk(task, chunk, open_file)
+            self.committed_points += sum(len(rows) for rows in chunk.rows.values())
             self.summary.add_damage(task.rel_path, chunk.damage)
             advance(max(open_file.state.offset_consumed - before, 0))
             if chunk.done:
                 self._finish_file(task, chunk, open_file.state, open_file.ids)
                 open_file = None
+            stopping.check()  # between transactions: the only place a stop is taken
 
     def _commit_chunk(
         self, task: FileTask, chunk: Chunk, open_file: _OpenFile | None
@@ -167,16 +209,25 @@ class Job:
                 if attempt < _ATTEMPTS and is_transient(error):
                     continue
                 raise
-            if replaced and not self.full:
+            if replaced:
                 self.summary.files_replaced += 1
+            if task.moved_from is not None and chunk.restart:
+                self.summary.files_moved += 1
             return before, current
         raise AssertionError("unreachable")
 
     def _open_state(self, task: FileTask, chunk: Chunk) -> tuple[FileState, bool]:
+        """The file's state for its first chunk of this read, with what has to go gone.
+
+        Returns it and whether the file was replaced (its old points deleted, not --full).
+        """
         writer = self.writer
         run = self._runs[task.run_path]
         logdir = self.classification.logdir
         origin = self.origin
+        old_place = None
+        if task.moved_from is not None and chunk.restart:
+            old_place = writer.delete_file(task.moved_from)
         run_id = writer.run_id(
             origin.source,
             run.run_path,
@@ -192,17 +243,27 @@ class Job:
         if state is None:
             state = writer.save_file(FileState(None, run_id, context_id, task.rel_path))
         elif chunk.restart:
-            writer.delete_file_points(state.id or 0)
-            replaced = True
+            if chunk.replaces:
+                writer.delete_file_points(state.id or 0)
+                replaced = not self.full
             state = replace(
                 state,
                 offset_consumed=0,
                 records=0,
                 damaged_records=0,
+                last_error=None,
                 first_wall_time=None,
                 last_wall_time=None,
             )
-        state = replace(state, size=task.size, mtime_ns=task.mtime_ns, head_digest=chunk.digest)
+        if old_place is not None:
+            writer.drop_empty(*old_place)
+        state = replace(
+            state,
+            size=task.size,
+            mtime_ns=task.mtime_ns,
+            head_digest=chunk.digest,
+            selection=self.selection.canonical(),
+        )
         return state, replaced
 
     def _apply(self, task: FileTask, chunk: Chunk, open_file: _OpenFile) -> FileState:
@@ -261,16 +322,12 @@ class Job:
             self.touched_runs.add(state.run_id)
 
     def _mark_gone(self) -> None:
-        present = {
-            (run.run_path, source.rel_path)
-            for run in self.classification.runs
-            for source in run.files
-        }
+        # Skipped orphans are still there: left alone, as runs left out by --run are.
+        present = {source.rel_path for source in self.classification.files}
+        present.update(self.classification.orphans)
         with self.writer.transaction():
             stored = self.writer.files_of_source(self.origin.source)
-            gone = [
-                file_id for file_id, run_path, path in stored if (run_path, path) not in present
-            ]
+            gone = [file_id for file_id, _run_path, path in stored if path not in present]
             self.writer.mark_gone(gone)
         self.summary.files_gone = len(gone)
 
@@ -325,9 +382,11 @@ def _extreme(
 
 
 def _status(chunk: Chunk, invalid: bool, damaged: int) -> str:
+    if not chunk.done:
+        return "reading"  # never skipped as unchanged: the next run reads on
     if invalid:
         return "invalid"
-    if not chunk.done or chunk.torn:
+    if chunk.torn:
         return "partial"
     return "damaged" if damaged else "ok"
 

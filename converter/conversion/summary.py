@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from converter.reading.records import Damage
 
 EXIT_OK = 0
 EXIT_DAMAGED = 3
+# Figures of the logdir itself, not of what a pass did: a later pass's replace an earlier's.
+_LATEST = frozenset({"runs", "contexts", "logdir", "store", "dry_run"})
+
+
+def _flatten(counts: dict[str, dict[str, int]]) -> dict[tuple[str, str], int]:
+    return {(plugin, tag): value for plugin, tags in counts.items() for tag, value in tags.items()}
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,7 @@ class Summary:
     files_read: int = 0
     files_unchanged: int = 0
     files_replaced: int = 0
+    files_moved: int = 0
     files_gone: int = 0
     files_partial: int = 0
     bytes_read: int = 0
@@ -57,43 +64,36 @@ class Summary:
     lossy_records: int = 0
     problems: list[FileProblem] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
+    orphans_skipped: bool = False  # --skip-orphans (else they are kept as runs)
     warnings: list[str] = field(default_factory=list)
     schema_change: str | None = None
     elapsed: float = 0.0
     plan: list[dict[str, Any]] = field(default_factory=list)
+    passes: int = 1
+    stopped: str | None = None  # why and where a --watch stopped, as one sentence
 
     def absorb(self, later: Summary) -> None:
-        """Add a later pass's counts to this one (``--watch``); lists keep first mentions."""
-        for name in (
-            "runs_created",
-            "runs_extended",
-            "series_created",
-            "series_extended",
-            "filtered_values",
-            "files_read",
-            "files_replaced",
-            "files_gone",
-            "bytes_read",
-            "records_read",
-            "damaged_records",
-            "lossy_records",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(later, name))
-        for name in ("runs", "contexts", "files_total", "files_unchanged", "files_partial"):
-            setattr(self, name, getattr(later, name))
-        self.points.update(later.points)
-        for target, source in (
-            (self.skipped, later.skipped),
-            (self.undecodable, later.undecodable),
-        ):
-            for plugin, tags in source.items():
-                for tag, values in tags.items():
-                    per_tag = target.setdefault(plugin, {})
-                    per_tag[tag] = per_tag.get(tag, 0) + values
-        self.problems.extend(later.problems)
-        self.orphans = later.orphans
-        self.warnings = later.warnings
-        self.schema_change = self.schema_change or later.schema_change
+        """Add a later pass's counts to this one (``--watch``), every field by its kind, so
+        no count can be forgotten: numbers add up (files looked at, read and unchanged over
+        all passes, so they add up too), except the logdir's own figures (:data:`_LATEST`)
+        and flags, which are the later pass's; counters and per-plugin counts merge;
+        problems accumulate; other lists and texts are the later pass's (or the first one
+        given)."""
+        for item in fields(self):
+            name = item.name
+            mine, theirs = getattr(self, name), getattr(later, name)
+            if name in _LATEST or isinstance(mine, bool):
+                setattr(self, name, theirs)
+            elif isinstance(mine, (int, float)):
+                setattr(self, name, mine + theirs)
+            elif isinstance(mine, Counter):
+                mine.update(theirs)
+            elif isinstance(mine, dict):
+                self.add_counts(mine, Counter(_flatten(theirs)))
+            elif name == "problems":
+                mine.extend(theirs)
+            elif isinstance(mine, list) or mine is None:
+                setattr(self, name, theirs)
 
     @property
     def exit_code(self) -> int:
@@ -143,6 +143,7 @@ class Summary:
                 "read": self.files_read,
                 "unchanged": self.files_unchanged,
                 "replaced": self.files_replaced,
+                "moved": self.files_moved,
                 "gone": self.files_gone,
                 "partial": self.files_partial,
             },
@@ -152,11 +153,14 @@ class Summary:
             "lossy_records": self.lossy_records,
             "problems": [str(problem) for problem in self.problems],
             "orphans": self.orphans,
+            "orphans_skipped": self.orphans_skipped,
             "warnings": self.warnings,
             "schema_change": self.schema_change,
             "elapsed_seconds": round(self.elapsed, 3),
             "points_per_second": round(self.rate()),
             "plan": self.plan,
+            "passes": self.passes,
+            "stopped": self.stopped,
             "exit_code": self.exit_code,
         }
 

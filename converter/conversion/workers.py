@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from converter.conversion import stopping
 from converter.errors import ConverterError
 from converter.reading.chunks import (
     Chunk,
@@ -87,6 +88,7 @@ def _decode_in_workers(
                 item = ready.get(timeout=_POLL)
             except queue.Empty:
                 _check_workers(workers)
+                stopping.check()
                 continue
             if item is None:
                 return
@@ -155,6 +157,7 @@ def _check_workers(workers: Sequence[Any]) -> None:
 
 
 def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
+    stopping.ignore_in_worker()
     carried: KnownMetadataByContext = {}
     try:
         for task in tasks:

@@ -62,6 +62,9 @@ class FileTask:
         offset: The stored offset read to (0 when new).
         stored_size, stored_digest: The stored size and first-record digest (None when new).
         known_metadata: Tag metadata the store remembers for this (run, context).
+        from_start: Read from 0 whatever the store holds (stored under a narrower selection,
+            or moved from another (run, context)).
+        moved_from: The id of the file's row in its old (run, context), which goes.
     """
 
     index: int
@@ -75,6 +78,8 @@ class FileTask:
     stored_size: int | None
     stored_digest: str | None
     known_metadata: dict[str, TagMetadata]
+    from_start: bool = False
+    moved_from: int | None = None
 
 
 @dataclass
@@ -89,7 +94,9 @@ class Chunk:
         damage: Damaged regions skipped in this chunk.
         first_wall_time, last_wall_time: The file's wall-time span so far in this read.
         done: The file's last chunk; torn: it ends inside a record.
-        restart: First chunk only: read from 0, replacing what the store has.
+        restart: First chunk only: read from 0 (the file's counters start again).
+        replaces: First chunk only: and the points stored from it go first (the file was
+            replaced, shrank, or ``--full``).
         digest: sha256 of the first record (first chunk only).
         error: Why the file could not be opened (no rows then).
         stats: What the decoder saw (last chunk only).
@@ -106,6 +113,7 @@ class Chunk:
     done: bool = False
     torn: bool = False
     restart: bool = False
+    replaces: bool = False
     digest: str | None = None
     error: str | None = None
     stats: DecodeStats | None = None
@@ -118,7 +126,7 @@ def unreadable_reason(error: OSError) -> str:
 
 def bytes_to_read(task: FileTask, settings: ReadSettings) -> int:
     """What reading the task will cover, for the progress bar (a restart reads it all)."""
-    if settings.full or task.size < task.offset:
+    if settings.full or task.from_start or task.size < task.offset:
         return task.size
     return task.size - task.offset
 
@@ -135,13 +143,14 @@ def read_file(
     with handle:
         head = read_first_record(handle)
         digest = hashlib.sha256(head).hexdigest() if head is not None else None
-        restart = settings.full or (
+        replaces = settings.full or (
             task.stored_size is not None
             and (
                 task.size < task.offset
                 or (task.stored_digest is not None and digest != task.stored_digest)
             )
         )
+        restart = replaces or task.from_start
         handle.seek(0)
         reader = RecordReader(handle, 0 if restart else task.offset, end=task.size)
         decoder = EventDecoder(settings.selection, _known_metadata(task, carried))
@@ -150,7 +159,8 @@ def read_file(
         while True:
             chunk = _next_chunk(settings, reader, batches, decoder)
             if first:
-                chunk.restart, chunk.digest, first = restart, digest, False
+                chunk.restart, chunk.replaces, chunk.digest = restart, replaces, digest
+                first = False
             if chunk.done:
                 chunk.stats = decoder.stats
                 carried.setdefault((task.run_path, task.context), {}).update(decoder.metadata())

@@ -2,8 +2,10 @@
 
 The rules are Aim's ``aim convert tf`` rules, made total: a logdir that is itself the only
 directory with event files is one run ``"."``, every event file belongs to exactly one
-(run, context) or is an orphan, contexts keep their full relative path, symlinks are followed
-with loops reported, and everything comes out sorted.
+(run, context), contexts keep their full relative path, symlinks are followed with loops
+reported, and everything comes out sorted.  Orphans (event files directly in the logdir or in
+a group) are kept as a run of their own directory (``"."`` for the logdir), so nothing
+TensorBoard shows is dropped by classification; ``skip_orphans`` leaves them out, as Aim does.
 """
 
 from __future__ import annotations
@@ -55,16 +57,25 @@ class EventFileSource:
 
 @dataclass(frozen=True)
 class RunSource:
-    """One run: its path relative to the logdir, its group and its event files."""
+    """One run: its path relative to the logdir, its group and its event files.
+
+    ``orphans`` is True for a run made of orphan files (its directory is the logdir or a
+    group); such a run may also hold a run's own files when the directory is both.
+    """
 
     run_path: str
     group_path: str
     files: tuple[EventFileSource, ...]
+    orphans: bool = False
 
 
 @dataclass(frozen=True)
 class Classification:
-    """The result of classifying a logdir: runs, groups, orphan files and walk warnings."""
+    """The result of classifying a logdir: runs, groups, orphan files and walk warnings.
+
+    ``orphans`` lists the orphan files whether they are kept (in runs of their directories)
+    or skipped (``skip_orphans``).
+    """
 
     logdir: str
     flat: bool
@@ -72,10 +83,11 @@ class Classification:
     groups: tuple[str, ...]
     orphans: tuple[str, ...]
     warnings: tuple[str, ...]
+    skip_orphans: bool = False
 
     @property
     def files(self) -> tuple[EventFileSource, ...]:
-        """All event files of all runs, in run order (orphans excluded)."""
+        """All event files of all runs, in run order (orphans included unless skipped)."""
         return tuple(source for run in self.runs for source in run.files)
 
 
@@ -221,13 +233,18 @@ def _display(rel: str) -> str:
     return rel or "."
 
 
-def classify(logdir: str | os.PathLike[str], *, flat: bool = False) -> Classification:
+def classify(
+    logdir: str | os.PathLike[str], *, flat: bool = False, skip_orphans: bool = False
+) -> Classification:
     """Walk a logdir and classify its event files into runs, contexts, groups and orphans.
 
     Args:
-        logdir: The directory to walk; symlinked directories below it are followed.
+        logdir: The directory to walk, resolved first (a symlinked logdir is its target, so
+            it names the same runs); symlinked directories below it are followed.
         flat: Aim's ``--flat``: every directory holding event files is a run and its
             parent a group, instead of deeper directories being contexts.
+        skip_orphans: Leave orphan files out, as Aim does, instead of keeping the orphans
+            of each directory as a run at that directory's path.
 
     Returns:
         The classification, with runs, files, groups, orphans and warnings all sorted.
@@ -235,7 +252,7 @@ def classify(logdir: str | os.PathLike[str], *, flat: bool = False) -> Classific
     Raises:
         LogdirError: The logdir is missing, is not a directory or cannot be read.
     """
-    root = os.path.abspath(os.fspath(logdir))
+    root = os.path.realpath(os.fspath(logdir))
     if not os.path.exists(root):
         raise LogdirError("logdir does not exist", path=root, hint="check the --logdir path")
     if not os.path.isdir(root):
@@ -256,12 +273,19 @@ def classify(logdir: str | os.PathLike[str], *, flat: bool = False) -> Classific
     runs, groups = _assign_roles(list(walker.found), flat)
     files_by_run: dict[str, list[EventFileSource]] = {}
     orphans: list[str] = []
+    orphan_runs: set[str] = set()
     for directory, entries in walker.found.items():
         owner = None if directory in groups else _owning_run(directory, runs)
         for name, path in entries:
             rel_path = f"{directory}/{name}" if directory else name
             if owner is None:
                 orphans.append(rel_path)
+                if skip_orphans:
+                    continue
+                # Kept: the orphans of a directory are a run of their own at its path.
+                orphan_runs.add(directory)
+                source = EventFileSource(path, rel_path, _display(directory), "")
+                files_by_run.setdefault(directory, []).append(source)
                 continue
             context = directory[len(owner) :].lstrip("/") if owner else directory
             source = EventFileSource(path, rel_path, _display(owner), context)
@@ -272,6 +296,7 @@ def classify(logdir: str | os.PathLike[str], *, flat: bool = False) -> Classific
             run_path=_display(run),
             group_path=posixpath.dirname(run),
             files=tuple(sorted(files, key=lambda f: (f.context, posixpath.basename(f.rel_path)))),
+            orphans=run in orphan_runs,
         )
         for run, files in files_by_run.items()
     ]
@@ -282,6 +307,7 @@ def classify(logdir: str | os.PathLike[str], *, flat: bool = False) -> Classific
         groups=tuple(sorted(groups)),
         orphans=tuple(sorted(orphans)),
         warnings=tuple(sorted(walker.warnings)),
+        skip_orphans=skip_orphans,
     )
 
 

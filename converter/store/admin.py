@@ -52,6 +52,8 @@ def describe_store(store: str) -> str:
 
     with _engine(store, must_exist=True) as engine, engine.connect() as conn:
         current = migrate.current_revision(conn)
+        if current is None:
+            migrate.refuse_foreign(conn, current)
     return f"store: {current or 'none'}  code: {migrate.head_revision()}"
 
 

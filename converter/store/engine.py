@@ -14,6 +14,8 @@ from sqlalchemy.engine import Connection, Engine
 from converter.errors import StoreError
 
 DEFAULT_STORE = "tbconvert.db"
+# Alembic's version table under our name: what makes a database a tbconvert store.
+VERSION_TABLE = "tbconvert_alembic_version"
 BUSY_TIMEOUT_MS = 60_000
 
 
@@ -93,6 +95,7 @@ def create_store_engine(url: str) -> Engine:
     """
     if not url.startswith("sqlite"):
         return _server_engine(url)
+    url = _read_only_if_unwritable(url)
     engine = create_engine(
         url,
         connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
@@ -100,6 +103,20 @@ def create_store_engine(url: str) -> Engine:
     event.listen(engine, "connect", _on_sqlite_connect)
     event.listen(engine, "begin", _on_sqlite_begin)
     return engine
+
+
+def _read_only_if_unwritable(url: str) -> str:
+    """A store SQLite cannot write (read-only media, a read-only file or directory) is opened
+    read-only, so that reading it never tries to write (SQLite reads a WAL store without its
+    ``-shm`` file then).  Not ``immutable``: another process with more rights may still be
+    writing it.  Writing through it fails with SQLite's "readonly database", named."""
+    path = sqlite_path(url)
+    if path is None or not os.path.exists(path) or "mode=" in url:
+        return url
+    directory = os.path.dirname(path) or "."
+    if os.access(path, os.W_OK) and os.access(directory, os.W_OK):
+        return url
+    return f"sqlite:///file:{path}?mode=ro&uri=true"
 
 
 def _server_engine(url: str) -> Engine:
@@ -120,12 +137,23 @@ def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> No
     try:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys = ON")
-        # A read-only store cannot switch journal mode; reading it still works.
-        with contextlib.suppress(sqlite3.OperationalError):
-            cursor.execute("PRAGMA journal_mode = WAL")
+        # WAL is a property of the file: switch only a store of ours, or an empty file about
+        # to become one.  A database that is not ours is refused unchanged (SPEC §9).
+        if _is_ours_or_empty(cursor):
+            # A read-only store cannot switch journal mode; reading it still works.
+            with contextlib.suppress(sqlite3.OperationalError):
+                cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
     finally:
         cursor.close()
+
+
+def _is_ours_or_empty(cursor: sqlite3.Cursor) -> bool:
+    try:
+        names = {row[0] for row in cursor.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.DatabaseError:
+        return False  # not a database at all: left for the caller to report
+    return not names or VERSION_TABLE in names
 
 
 def _on_sqlite_begin(connection: Connection) -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from converter.store.engine import create_store_engine, sqlite_path, store_display
 from converter.store.errors import translate_errors
+from converter.store.migrate import current_revision, refuse_foreign
 
 
 @dataclass(frozen=True)
@@ -24,9 +25,15 @@ class FileState:
         head_digest: sha256 of its first record (a changed one means the file was replaced).
         offset_consumed: The byte offset read to.
         records, damaged_records: Records read and damaged regions skipped, in total.
-        status: new, ok, partial (ends in a torn record), damaged, invalid or gone.
+        status: new; reading (a read stopped between two chunks: never skipped as
+            unchanged); ok; partial (read to a torn final record); damaged; invalid; gone.
         last_error: The last damage's reason.
         first_wall_time, last_wall_time: The span of its events' wall times.
+        selection: The plugins and tags its points were read under
+            (``Selection.canonical``; None: everything).
+
+    Size and mtime describe the file as it was when its read began, and mean "read to its
+    end" only once the status is past ``reading``: a file is skipped unopened only then.
     """
 
     id: int | None
@@ -43,6 +50,24 @@ class FileState:
     last_error: str | None = None
     first_wall_time: float | None = None
     last_wall_time: float | None = None
+    selection: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Read to its end (or to a torn final record) when last read, and still there."""
+        return self.status not in _INCOMPLETE
+
+
+_INCOMPLETE = frozenset({"new", "reading", "gone"})
+
+
+@dataclass(frozen=True)
+class KnownFile:
+    """A stored file state with the (run, context) it belongs to."""
+
+    state: FileState
+    run_path: str
+    context: str
 
 
 FILE_COLUMNS = (
@@ -59,26 +84,49 @@ FILE_COLUMNS = (
     "last_error",
     "first_wall_time",
     "last_wall_time",
+    "selection",
 )
 
 
-def select_file_states(conn: Connection, source: str) -> dict[tuple[str, str], FileState]:
-    """Every stored file state of one source (logdir), keyed by (run_path, path)."""
-    columns = ", ".join(f"f.{column}" for column in FILE_COLUMNS)
+def select_file_states(
+    conn: Connection, source: str, *, before_0005: bool = False
+) -> dict[str, KnownFile]:
+    """Every stored file state of one source (logdir), keyed by the file's path relative to
+    the logdir: a file is the same file whatever (run, context) it was filed under.
+
+    ``before_0005``: the store is older than revision 0005 (a dry run reads it as it is):
+    no ``selection`` column (everything), and a ``partial`` file may be a read that stopped
+    between chunks, as the migration will assume.
+    """
+    columns = ", ".join(
+        "NULL" if before_0005 and column == "selection" else f"f.{column}"
+        for column in FILE_COLUMNS
+    )
     rows = conn.execute(
         text(
-            f"SELECT r.run_path, f.id, {columns} FROM event_files AS f "
-            "JOIN runs AS r ON r.id = f.run_id WHERE r.source = :source"
+            f"SELECT r.run_path, c.name, f.id, {columns} FROM event_files AS f "
+            "JOIN runs AS r ON r.id = f.run_id JOIN contexts AS c ON c.id = f.context_id "
+            "WHERE r.source = :source ORDER BY f.id"
         ),
         {"source": source},
     ).all()
-    return {(row[0], row[4]): FileState(*row[1:]) for row in rows}
+    known: dict[str, KnownFile] = {}
+    for row in rows:
+        state = FileState(*row[2:])
+        if before_0005 and state.status == "partial":
+            state = replace(state, status="reading")
+        held = known.get(state.path)
+        # A store written before revision 0005 may hold a file twice, once marked gone.
+        if held is None or held.state.status == "gone":
+            known[state.path] = KnownFile(state, row[0], row[1])
+    return known
 
 
-def read_file_states(url: str, source: str) -> dict[tuple[str, str], FileState]:
+def read_file_states(url: str, source: str) -> dict[str, KnownFile]:
     """Stored file states of a source (logdir), read without creating or changing anything.
 
-    A SQLite store that does not exist yet holds nothing (every file is new).
+    A SQLite store that does not exist yet, or a database without the schema yet, holds
+    nothing (every file is new); an older schema is read as the upgrade will leave it.
 
     Raises:
         StoreError: the store exists but cannot be read (wrong password, not a store...).
@@ -91,6 +139,10 @@ def read_file_states(url: str, source: str) -> dict[tuple[str, str], FileState]:
     engine = create_store_engine(url)
     try:
         with translate_errors(store_display(url)), engine.connect() as conn:
-            return select_file_states(conn, source)
+            if current_revision(conn) is None:
+                refuse_foreign(conn, None)  # a database not ours is no empty store
+                return {}
+            present = {column["name"] for column in inspect(conn).get_columns("event_files")}
+            return select_file_states(conn, source, before_0005="selection" not in present)
     finally:
         engine.dispose()

@@ -19,15 +19,14 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from converter.errors import StoreError, StoreVersionError
-from converter.store.engine import advisory_key, sqlite_path, store_display
+from converter.store.engine import VERSION_TABLE, advisory_key, sqlite_path, store_display
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-VERSION_TABLE = "tbconvert_alembic_version"
 # The newest migration's revision: a store already there is used without importing Alembic
 # (a fifth of a converter's start-up).  A test checks it against the scripts.
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 # Objects the migrations manage with raw SQL, which autogenerate must not try to drop.
 _UNMANAGED_PREFIXES = ("v_", "sqlite_")
 
@@ -120,7 +119,7 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> Schem
                 current = current_revision(conn)
                 if current == head:
                     return None
-                _refuse_foreign(conn, current, head)
+                refuse_foreign(conn, current, head)
                 backup = None
                 if current is not None:
                     if not allow_upgrade:
@@ -158,7 +157,14 @@ def upgrade(engine: Engine) -> SchemaChange | None:
     return ensure_schema(engine, allow_upgrade=True)
 
 
-def _refuse_foreign(conn: Connection, current: str | None, head: str) -> None:
+def refuse_foreign(conn: Connection, current: str | None, head: str = HEAD_REVISION) -> None:
+    """Raise unless the database is a tbconvert store of a known revision (``current``) or
+    empty: a database that is not ours, or one written by a newer converter, is refused.
+
+    Raises:
+        StoreError: the database has tables but no tbconvert version table.
+        StoreVersionError: the revision is unknown to this converter.
+    """
     if current is None:
         tables = [
             t

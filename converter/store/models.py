@@ -113,6 +113,8 @@ class EventFile(Base):
     first_wall_time: Mapped[float | None] = mapped_column(Double)
     last_wall_time: Mapped[float | None] = mapped_column(Double)
     updated_at: Mapped[float | None] = mapped_column(Double)
+    # The plugins and tags its points were read under (canonical JSON; NULL: everything).
+    selection: Mapped[str | None] = mapped_column(Text)
 
 
 class Scalar(Base):

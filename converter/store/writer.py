@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 
 from converter.rows import POINT_COLUMNS, POINT_TABLES, SeriesDefinition, TableRows, TagMetadata
 from converter.store.bulk import bulk_for
-from converter.store.files import FILE_COLUMNS, FileState, select_file_states
+from converter.store.files import FILE_COLUMNS, FileState, KnownFile, select_file_states
 
 # Series plugins that were not taken from a SummaryMetadata, so there is nothing to remember.
 _NOT_FROM_METADATA = frozenset({"tensor", "unknown", "graphs", "graph_tagged_run_metadata"})
@@ -184,9 +184,83 @@ class StoreWriter:
         )
         return state
 
-    def file_states_of_source(self, source: str) -> dict[tuple[str, str], FileState]:
-        """Every stored file state of one source, keyed by (run_path, path)."""
+    def file_states_of_source(self, source: str) -> dict[str, KnownFile]:
+        """Every stored file state of one source, keyed by its path relative to the logdir."""
         return select_file_states(self.conn, source)
+
+    def sources_holding(self, source: str, files: Sequence[tuple[str, str]]) -> list[str]:
+        """The other sources that hold every one of ``files`` ((path, first-record digest)):
+        the same logdir known under another name."""
+        paths = {path: digest for path, digest in files}
+        marks = ", ".join(f":path{index}" for index in range(len(paths)))
+        found = self.conn.execute(
+            text(
+                "SELECT DISTINCT r.source, f.path, f.head_digest FROM event_files AS f "
+                f"JOIN runs AS r ON r.id = f.run_id WHERE f.path IN ({marks}) "
+                "AND r.source <> :source"
+            ),
+            {"source": source, **{f"path{index}": path for index, path in enumerate(paths)}},
+        ).all()
+        matches: dict[str, int] = {}
+        for other, path, digest in found:
+            if paths.get(path) == digest:
+                matches[other] = matches.get(other, 0) + 1
+        return sorted(other for other, count in matches.items() if count == len(paths))
+
+    def move_logdir(self, source: str, logdir: str) -> None:
+        """Record where the source's logdir is now (the same ``--source``, moved)."""
+        self.conn.execute(
+            text("UPDATE runs SET logdir = :logdir WHERE source = :source AND logdir <> :logdir"),
+            {"source": source, "logdir": logdir},
+        )
+
+    def delete_file(self, file_id: int) -> tuple[int, int] | None:
+        """Delete a file's points and row (it moved to another (run, context)); returns the
+        (run_id, context_id) it was filed under, None when another converter took it away."""
+        row = self.conn.execute(
+            text("SELECT run_id, context_id FROM event_files WHERE id = :id"), {"id": file_id}
+        ).one_or_none()
+        if row is None:
+            return None
+        self.delete_file_points(file_id)
+        self.conn.execute(text("DELETE FROM event_files WHERE id = :id"), {"id": file_id})
+        return int(row[0]), int(row[1])
+
+    def drop_empty(self, run_id: int, context_id: int) -> None:
+        """Delete the series of a (run, context) left without points, then the run if nothing
+        is left of it.  Contexts stay: they are shared by every run and source, other
+        converters may hold their ids, and no view shows one without points."""
+        unused = " AND ".join(
+            f"NOT EXISTS (SELECT 1 FROM {table} AS p WHERE p.series_id = s.id)"
+            for table in POINT_TABLES
+        )
+        series = self.conn.execute(
+            text(
+                f"SELECT s.id FROM series AS s WHERE s.run_id = :run_id "
+                f"AND s.context_id = :context_id AND {unused}"
+            ),
+            {"run_id": run_id, "context_id": context_id},
+        ).all()
+        gone = {int(row[0]) for row in series}
+        for series_id in sorted(gone):
+            self.conn.execute(text("DELETE FROM series WHERE id = :id"), {"id": series_id})
+        deleted = self.conn.execute(
+            text(
+                "DELETE FROM runs WHERE id = :run_id AND NOT EXISTS (SELECT 1 FROM event_files "
+                "AS f WHERE f.run_id = :run_id) AND NOT EXISTS (SELECT 1 FROM series AS s "
+                "WHERE s.run_id = :run_id)"
+            ),
+            {"run_id": run_id},
+        ).rowcount
+        self._forget(gone, {run_id} if deleted else set())
+
+    def _forget(self, series: set[int], runs: set[int]) -> None:
+        """Drop cached ids of deleted rows."""
+        for key, cached in list(self._ids.items()):
+            if (key[0] == "series" and (cached in series or key[1] in runs)) or (
+                key[0] == "runs" and cached in runs
+            ):
+                del self._ids[key]
 
     def start_conversion(self, logdir: str, tool_version: str, options: str) -> int:
         """Record the start of a conversion; returns its id."""
