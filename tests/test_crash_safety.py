@@ -20,7 +20,13 @@ import pytest
 
 from converter.conversion import convert
 from tests.eventfiles import simple_value, summary_event, write_events
-from tests.snapshots import StoreFactory, comparable_rows, view_rows, without_run_ids
+from tests.snapshots import (
+    StoreFactory,
+    comparable_rows,
+    file_states,
+    view_rows,
+    without_run_ids,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -62,6 +68,20 @@ def big_clean(
     return comparable_rows(store)
 
 
+def big_clean_files(logdir: Path, store: str) -> dict[str, tuple[object, ...]]:
+    """The event_files rows (status, offset, records) of one clean conversion of ``logdir``
+    into a fresh store beside ``store`` (of the same backend)."""
+    records = 0
+    states = {}
+    for path in sorted(logdir.rglob("events.out.tfevents.*")):
+        rel = path.relative_to(logdir).as_posix()
+        # 25,000 summary events and the file_version event per file, read to the end.
+        states[rel] = ("ok", path.stat().st_size, 25_001)
+        records += 25_001
+    assert records == 8 * 25_001
+    return states
+
+
 def test_kill_9_at_random_moments_then_rerun_equals_clean(
     big_logdir: Path, big_clean: dict, store: str
 ) -> None:
@@ -98,6 +118,11 @@ def test_two_converters_at_once_on_one_store(big_logdir: Path, big_clean: dict, 
         assert process.returncode == 0, stderr
         assert "locked" not in stderr
     assert comparable_rows(store) == big_clean
+    # The files' read state too: each file read once, its records counted once (a converter
+    # that finds a file already read further by the other leaves it to that one).
+    assert file_states(store) == big_clean_files(big_logdir, store)
+    claimed = [json.loads(stdout)["points"].get("scalars", 0) for stdout, _ in outputs]
+    assert sum(claimed) == 400_000, claimed
 
 
 def test_converters_on_different_logdirs_share_a_store(

@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from converter.conversion.job import Job, Origin
+from converter.conversion.job import Job
 from converter.conversion.plan import plan_files
+from converter.conversion.sources import Origin
 from converter.conversion.summary import Summary
 from converter.errors import UsageError
 from converter.filters import Selection

@@ -17,10 +17,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from converter.conversion import stopping
-from converter.conversion.plan import first_record_digest, plan_files
+from converter.conversion.plan import plan_files
+from converter.conversion.sources import Origin, check_source, other_source
 from converter.conversion.summary import FileProblem, Summary, progress_bar
 from converter.conversion.workers import decode_all
-from converter.errors import StoreError
 from converter.filters import Selection
 from converter.reading import discovery
 from converter.reading.chunks import Chunk, FileTask, ReadSettings, bytes_to_read
@@ -30,8 +30,6 @@ from converter.store.files import FileState
 from converter.store.writer import StoreWriter
 from converter.version import __version__
 
-# Files whose first records tell whether a logdir is in the store under another source.
-_SAMPLES = 3
 # A chunk chosen as a server's deadlock victim is rolled back whole and applied again.
 _ATTEMPTS = 5
 
@@ -91,11 +89,12 @@ class Job:
 
     def _plan(self) -> list[FileTask]:
         with self.writer.transaction():
-            self._check_source()
+            check_source(self.writer, self.origin, self.summary.store)
             self.writer.move_logdir(self.origin.source, self.classification.logdir)
             known = self.writer.file_states_of_source(self.origin.source)
-            if not known:
-                self._notice_other_source()
+            notice = None if known else other_source(self.writer, self.origin, self.classification)
+            if notice is not None:
+                self.summary.warnings.append(notice)
         tasks: list[FileTask] = []
         remembered: dict[tuple[str, str], dict[str, TagMetadata]] = {}
         for plan in plan_files(self.classification, known, self.full, self.selection):
@@ -132,55 +131,25 @@ class Job:
         self._runs = {run.run_path: run for run in self.classification.runs}
         return tasks
 
-    def _notice_other_source(self) -> None:
-        """Say so when this logdir's files are in the store already under another source
-        (the logdir moved, or was converted under another --source)."""
-        samples = []
-        for source in self.classification.files[:_SAMPLES]:
-            try:
-                digest = first_record_digest(source.path)
-            except OSError:
-                return  # the file is reported when it is read
-            if digest is None:
-                return
-            samples.append((source.rel_path, digest))
-        if not samples:
-            return
-        others = self.writer.sources_holding(self.origin.source, samples)
-        if others:
-            self.summary.warnings.append(
-                f"the store already holds these files as source {others[0]}; to continue it "
-                f"rather than convert them again as {self.origin.source}, convert with "
-                f"--source {others[0]}"
-            )
-
-    def _check_source(self) -> None:
-        """On a shared server, refuse to mix two machines' logdirs that share a path."""
-        origin = self.origin
-        if origin.explicit or not self.writer.shared:
-            return
-        others = sorted(self.writer.hosts_of_source(origin.source) - {origin.host})
-        if others:
-            raise StoreError(
-                f"the store already has runs of {origin.source} written from "
-                f"{', '.join(others)}, and this is {origin.host}",
-                path=self.summary.store,
-                hint=f"name this logdir: --source {origin.host}:{origin.source} if it is "
-                f"another one, or --source {origin.source} if it is the same (shared) "
-                "directory",
-            )
-
     def _apply_all(
         self, chunks: Iterator[tuple[FileTask, Chunk]], advance: Callable[[int], Any]
     ) -> None:
         open_file: _OpenFile | None = None
+        left_to_another = -1  # the task whose file another converter is reading
         for task, chunk in chunks:
             if chunk.error is not None:
                 self.summary.problems.append(FileProblem(task.rel_path, chunk.error))
                 continue
+            if task.index == left_to_another:
+                continue
             if open_file is not None and open_file.state.path != task.rel_path:
                 open_file = None
-            before, open_file = self._commit_chunk(task, chunk, open_file)
+            try:
+                before, open_file = self._commit_chunk(task, chunk, open_file)
+            except _ReadElsewhere:
+                left_to_another, open_file = task.index, None
+                self.summary.files_unchanged += 1
+                continue
             self.committed_points += sum(len(rows) for rows in chunk.rows.values())
             self.summary.add_damage(task.rel_path, chunk.damage)
             advance(max(open_file.state.offset_consumed - before, 0))
@@ -239,6 +208,10 @@ class Job:
         context_id = writer.context_id(task.context)
         # Read again under the write lock: another converter may have moved the offset.
         state = writer.file_state(run_id, task.rel_path)
+        if state is not None and not chunk.restart and state.offset_consumed != task.offset:
+            # It read this file further since the plan: these chunks overlap what it
+            # committed (and counted), so the file is left to it.
+            raise _ReadElsewhere(task.rel_path)
         replaced = False
         if state is None:
             state = writer.save_file(FileState(None, run_id, context_id, task.rel_path))
@@ -355,13 +328,8 @@ class Job:
             self.writer.finish_conversion(conversion_id, self.summary.to_json())
 
 
-@dataclass(frozen=True)
-class Origin:
-    """Where the logdir comes from: its name in the store, and the machine reading it."""
-
-    source: str
-    explicit: bool
-    host: str
+class _ReadElsewhere(Exception):
+    """Another converter read the file further since it was planned."""
 
 
 @dataclass
