@@ -24,6 +24,7 @@ from tests.snapshots import (
     StoreFactory,
     comparable_rows,
     file_states,
+    point_count,
     view_rows,
     without_run_ids,
 )
@@ -223,7 +224,13 @@ def test_watch_follows_a_live_writer_until_ctrl_c(tmp_path: Path, make_store: St
         text=True,
     )
     assert writer.wait(timeout=120) == 0
-    time.sleep(1.5)  # at least one whole pass after the last write
+    # Stop once a pass has stored every point (an event, not a guess at how long passes take
+    # on a loaded machine); a watcher that never gets there fails here.
+    deadline = time.monotonic() + 120
+    while point_count(store) < 2000:
+        assert watcher.poll() is None, watcher.communicate()[1]
+        assert time.monotonic() < deadline, "the watcher never stored all 2000 points"
+        time.sleep(0.05)
     watcher.send_signal(signal.SIGINT)
     stdout, stderr = watcher.communicate(timeout=60)
     assert watcher.returncode == 0, stderr
