@@ -445,3 +445,23 @@ def test_params_nan_agrees_with_itself(tmp_path: Path, make_store: StoreFactory)
     with converter.open_store(target) as opened:
         params = opened.params("trials")
     assert math.isnan(params["dropout"]) and params["lr"] == 0.1
+
+
+def test_show_last_value_agrees_with_v_last_scalars_whatever_order_files_came_in(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
+    # Two files of one run end at the same step; the store meets "b" first, so file ids run
+    # against path order.  The last point is the one v_last_scalars picks (path order), in
+    # the read API too, as in a clean conversion.
+    from tests.eventfiles import simple_value, summary_event, write_events
+
+    run = tmp_path / "logs" / "run"
+    write_events(run / "events.out.tfevents.b", [summary_event(5, 2.0, [simple_value("x", 2.0)])])
+    store = make_store(tmp_path)
+    convert(tmp_path / "logs", store, progress=False)
+    write_events(run / "events.out.tfevents.a", [summary_event(5, 1.0, [simple_value("x", 1.0)])])
+    convert(tmp_path / "logs", store, progress=False)
+    with converter.open_store(store) as opened:
+        (series,) = opened.describe("run")["series"]
+        (last,) = opened.query("SELECT value FROM v_last_scalars")
+    assert series["last_value"] == last["value"] == 2.0

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 # Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
 RUNS_SQL = "SELECT * FROM v_runs"
 TREND_BUCKETS = 24
-_LAST = "step DESC, file_id DESC, record_offset DESC, value_index DESC"
 _FILES_SQL = (
     "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
     "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
@@ -135,14 +134,7 @@ def _series_entry(
             entry["first_step"] = min(entry["first_step"], first)
             entry["last_step"] = max(entry["last_step"], last)
     if entry["table"] in ("scalars", "texts"):
-        entry["last_value"] = conn.execute(
-            text(
-                f"SELECT value FROM {entry['table']} WHERE series_id = :id ORDER BY {_LAST}"
-                + (", idx DESC" if entry["table"] == "texts" else "")
-                + " LIMIT 1"
-            ),
-            {"id": series.id},
-        ).scalar()
+        entry["last_value"] = _last_value(conn, entry["table"], series.id)
     if entry["table"] == "scalars":
         entry["trend"] = _trend(conn, series.id, entry["first_step"], entry["last_step"])
     return entry
@@ -166,3 +158,21 @@ def _trend(conn: Connection, series_id: int, first: int, last: int) -> list[floa
     )
     buckets = (last - first) // width + 1
     return [None if means.get(b) is None else float(means[b]) for b in range(buckets)]
+
+
+def _last_value(conn: Connection, table: str, series_id: int) -> Any:
+    """The value of the last point, as ``v_last_scalars`` picks it: the highest step, then
+    the last written, files taken in the byte order of their paths (not by file id, which
+    depends on the order the store first met the files)."""
+    idx = ", p.idx" if table == "texts" else ", 0"
+    rows = conn.execute(
+        text(
+            f"SELECT p.value, f.path, p.record_offset, p.value_index{idx} FROM {table} AS p "
+            "JOIN event_files AS f ON f.id = p.file_id WHERE p.series_id = :id AND p.step = "
+            f"(SELECT max(m.step) FROM {table} AS m WHERE m.series_id = :id)"
+        ),
+        {"id": series_id},
+    ).all()
+    if not rows:
+        return None
+    return max(rows, key=lambda row: (row[1].encode(), *row[2:]))[0]
