@@ -8,11 +8,12 @@ any SQL client would: the store is opened read-only and never created.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from converter.cli.render import render_table
 
 QUERY = (
     "SELECT run_path, context, tag, step, value\n"
@@ -40,35 +41,10 @@ def run_query(store: str | Path, query: str = QUERY) -> tuple[list[str], list[tu
         return columns, cursor.fetchall()
 
 
-def format_cell(value: object) -> str:
-    """One cell as text: NULL (a NaN value in the store), integers as is, floats to 6 digits."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, float):
-        return str(value) if math.isinf(value) else f"{value:.6g}"
-    return str(value)
-
-
-def render_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """An aligned plain-text table: numbers right-aligned, text left-aligned."""
-    cells = [[format_cell(value) for value in row] for row in rows]
-    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
-    numeric = [
-        bool(rows) and all(row[i] is None or isinstance(row[i], (int, float)) for row in rows)
-        for i in range(len(columns))
-    ]
-
-    def line(values: Sequence[str]) -> str:
-        parts = [
-            value.rjust(width) if right else value.ljust(width)
-            for value, width, right in zip(values, widths, numeric, strict=False)
-        ]
-        return "  ".join(parts).rstrip()
-
-    output = [line(columns), line(["-" * width for width in widths])]
-    output.extend(line(row) for row in cells)
-    output.append(f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
-    return "\n".join(output)
+def render_result(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """The rows as an aligned table (NULL is a NaN value in the store), then their count."""
+    table = render_table(columns, rows, null="NULL", rule=True)
+    return f"{table}\n({len(rows)} row{'' if len(rows) == 1 else 's'})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -98,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     print(QUERY + ";")
     print()
-    print(render_table(columns, rows))
+    print(render_result(columns, rows))
     return 0
 
 

@@ -14,15 +14,27 @@ _MAX_LISTED = 10
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
-def render_table(columns: Sequence[str], data: Sequence[Sequence[Any]], indent: str = "") -> str:
-    """An aligned plain-text table: numbers right-aligned, text left-aligned."""
-    cells = [[_cell(value) for value in row] for row in data]
+def render_table(
+    columns: Sequence[str],
+    data: Sequence[Sequence[Any]],
+    indent: str = "",
+    *,
+    null: str = "-",
+    rule: bool = False,
+) -> str:
+    """An aligned plain-text table: numbers right-aligned, text left-aligned.
+
+    Args:
+        null: How a NULL cell reads.
+        rule: Underline the header with dashes.
+    """
+    cells = [[null if value is None else _cell(value) for value in row] for row in data]
     widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
     numeric = [
         bool(data) and all(isinstance(row[i], (int, float)) or row[i] is None for row in data)
         for i in range(len(columns))
     ]
-    lines = [list(columns), *cells]
+    lines = [list(columns), *([["-" * width for width in widths]] if rule else []), *cells]
     return "\n".join(
         indent
         + "  ".join(

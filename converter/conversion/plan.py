@@ -19,14 +19,13 @@ the selection it was read under (SPEC §7).  Actions:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 
 from converter.filters import Selection
 from converter.reading.chunks import unreadable_reason
 from converter.reading.discovery import Classification, EventFileSource, RunSource
-from converter.reading.records import open_event_file, read_first_record
+from converter.reading.records import head_digest, open_event_file
 from converter.store.files import FileState, KnownFile
 
 ACTIONS = ("new", "moved", "append", "replaced", "reread", "unchanged", "unreadable")
@@ -148,5 +147,4 @@ def first_record_digest(path: str) -> str | None:
         OSError: the file cannot be read.
     """
     with open_event_file(path) as handle:
-        head = read_first_record(handle)
-    return hashlib.sha256(head).hexdigest() if head is not None else None
+        return head_digest(handle)

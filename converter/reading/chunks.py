@@ -13,14 +13,13 @@ metadata seen in earlier files to later ones (TF1 writers send it once per tag, 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from converter.filters import Selection
 from converter.reading.decoder import DecodeStats, EventDecoder, KnownMetadata
-from converter.reading.records import Damage, RecordReader, open_event_file, read_first_record
+from converter.reading.records import Damage, RecordReader, head_digest, open_event_file
 from converter.rows import SeriesDefinition, TableRows, TagMetadata
 
 if TYPE_CHECKING:
@@ -141,8 +140,7 @@ def read_file(
         yield _failed(task, unreadable_reason(error))
         return
     with handle:
-        head = read_first_record(handle)
-        digest = hashlib.sha256(head).hexdigest() if head is not None else None
+        digest = head_digest(handle)
         replaces = settings.full or (
             task.stored_size is not None
             and (

@@ -9,6 +9,7 @@ scanning forward to the next offset where a whole valid record starts.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import os
 import struct
@@ -24,7 +25,14 @@ from converter.reading.resync import resync_candidates
 if TYPE_CHECKING:
     from converter.reading.blocks import Block
 
-__all__ = ["Damage", "RecordReader", "masked_crc32c", "open_event_file", "read_first_record"]
+__all__ = [
+    "Damage",
+    "RecordReader",
+    "head_digest",
+    "masked_crc32c",
+    "open_event_file",
+    "read_first_record",
+]
 
 HEADER_SIZE = 12
 FOOTER_SIZE = 4
@@ -363,6 +371,13 @@ def read_first_record(fileobj: BinaryIO) -> bytes | None:
         return RecordReader(fileobj, 0, block_size=64 << 10).record_at(0)
     finally:
         fileobj.seek(here)
+
+
+def head_digest(fileobj: BinaryIO) -> str | None:
+    """sha256 (hex) of the first record's payload, which identifies a file across renames
+    and tells a replaced file from a grown one; None when it has no valid first record."""
+    head = read_first_record(fileobj)
+    return hashlib.sha256(head).hexdigest() if head is not None else None
 
 
 def open_event_file(path: str) -> BinaryIO:
