@@ -49,6 +49,7 @@ lint: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/query.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info demo.db demo.db-wal demo.db-shm $(DEMO_LOGS) $(REPORT)

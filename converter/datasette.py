@@ -26,7 +26,14 @@ _OWNER = {
     "wall_time": "Seconds since 1970-01-01 UTC, as logged.",
 }
 # Views without the full (run, context, tag, step, wall_time) prefix.
-_OWNED = {"v_runs": ("run_id", "run_path"), "v_params": ("run_id", "run_path", "context")}
+_OWNED = {
+    "v_runs": ("run_id", "run_path"),
+    "v_params": ("run_id", "run_path", "context"),
+    "v_series": ("run_id", "run_path", "context", "tag"),
+}
+# Facets only where they are cheap: a facet is a GROUP BY over the whole view, and the point
+# views grow with every step logged (past datasette's 1 s limit at a few million points);
+# v_series has a row per series, and its plugin and context facets say the same.
 _VIEWS: dict[str, tuple[str, list[str], dict[str, str]]] = {
     "v_runs": (
         "One row per run: where it came from and when it was written.",
@@ -48,6 +55,23 @@ _VIEWS: dict[str, tuple[str, list[str], dict[str, str]]] = {
         ["tag", "context"],
         {"value": "float64; NULL exactly when a NaN was logged."},
     ),
+    "v_series": (
+        "One row per series of every plugin: how many points, their step and time range, "
+        "and for scalars the last value, min and max. Kept up to date as points are written: "
+        "reading it never counts points.",
+        ["plugin", "context"],
+        {
+            "plugin": "The TensorBoard plugin that wrote the tag (scalars, images, ...).",
+            "points": "Number of points (rows of the plugin's view).",
+            "first_step": "Lowest step.",
+            "last_step": "Highest step.",
+            "first_wall_time": "Earliest wall time of a point.",
+            "last_wall_time": "Latest wall time of a point.",
+            "last_value": "Scalars: the value v_last_scalars shows (NULL for NaN).",
+            "min_value": "Scalars: the smallest value, NaN left out.",
+            "max_value": "Scalars: the largest value, NaN left out.",
+        },
+    ),
     "v_params": (
         "Hyper-parameters (hparams session_start_info), typed.",
         ["key", "value_type"],
@@ -62,27 +86,27 @@ _VIEWS: dict[str, tuple[str, list[str], dict[str, str]]] = {
     ),
     "v_images": (
         "Images, bytes exactly as logged (PNG, GIF, JPEG).",
-        ["tag", "format"],
+        [],
         {"idx": "Index of the image within its record.", "data": "The encoded image."},
     ),
     "v_texts": (
         "Text summaries, one row per string element.",
-        ["tag"],
+        [],
         {"idx": "Element index (row-major).", "value": "UTF-8 text."},
     ),
     "v_histograms": (
         "Histograms as TensorBoard shows them.",
-        ["tag"],
+        [],
         {
             "buckets": "JSON [[left, right, count], ...]: empty end buckets dropped, "
             "min and max as the outer edges (the HistogramProto's own "
             "buckets: histograms.raw_buckets)."
         },
     ),
-    "v_audio": ("Audio clips (WAV bytes).", ["tag"], {"sample_rate": "Samples per second."}),
+    "v_audio": ("Audio clips (WAV bytes).", [], {"sample_rate": "Samples per second."}),
     "v_tensors": (
         "Everything else, kept raw: pr_curves, custom_scalars, mesh, graphs, unknown plugins.",
-        ["plugin", "dtype"],
+        [],
         {"shape": "JSON list of dimensions.", "data": "The tensor's raw bytes."},
     ),
 }
@@ -105,6 +129,14 @@ QUERIES: dict[str, dict[str, Any]] = {
         "WHERE run_path = :run_path AND context = :context AND tag = :tag\n"
         "ORDER BY step, wall_time",
         "params": ["run_path", "context", "tag"],
+    },
+    "series_overview": {
+        "title": "Every series at a glance",
+        "description": "Points, step range and, for scalars, last value, min and max: one "
+        "row per series, read from summaries (no point is counted).",
+        "sql": "SELECT run_path, context, tag, plugin, points, first_step, last_step,\n"
+        "       last_value, min_value, max_value\n"
+        "FROM v_series ORDER BY run_path, context, tag, plugin",
     },
     "last_values": {
         "title": "Last value of every series",

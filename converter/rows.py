@@ -110,6 +110,23 @@ def pack_rows(
     return table.tobytes()
 
 
+def packed_columns(packed: bytes) -> tuple[np.ndarray, ...]:
+    """Packed rows as NumPy columns in key order: series, step, record offset, value index
+    (always 0), wall time, value."""
+    import numpy as np
+
+    table = np.frombuffer(packed, dtype=_packed_dtype())
+    zeros = np.zeros(len(table), dtype=np.int64)
+    return (
+        table["series"],
+        table["step"],
+        table["offset"],
+        zeros,
+        table["wall_time"],
+        table["value"],
+    )
+
+
 class PackedRows:
     """A chunk's scalar rows in record order, those of the block path still packed.
 
@@ -169,6 +186,10 @@ class PackedRows:
         return chain.from_iterable(
             part if isinstance(part, list) else self._whole_rows(part) for part in self._parts
         )
+
+    def parts(self) -> list[list[Row] | bytes]:
+        """Row tuples and packed runs (see :func:`packed_columns`), in record order."""
+        return self._parts
 
     def general_rows(self) -> list[Row]:
         """The rows the general path made (whole rows), in record order."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ VIEWS = (
     "v_params",
     "v_audio",
     "v_tensors",
+    "v_series",
 )
 POINT_TABLES = ("scalars", "images", "histograms", "texts", "params", "audio", "tensors")
 
@@ -101,7 +104,9 @@ def rows(connection: Any, sql: str, parameters: Any = None) -> list[tuple[Any, .
 
 
 def view_rows(store: str | os.PathLike[str]) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of every view, as a sorted multiset (repr order copes with NULLs)."""
+    """Every row of every view, as a sorted multiset (repr order copes with NULLs), after
+    checking that the store's series summaries equal a recount of its points."""
+    assert_summaries_exact(store)
     connection = connect(store)
     try:
         return {
@@ -160,18 +165,11 @@ def views_without_gone(store: str | os.PathLike[str]) -> dict[str, list[tuple[ob
     §7: the only history a store keeps on purpose): their points and rows, then series and
     runs left with nothing.  The store itself is not changed (a rolled-back transaction on a
     server, a copy in memory for SQLite)."""
-    if is_server(store):
-        connection = connect(store, read_only=False)
-        connection.execute("BEGIN")
-    else:
-        source = sqlite3.connect(os.fspath(store))
-        connection = sqlite3.connect(":memory:")
-        source.backup(connection)
-        source.close()
-    try:
+    with scratch_copy(store) as connection:
         gone = "SELECT id FROM event_files WHERE status = 'gone'"
         for table in POINT_TABLES:
             connection.execute(f"DELETE FROM {table} WHERE file_id IN ({gone})")
+        _recount(connection, store)  # the summaries without the deleted points
         connection.execute("DELETE FROM event_files WHERE status = 'gone'")
         unused = " AND ".join(
             f"NOT EXISTS (SELECT 1 FROM {table} AS p WHERE p.series_id = series.id)"
@@ -190,6 +188,48 @@ def views_without_gone(store: str | os.PathLike[str]) -> dict[str, list[tuple[ob
             )
             for view in VIEWS
         }
+
+
+def _recount(connection: Any, store: str | os.PathLike[str]) -> None:
+    from converter.store.summaries import recount_sql
+
+    dialect = "postgresql" if is_server(store) else "sqlite"
+    for statement in recount_sql(dialect, POINT_TABLES):
+        connection.execute(statement)
+
+
+def summaries(connection: Any) -> list[tuple[object, ...]]:
+    """Every ``series_summaries`` row, sorted."""
+    return sorted(
+        (tuple(row) for row in connection.execute("SELECT * FROM series_summaries").fetchall()),
+        key=repr,
+    )
+
+
+def assert_summaries_exact(store: str | os.PathLike[str]) -> None:
+    """The summaries the writer kept equal those counted again from the points (on a copy of
+    a SQLite store, in a rolled-back transaction on a server)."""
+    with scratch_copy(store) as connection:
+        kept = summaries(connection)
+        _recount(connection, store)
+        recounted = summaries(connection)
+    assert kept == recounted, f"series summaries differ from a recount: {kept} != {recounted}"
+
+
+@contextlib.contextmanager
+def scratch_copy(store: str | os.PathLike[str]) -> Iterator[Any]:
+    """A writable connection whose changes never reach the store: a copy in memory of a
+    SQLite store, a transaction rolled back at the end on a server."""
+    if is_server(store):
+        connection = connect(store, read_only=False)
+        connection.execute("BEGIN")
+    else:
+        source = sqlite3.connect(os.fspath(store))
+        connection = sqlite3.connect(":memory:")
+        source.backup(connection)
+        source.close()
+    try:
+        yield connection
     finally:
         if is_server(store):
             connection.execute("ROLLBACK")

@@ -90,6 +90,36 @@ def check_last_values(rows: Rows, store: str) -> None:
     assert last[("group_1/run_2", "", "learning_rate")]["step"] == 2380
 
 
+def check_series_overview(rows: Rows, store: str) -> None:
+    # One row per series that has points, each equal to what the point views hold.
+    (series,) = run_sql(store, "SELECT count(*) AS n FROM series")
+    assert len(rows) == series["n"]
+    got = {(r["run_path"], r["context"], r["tag"], r["plugin"]): r for r in rows}
+    loss = got[("run_1", "", "loss", "scalars")]
+    assert (loss["points"], loss["first_step"], loss["last_step"]) == (350, 0, 299)
+    assert got[("sweep/lr_1.0", "", "loss", "scalars")]["last_value"] is None  # went NaN
+    for view in ("v_scalars", "v_images", "v_texts"):
+        counted = run_sql(
+            store,
+            f"SELECT run_path, context, tag, count(*) AS n, min(step) AS first, "
+            f"max(step) AS last FROM {view} GROUP BY run_path, context, tag",
+        )
+        for row in counted:
+            (match,) = [
+                r
+                for key, r in got.items()
+                if key[:3] == (row["run_path"], row["context"], row["tag"])
+            ]
+            assert (match["points"], match["first_step"], match["last_step"]) == (
+                row["n"],
+                row["first"],
+                row["last"],
+            )
+    for last in run_sql(store, "SELECT run_path, context, tag, value FROM v_last_scalars"):
+        key = (last["run_path"], last["context"], last["tag"], "scalars")
+        assert got[key]["last_value"] == last["value"]
+
+
 def check_params_pivot(rows: Rows, store: str) -> None:
     assert [row["run_path"] for row in rows] == ["sweep/lr_0.1", "sweep/lr_0.01", "sweep/lr_1.0"]
     for row in rows:
@@ -127,6 +157,7 @@ def check_search(rows: Rows, store: str) -> None:
 CHECKS: dict[str, Callable[[Rows, str], None]] = {
     "Learning curve of a tag": check_curve,
     "Last value of every series": check_last_values,
+    "Every series at a glance": check_series_overview,
     "Final metric of every run next to its hyper-parameters": check_params_pivot,
     "Runs whose loss went NaN": check_nan,
     "Images of a tag at a step": check_images,
@@ -277,6 +308,7 @@ def check_canned_images(rows: Rows, store: str) -> None:
 CANNED: dict[str, tuple[str, Callable[[Rows, str], None]]] = {
     "learning_curve": ("run_path=run_1&context=&tag=loss", check_curve),
     "last_values": ("", check_last_values),
+    "series_overview": ("", check_series_overview),
     "final_metric_with_params": ("tag=accuracy", check_final_with_params),
     "nan_series": ("", check_nan),
     "images_at_step": ("tag=samples&step=2", check_canned_images),

@@ -43,12 +43,12 @@ def failing(monkeypatch: pytest.MonkeyPatch, sqlstates: dict[int, str]) -> list[
     calls: list[int] = []
     real = _INSERT_POINTS
 
-    def insert_points(self: PostgresBulk, dbapi: Any, table: str, rows: Any) -> None:
+    def insert_points(self: PostgresBulk, dbapi: Any, table: str, rows: Any) -> int:
         calls.append(len(calls) + 1)
         state = sqlstates.get(len(calls))
         if state is not None:
             raise errors[state](f"injected {state}")
-        real(self, dbapi, table, rows)
+        return real(self, dbapi, table, rows)
 
     monkeypatch.setattr(PostgresBulk, "insert_points", insert_points)
     return calls

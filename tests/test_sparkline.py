@@ -1,4 +1,4 @@
-"""``tbconvert show``: a sparkline per scalar series, from the mean of equal step ranges."""
+"""``tbconvert show``: a sparkline per scalar series, from the start of equal step ranges."""
 
 from __future__ import annotations
 

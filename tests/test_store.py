@@ -313,7 +313,7 @@ def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_as
     else:
         change = migrate.ensure_schema(engine)
         assert change is not None and change.backup is not None
-    assert change is not None and (change.from_revision, change.to_revision) == ("0002", "0005")
+    assert change is not None and (change.from_revision, change.to_revision) == ("0002", "0006")
     with engine.connect() as conn:
         runs = conn.execute(
             text("SELECT run_id, logdir, source, host FROM v_runs ORDER BY run_id")
@@ -490,7 +490,8 @@ def test_only_the_writer_skips_foreign_key_checks(
     writer.close()
     # The suite's check at writer close saw the dangling row (and is reset for this test).
     dangling, dangling_foreign_keys[:] = list(dangling_foreign_keys), []
-    assert sorted(row[1][2] for row in dangling) == ["event_files", "series"]
+    # The point's keys, and those of the summary of its series.
+    assert sorted(row[1][2] for row in dangling) == ["event_files"] * 2 + ["series"] * 2
     # The writer's connection was not pooled: every other connection enforces the keys.
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1

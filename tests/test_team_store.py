@@ -172,7 +172,7 @@ def test_cli_on_a_server(pg_server, tmp_path: Path) -> None:
     store = pg_server.new_database("cli").replace("postgresql+psycopg://", "postgresql://")
     runner = CliRunner()
     created = runner.invoke(cli, ["db", "upgrade", "--store", store])
-    assert created.exit_code == 0 and "empty -> 0005" in created.output
+    assert created.exit_code == 0 and "empty -> 0006" in created.output
     converted = runner.invoke(
         cli, ["tf", "--logdir", str(logdir), "--store", store, "--source", "team", "--json"]
     )
@@ -183,7 +183,7 @@ def test_cli_on_a_server(pg_server, tmp_path: Path) -> None:
     for command in (["db", "current"], ["db", "check"]):
         result = runner.invoke(cli, [*command, "--store", store])
         assert result.exit_code == 0, result.output
-    assert "store: 0005" in runner.invoke(cli, ["db", "current", "--store", store]).output
+    assert "store: 0006" in runner.invoke(cli, ["db", "current", "--store", store]).output
 
 
 def test_missing_database_and_unreachable_server_are_one_line_errors(

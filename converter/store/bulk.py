@@ -77,13 +77,15 @@ class SqliteBulk:
         finally:
             probe.close()
 
-    def insert_points(self, dbapi: Any, table: str, rows: TableRows) -> None:
-        """Insert point rows, ignoring rows already stored from the same bytes."""
+    def insert_points(self, dbapi: Any, table: str, rows: TableRows) -> int:
+        """Insert point rows, ignoring rows already stored from the same bytes; returns how
+        many were new."""
         columns = POINT_COLUMNS[table]
+        inserted = 0
         if isinstance(rows, PackedRows):
             # Rows of (series_id, step, record_offset, wall_time, value): the chunk's file id
             # and value index 0 are literals of the statement, two parameters fewer a row.
-            _executemany(
+            inserted = _executemany(
                 dbapi,
                 f"INSERT INTO scalars ({', '.join(columns)}) "
                 f"VALUES (?, ?, {int(rows.file_id)}, ?, 0, ?, ?) "
@@ -92,9 +94,9 @@ class SqliteBulk:
             )
             rows = rows.general_rows()
             if not rows:
-                return
+                return inserted
         marks = ", ".join(["?"] * len(columns))
-        _executemany(
+        return inserted + _executemany(
             dbapi,
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) ON CONFLICT DO NOTHING",
             rows,
@@ -139,10 +141,11 @@ class PostgresBulk:
         """Never: converters on a server wait on row and advisory locks, not the store."""
         return False
 
-    def insert_points(self, dbapi: Any, table: str, rows: TableRows) -> None:
-        """Insert point rows through COPY and a staging table, skipping stored ones."""
+    def insert_points(self, dbapi: Any, table: str, rows: TableRows) -> int:
+        """Insert point rows through COPY and a staging table, skipping stored ones; returns
+        how many were new."""
         if not rows:
-            return
+            return 0
         columns = POINT_COLUMNS[table]
         types = _copy_types(table, columns)
         stage = f"tbconvert_stage_{table}"
@@ -170,6 +173,7 @@ class PostgresBulk:
             cursor.execute(
                 f"INSERT INTO {table} ({names}) SELECT {moved} FROM {stage} ON CONFLICT DO NOTHING"
             )
+            return int(cursor.rowcount)
 
     def insert_blobs(self, dbapi: Any, blobs: Sequence[tuple[str, int, bytes]]) -> None:
         """Insert (sha256, size, data) rows, ignoring stored ones."""
@@ -202,10 +206,12 @@ def server_text(value: str | None) -> str | None:
     return value.replace("\x00", "\\x00")
 
 
-def _executemany(dbapi: Any, sql: str, rows: Iterable[Row]) -> None:
+def _executemany(dbapi: Any, sql: str, rows: Iterable[Row]) -> int:
+    """Run ``sql`` for every row; returns the rows it changed."""
     cursor = dbapi.cursor()
     try:
         cursor.executemany(sql, rows)
+        return int(cursor.rowcount)
     finally:
         cursor.close()
 

@@ -1,8 +1,9 @@
 """What a store holds, run by run: the listing behind ``tbconvert runs`` and ``show``.
 
 ``Store.runs`` and ``Store.describe`` are the API; the counting and the per-run summaries
-live here, apart from ``reader``, which reads the points themselves.  Counts are one
-``GROUP BY`` per point table over its series index.
+live here, apart from ``reader``, which reads the points themselves.  Counts, step ranges
+and last points come from ``series_summaries`` (one row per series and point table), never
+from a count over the point tables.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 # Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
 RUNS_SQL = "SELECT * FROM v_runs"
 TREND_BUCKETS = 24
+TREND_SAMPLE = 32
 _FILES_SQL = (
     "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
     "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
@@ -75,8 +77,9 @@ def describe_run(store: Store, run: str | int) -> dict[str, Any]:
         ``{"run": {...}, "series": [...], "params": {context: {key: value}},
         "files": [...]}``.  Each series has its plugin, the table holding its points,
         the number of points, first and last step, and for scalars and texts the last
-        value (highest step, then last written); a scalar series also its ``trend``, the mean
-        of each of up to 24 equal step ranges (None where none is finite), for sparklines;
+        value (highest step, then last written); a scalar series also its ``trend``: for each of
+        up to 24 equal step ranges, the mean of its first 32 points (None where there is no
+        value), for sparklines;
         each file its read state.
 
     Raises:
@@ -85,7 +88,7 @@ def describe_run(store: Store, run: str | int) -> dict[str, Any]:
     with store.connect() as conn:
         row = store.resolve_run(conn, run)
         run_id = row["run_id"]
-        counts = _counts(conn, "p.series_id", run_id)
+        counts = _counts(conn, "m.series_id", run_id)
         series = [_series_entry(conn, s, counts) for s in store.series(run=run_id)]
         files = sorted(
             (dict(file._mapping) for file in conn.execute(text(_FILES_SQL), {"run": run_id})),
@@ -97,23 +100,25 @@ def describe_run(store: Store, run: str | int) -> dict[str, Any]:
 
 def _counts(
     conn: Connection, key: str, run_id: int | None = None
-) -> dict[str, dict[int, tuple[int, int, int]]]:
-    # table -> run or series id -> (points, first step, last step); index scans only.
+) -> dict[str, dict[int, tuple[Any, ...]]]:
+    # table -> run or series id -> (points, first step, last step, last point's key).
     where = "" if run_id is None else " WHERE s.run_id = :run"
-    result = {}
-    for table in POINT_TABLES:
-        sql = (
-            f"SELECT {key}, count(*), min(p.step), max(p.step) FROM {table} AS p "
-            f"JOIN series AS s ON s.id = p.series_id{where} GROUP BY {key}"
-        )
-        result[table] = {row[0]: tuple(row[1:]) for row in conn.execute(text(sql), {"run": run_id})}
+    sql = (
+        f"SELECT m.point_table, {key}, sum(m.points), min(m.first_step), max(m.last_step), "
+        "min(m.last_file_id), min(m.last_record_offset), min(m.last_value_index) "
+        f"FROM series_summaries AS m JOIN series AS s ON s.id = m.series_id{where} "
+        f"GROUP BY m.point_table, {key}"
+    )
+    result: dict[str, dict[int, tuple[Any, ...]]] = {table: {} for table in POINT_TABLES}
+    for table, owner, *numbers in conn.execute(text(sql), {"run": run_id}):
+        result[table][owner] = (int(numbers[0]), *numbers[1:])
     return result
 
 
 def _series_entry(
     conn: Connection,
     series: SeriesRef,
-    counts: dict[str, dict[int, tuple[int, int, int]]],
+    counts: dict[str, dict[int, tuple[Any, ...]]],
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "context": series.context,
@@ -124,55 +129,54 @@ def _series_entry(
         "first_step": None,
         "last_step": None,
     }
+    last_point = None
     for table, by_series in counts.items():
         # Values a decoder could not read are kept raw, so a series may span two tables.
         if series.id in by_series:
-            points, first, last = by_series[series.id]
+            points, first, last, *key = by_series[series.id]
             if entry["table"] is None:
                 entry.update(table=table, first_step=first, last_step=last)
+                last_point = (last, *key)
             entry["points"] += points
             entry["first_step"] = min(entry["first_step"], first)
             entry["last_step"] = max(entry["last_step"], last)
-    if entry["table"] in ("scalars", "texts"):
-        entry["last_value"] = _last_value(conn, entry["table"], series.id)
+    if entry["table"] in ("scalars", "texts") and last_point is not None:
+        entry["last_value"] = _last_value(conn, entry["table"], series.id, last_point)
     if entry["table"] == "scalars":
         entry["trend"] = _trend(conn, series.id, entry["first_step"], entry["last_step"])
     return entry
 
 
 def _trend(conn: Connection, series_id: int, first: int, last: int) -> list[float | None]:
-    """The mean of each of ``TREND_BUCKETS`` equal step ranges (None: no finite point in it).
+    """For each of ``TREND_BUCKETS`` equal step ranges, the mean of its first (up to)
+    ``TREND_SAMPLE`` points (None: no value in it, or only NaN).
 
-    Computed by the database over the series' index, so a long series costs one scan and
-    returns a few numbers: what a sparkline needs.
+    One index seek and a few rows per range, so a sparkline costs the same for a series of
+    ten points or ten million (a mean over every point cost a scan of the series: most of
+    ``tbconvert show``'s time on a big store).
     """
     width = -(-(last - first + 1) // TREND_BUCKETS)  # ceiling division, >= 1
-    means: dict[int, Any] = dict(
-        conn.execute(
-            text(
-                "SELECT (step - :first) / :width AS bucket, avg(value) FROM scalars "
-                "WHERE series_id = :id GROUP BY 1"
-            ),
-            {"id": series_id, "first": first, "width": width},
-        ).all()
-    )
     buckets = (last - first) // width + 1
+    ranges = " UNION ALL ".join(
+        f"SELECT {b} AS bucket, (SELECT avg(q.value) FROM (SELECT value FROM scalars "
+        f"WHERE series_id = :id AND step >= {first + b * width} "
+        f"AND step < {first + (b + 1) * width} ORDER BY step LIMIT {TREND_SAMPLE}) AS q) AS mean"
+        for b in range(buckets)
+    )
+    means: dict[int, Any] = dict(conn.execute(text(ranges), {"id": series_id}).all())
     return [None if means.get(b) is None else float(means[b]) for b in range(buckets)]
 
 
-def _last_value(conn: Connection, table: str, series_id: int) -> Any:
-    """The value of the last point, as ``v_last_scalars`` picks it: the highest step, then
-    the last written, files taken in the byte order of their paths (not by file id, which
-    depends on the order the store first met the files)."""
-    idx = ", p.idx" if table == "texts" else ", 0"
-    rows = conn.execute(
+def _last_value(conn: Connection, table: str, series_id: int, key: tuple[Any, ...]) -> Any:
+    """The value of the series' last point, whose key its summary holds (the point
+    ``v_last_scalars`` picks); of a text, its last element."""
+    step, file_id, offset, index = key
+    return conn.execute(
         text(
-            f"SELECT p.value, f.path, p.record_offset, p.value_index{idx} FROM {table} AS p "
-            "JOIN event_files AS f ON f.id = p.file_id WHERE p.series_id = :id AND p.step = "
-            f"(SELECT max(m.step) FROM {table} AS m WHERE m.series_id = :id)"
+            f"SELECT value FROM {table} WHERE series_id = :id AND step = :step "
+            "AND file_id = :file AND record_offset = :offset AND value_index = :index"
+            + (" ORDER BY idx DESC" if table == "texts" else "")
+            + " LIMIT 1"
         ),
-        {"id": series_id},
-    ).all()
-    if not rows:
-        return None
-    return max(rows, key=lambda row: (row[1].encode(), *row[2:]))[0]
+        {"id": series_id, "step": step, "file": file_id, "offset": offset, "index": index},
+    ).scalar_one_or_none()

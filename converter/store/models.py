@@ -92,6 +92,30 @@ class Series(Base):
     plugin_content: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 
+class SeriesSummary(Base):
+    """What a series holds in one point table, kept exact by the writer in the transaction
+    of the points (``store.summaries``): counts, step and wall-time ranges, the key of the
+    last point, and for scalars the value range.  ``v_series`` and ``v_last_scalars`` read
+    it, so neither scans a point table."""
+
+    __tablename__ = "series_summaries"
+    __table_args__ = (PrimaryKeyConstraint("series_id", "point_table"),)
+
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id"))
+    point_table: Mapped[str] = mapped_column(Text)
+    points: Mapped[int] = mapped_column(BigInteger)
+    first_step: Mapped[int] = mapped_column(BigInteger)
+    last_step: Mapped[int] = mapped_column(BigInteger)
+    first_wall_time: Mapped[float | None] = mapped_column(Double)
+    last_wall_time: Mapped[float | None] = mapped_column(Double)
+    # The last point (highest step, then the file later in path byte order, then offset).
+    last_file_id: Mapped[int] = mapped_column(ForeignKey("event_files.id"))
+    last_record_offset: Mapped[int] = mapped_column(BigInteger)
+    last_value_index: Mapped[int] = mapped_column(Integer)
+    min_value: Mapped[float | None] = mapped_column(Double)  # scalars only; NaN skipped
+    max_value: Mapped[float | None] = mapped_column(Double)
+
+
 class EventFile(Base):
     """Incremental state of one event file, committed together with the points read from it."""
 

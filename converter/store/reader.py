@@ -91,9 +91,9 @@ class Store:
             ``{"run": {...}, "series": [...], "params": {context: {key: value}},
             "files": [...]}``.  Each series has its plugin, the table holding its points,
             the number of points, first and last step, and for scalars and texts the last
-            value (highest step, then last written); a scalar series also its ``trend`` (the
-            mean of each of up to 24 equal step ranges, for sparklines); each file its read
-            state.
+            value (highest step, then last written); a scalar series also its ``trend`` (for
+            each of up to 24 equal step ranges, the mean of its first 32 points, for
+            sparklines); each file its read state.
 
         Raises:
             UsageError: no run (or several runs in different logdirs) has that path.

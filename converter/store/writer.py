@@ -19,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from converter.rows import POINT_COLUMNS, POINT_TABLES, SeriesDefinition, TableRows, TagMetadata
+from converter.store import summaries
 from converter.store.bulk import bulk_for
 from converter.store.files import FILE_COLUMNS, FileState, KnownFile, select_file_states
 
@@ -242,6 +243,7 @@ class StoreWriter:
             {"run_id": run_id, "context_id": context_id},
         ).all()
         gone = {int(row[0]) for row in series}
+        summaries.forget(self.conn, gone)
         for series_id in sorted(gone):
             self.conn.execute(text("DELETE FROM series WHERE id = :id"), {"id": series_id})
         deleted = self.conn.execute(
@@ -305,10 +307,15 @@ class StoreWriter:
             )
 
     def insert_points(self, table: str, rows: TableRows) -> None:
-        """Insert point rows, ignoring rows already stored from the same bytes."""
+        """Insert point rows of one file, ignoring rows already stored from the same bytes,
+        and keep their series' summaries exact."""
         if "blob_id" in POINT_COLUMNS.get(table, ()):
             rows = self._with_blob_ids(table, rows)
-        self.bulk.insert_points(self._dbapi(), table, rows)
+        inserted = self.bulk.insert_points(self._dbapi(), table, rows)
+        if inserted == len(rows):
+            summaries.add_rows(self.conn, table, rows)
+        elif inserted:
+            summaries.recount(self.conn, summaries.series_of(table, rows), [table])
 
     def insert_blobs(self, blobs: dict[str, bytes]) -> None:
         """Store content-addressed bytes once each; remembers sha256 -> id for the rows."""
@@ -336,7 +343,15 @@ class StoreWriter:
         return self.conn.connection.dbapi_connection
 
     def delete_file_points(self, file_id: int) -> None:
-        """Remove every point read from one file (it was replaced or is read again in full)."""
+        """Remove every point read from one file (it was replaced or is read again in full),
+        and summarise the series of its (run, context) again."""
+        series = self.conn.execute(
+            text(
+                "SELECT s.id FROM series AS s JOIN event_files AS f ON f.run_id = s.run_id "
+                "AND f.context_id = s.context_id WHERE f.id = :file_id"
+            ),
+            {"file_id": file_id},
+        ).all()
         for table in POINT_TABLES:
             # Through series first: the point tables are clustered by series, not by file.
             self.conn.execute(
@@ -348,6 +363,7 @@ class StoreWriter:
                 ),
                 {"file_id": file_id},
             )
+        summaries.recount(self.conn, [int(row[0]) for row in series])
 
     def _get_or_create(
         self,

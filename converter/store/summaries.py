@@ -1,0 +1,293 @@
+"""Per-series summaries (``series_summaries``), kept exact in the transaction of the points.
+
+One row per (series, point table): how many points, first and last step and wall time, the
+key of the last point (highest step, then the file later in path byte order, then the
+record offset and value index: what ``v_last_scalars`` has always meant), and for scalars
+the smallest and largest value.  ``v_series`` and ``v_last_scalars`` read them, so listing a
+store's series or their last values costs one row per series, never a scan of the points.
+
+Two ways keep them exact, both inside the writer's transaction:
+
+* **Added rows.**  When every row of an insert was new (the driver's row count says so), the
+  chunk's own aggregates fold into the stored row: NumPy over the chunk, then one select and
+  one upsert per table.  An insert that stored nothing (the same bytes read again) changes
+  nothing.
+* **Anything else** (an insert that stored only part of its rows, points deleted with a
+  replaced or moved file) recounts the series concerned from the point table, by SQL.
+
+NaN is NULL in the point tables (``v_scalars``), so the aggregates here skip it, as SQL's
+``min``/``max`` skip NULL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from converter.rows import POINT_TABLES, PackedRows, Row, TableRows, packed_columns
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SUMMARY_COLUMNS = (
+    "series_id",
+    "point_table",
+    "points",
+    "first_step",
+    "last_step",
+    "first_wall_time",
+    "last_wall_time",
+    "last_file_id",
+    "last_record_offset",
+    "last_value_index",
+    "min_value",
+    "max_value",
+)
+
+
+class Summary(NamedTuple):
+    """One ``series_summaries`` row."""
+
+    series_id: int
+    point_table: str
+    points: int
+    first_step: int
+    last_step: int
+    first_wall_time: float | None
+    last_wall_time: float | None
+    last_file_id: int
+    last_record_offset: int
+    last_value_index: int
+    min_value: float | None
+    max_value: float | None
+
+
+# A typed NULL: PostgreSQL takes an untyped one in a subquery for text.
+_NO_VALUE = "CAST(NULL AS DOUBLE PRECISION)"
+_UPSERT = text(
+    f"INSERT INTO series_summaries ({', '.join(SUMMARY_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + column for column in SUMMARY_COLUMNS)}) "
+    "ON CONFLICT (series_id, point_table) DO UPDATE SET "
+    + ", ".join(f"{column} = excluded.{column}" for column in SUMMARY_COLUMNS[2:])
+)
+_FILE_PATH = text("SELECT path FROM event_files WHERE id = :id")
+
+
+def add_rows(conn: Connection, table: str, rows: TableRows) -> None:
+    """Fold rows just inserted, all of them new and read from one file, into the stored
+    summaries of their series."""
+    if not len(rows):
+        return
+    file_id = int(rows.file_id if isinstance(rows, PackedRows) else rows[0][2])
+    chunk = {summary.series_id: summary for summary in _aggregate(table, rows, file_id)}
+    stored = _stored(conn, table, chunk)
+    path: list[str] = []  # the chunk's file path, looked up once if a tie needs it
+
+    def chunk_path() -> str:
+        if not path:
+            path.append(conn.execute(_FILE_PATH, {"id": file_id}).scalar_one())
+        return path[0]
+
+    merged = [
+        _merge(stored[series_id], summary, chunk_path) if series_id in stored else summary
+        for series_id, summary in chunk.items()
+    ]
+    conn.execute(_UPSERT, [summary._asdict() for summary in merged])
+
+
+def recount(
+    conn: Connection, series_ids: Collection[int], tables: Iterable[str] = POINT_TABLES
+) -> None:
+    """Summarise the given series again from their points (after a delete, or an insert
+    that stored only some of its rows); a series left without points in a table loses
+    its row there."""
+    if not series_ids:
+        return
+    for statement in recount_sql(conn.dialect.name, tables, series_ids):
+        conn.execute(text(statement))
+
+
+def recount_sql(
+    dialect: str, tables: Iterable[str], series_ids: Collection[int] | None = None
+) -> list[str]:
+    """The statements that summarise series from their points: the given ones, or every
+    series when ``series_ids`` is None.  Plain SQL, so that a test can run them on a copy of
+    a store to check what the writer kept."""
+    collate = ' COLLATE "C"' if dialect == "postgresql" else ""
+    only = ""
+    if series_ids is not None:
+        only = f" AND series_id IN ({', '.join(str(int(i)) for i in sorted(series_ids))})"
+    statements = []
+    for table in tables:
+        low, high = ("min(value)", "max(value)") if table == "scalars" else (_NO_VALUE, _NO_VALUE)
+        # The highest step is one probe of the clustered key; only the points at that step
+        # are sorted by file path (byte order on both backends), offset and value index.
+        last = (
+            "(SELECT q.{} FROM " + table + " AS q JOIN event_files AS f ON f.id = q.file_id "
+            "WHERE q.series_id = a.series_id AND q.step = a.last_step "
+            f"ORDER BY f.path{collate} DESC, q.record_offset DESC, q.value_index DESC LIMIT 1)"
+        )
+        statements += [
+            f"DELETE FROM series_summaries WHERE point_table = '{table}'{only}",
+            f"INSERT INTO series_summaries ({', '.join(SUMMARY_COLUMNS)}) "
+            f"SELECT a.series_id, '{table}', a.points, a.first_step, a.last_step, a.first_wall, "
+            f"a.last_wall, {last.format('file_id')}, {last.format('record_offset')}, "
+            f"{last.format('value_index')}, a.low, a.high FROM (SELECT series_id, "
+            "count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
+            f"min(wall_time) AS first_wall, max(wall_time) AS last_wall, {low} AS low, "
+            f"{high} AS high "
+            f"FROM {table} WHERE 1 = 1{only} GROUP BY series_id) AS a",
+        ]
+    return statements
+
+
+def series_of(table: str, rows: TableRows) -> set[int]:
+    """The series ids of some rows."""
+    return {int(series_id) for series_id in set(_columns(table, rows)[0].tolist())}
+
+
+def forget(conn: Connection, series_ids: Collection[int]) -> None:
+    """Delete the summaries of series about to be deleted."""
+    if series_ids:
+        marks = ", ".join(str(int(i)) for i in sorted(series_ids))
+        conn.execute(text(f"DELETE FROM series_summaries WHERE series_id IN ({marks})"))
+
+
+def _stored(
+    conn: Connection, table: str, chunk: dict[int, Summary]
+) -> dict[int, tuple[Summary, str]]:
+    marks = ", ".join(str(int(i)) for i in chunk)
+    found = conn.execute(
+        text(
+            f"SELECT {', '.join('m.' + column for column in SUMMARY_COLUMNS)}, f.path "
+            "FROM series_summaries AS m JOIN event_files AS f ON f.id = m.last_file_id "
+            f"WHERE m.point_table = :table AND m.series_id IN ({marks})"
+        ),
+        {"table": table},
+    ).all()
+    return {row[0]: (Summary(*row[:-1]), row[-1]) for row in found}
+
+
+def _merge(stored: tuple[Summary, str], new: Summary, new_path: Any) -> Summary:
+    old, old_path = stored
+    if new.last_step != old.last_step:
+        newer = new.last_step > old.last_step
+    elif new.last_file_id == old.last_file_id:
+        newer = (new.last_record_offset, new.last_value_index) > (
+            old.last_record_offset,
+            old.last_value_index,
+        )
+    else:
+        newer = new_path().encode() > old_path.encode()
+    last = new if newer else old
+    return Summary(
+        old.series_id,
+        old.point_table,
+        old.points + new.points,
+        min(old.first_step, new.first_step),
+        max(old.last_step, new.last_step),
+        _pick(min, old.first_wall_time, new.first_wall_time),
+        _pick(max, old.last_wall_time, new.last_wall_time),
+        last.last_file_id,
+        last.last_record_offset,
+        last.last_value_index,
+        _pick(min, old.min_value, new.min_value),
+        _pick(max, old.max_value, new.max_value),
+    )
+
+
+def _pick(extreme: Any, old: float | None, new: float | None) -> float | None:
+    if old is None:
+        return new
+    return old if new is None else extreme(old, new)
+
+
+def _aggregate(table: str, rows: TableRows, file_id: int) -> list[Summary]:
+    """Per series of the rows: the summary of those rows alone."""
+    import numpy as np
+
+    series, step, offset, index, wall, value = _columns(table, rows)
+    order = np.argsort(series, kind="stable")
+    series, step, offset, index, wall = (
+        series[order],
+        step[order],
+        offset[order],
+        index[order],
+        wall[order],
+    )
+    starts = np.flatnonzero(np.concatenate(([True], series[1:] != series[:-1])))
+    counts = np.diff(np.append(starts, len(series)))
+    last_step = np.maximum.reduceat(step, starts)
+    segment = np.repeat(np.arange(len(starts)), counts)
+    # The last point: among the rows at the highest step, the highest (offset, index).
+    at_last = np.flatnonzero(step == last_step[segment])
+    ranked = at_last[np.lexsort((index[at_last], offset[at_last], segment[at_last]))]
+    ends = np.append(segment[ranked][1:] != segment[ranked][:-1], True)
+    last = ranked[ends]
+    columns: list[Any] = [
+        series[starts],
+        counts,
+        np.minimum.reduceat(step, starts),
+        last_step,
+        _finite(np.fmin.reduceat(wall, starts)),
+        _finite(np.fmax.reduceat(wall, starts)),
+        offset[last],
+        index[last],
+    ]
+    if value is None:
+        columns += [[None] * len(starts)] * 2
+    else:
+        value = value[order]
+        columns += [
+            _finite(np.fmin.reduceat(value, starts)),
+            _finite(np.fmax.reduceat(value, starts)),
+        ]
+    lists = [column.tolist() if hasattr(column, "tolist") else column for column in columns]
+    return [
+        Summary(s, table, n, first, final, w0, w1, file_id, off, idx, low, high)
+        for s, n, first, final, w0, w1, off, idx, low, high in zip(*lists, strict=True)
+    ]
+
+
+def _finite(values: np.ndarray) -> list[float | None]:
+    # NaN here means every value was NaN (fmin/fmax skip NaN): NULL, as SQL's min() gives.
+    return [None if v != v else v for v in values.tolist()]
+
+
+def _columns(
+    table: str, rows: TableRows
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(series, step, offset, value index, wall time, value or None) as NumPy columns."""
+    import numpy as np
+
+    parts: list[tuple[np.ndarray, ...]] = []
+    tuples: Iterable[list[Row] | bytes]
+    tuples = rows.parts() if isinstance(rows, PackedRows) else [rows]
+    for part in tuples:
+        if isinstance(part, bytes):
+            parts.append(packed_columns(part))
+        elif part:
+            parts.append(_tuple_columns(table, part))
+    merged = [np.concatenate(column) for column in zip(*parts, strict=True)]
+    value = merged[5] if table == "scalars" else None
+    return merged[0], merged[1], merged[2], merged[3], merged[4], value
+
+
+def _tuple_columns(table: str, rows: list[Row]) -> tuple[np.ndarray, ...]:
+    import numpy as np
+
+    columns = list(zip(*rows, strict=True))
+    as_float = np.float64
+    wall = np.array(columns[5], dtype=as_float)  # None (NaN's NULL) becomes NaN
+    value = np.array(columns[6], dtype=as_float) if table == "scalars" else wall
+    return (
+        np.array(columns[0], dtype=np.int64),
+        np.array(columns[1], dtype=np.int64),
+        np.array(columns[3], dtype=np.int64),
+        np.array(columns[4], dtype=np.int64),
+        wall,
+        value,
+    )
