@@ -94,9 +94,9 @@ class Series(Base):
 
 class SeriesSummary(Base):
     """What a series holds in one point table, kept exact by the writer in the transaction
-    of the points (``store.summaries``): counts, step and wall-time ranges, the key of the
-    last point, and for scalars the value range.  ``v_series`` and ``v_last_scalars`` read
-    it, so neither scans a point table."""
+    of the points (``store.summaries``): counts, step and wall-time ranges, the last point
+    (key, wall time, scalar value), and for scalars the value range.  ``v_series`` and
+    ``v_last_scalars`` read it, so neither scans a point table."""
 
     __tablename__ = "series_summaries"
     __table_args__ = (PrimaryKeyConstraint("series_id", "point_table"),)
@@ -112,6 +112,10 @@ class SeriesSummary(Base):
     last_file_id: Mapped[int] = mapped_column(ForeignKey("event_files.id"))
     last_record_offset: Mapped[int] = mapped_column(BigInteger)
     last_value_index: Mapped[int] = mapped_column(Integer)
+    # The last point's wall time and (scalars) value, so that listing last values joins no
+    # point table: a join on the five key columns misleads PostgreSQL's row estimates.
+    last_point_wall_time: Mapped[float | None] = mapped_column(Double)
+    last_value: Mapped[float | None] = mapped_column(Double)
     min_value: Mapped[float | None] = mapped_column(Double)  # scalars only; NaN skipped
     max_value: Mapped[float | None] = mapped_column(Double)
 

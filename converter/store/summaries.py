@@ -1,10 +1,11 @@
 """Per-series summaries (``series_summaries``), kept exact in the transaction of the points.
 
 One row per (series, point table): how many points, first and last step and wall time, the
-key of the last point (highest step, then the file later in path byte order, then the
-record offset and value index: what ``v_last_scalars`` has always meant), and for scalars
-the smallest and largest value.  ``v_series`` and ``v_last_scalars`` read them, so listing a
-store's series or their last values costs one row per series, never a scan of the points.
+key, wall time and (scalars) value of the last point (highest step, then the file later in
+path byte order, then the record offset and value index: what ``v_last_scalars`` has always
+meant), and for scalars the smallest and largest value.  ``v_series`` and ``v_last_scalars``
+read them, so listing a store's series or their last values costs one row per series, never
+a scan of the points.
 
 Two ways keep them exact, both inside the writer's transaction:
 
@@ -43,6 +44,8 @@ SUMMARY_COLUMNS = (
     "last_file_id",
     "last_record_offset",
     "last_value_index",
+    "last_point_wall_time",
+    "last_value",
     "min_value",
     "max_value",
 )
@@ -61,6 +64,8 @@ class Summary(NamedTuple):
     last_file_id: int
     last_record_offset: int
     last_value_index: int
+    last_point_wall_time: float | None
+    last_value: float | None
     min_value: float | None
     max_value: float | None
 
@@ -122,7 +127,8 @@ def recount_sql(
         only = f" AND series_id IN ({', '.join(str(int(i)) for i in sorted(series_ids))})"
     statements = []
     for table in tables:
-        low, high = ("min(value)", "max(value)") if table == "scalars" else (_NO_VALUE, _NO_VALUE)
+        scalars = table == "scalars"
+        low, high = ("min(value)", "max(value)") if scalars else (_NO_VALUE, _NO_VALUE)
         # The highest step is one probe of the clustered key; only the points at that step
         # are sorted by file path (byte order on both backends), offset and value index.
         last = (
@@ -135,7 +141,9 @@ def recount_sql(
             f"INSERT INTO series_summaries ({', '.join(SUMMARY_COLUMNS)}) "
             f"SELECT a.series_id, '{table}', a.points, a.first_step, a.last_step, a.first_wall, "
             f"a.last_wall, {last.format('file_id')}, {last.format('record_offset')}, "
-            f"{last.format('value_index')}, a.low, a.high FROM (SELECT series_id, "
+            f"{last.format('value_index')}, {last.format('wall_time')}, "
+            f"{last.format('value') if scalars else _NO_VALUE}, a.low, a.high "
+            "FROM (SELECT series_id, "
             "count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
             f"min(wall_time) AS first_wall, max(wall_time) AS last_wall, {low} AS low, "
             f"{high} AS high "
@@ -194,6 +202,8 @@ def _merge(stored: tuple[Summary, str], new: Summary, new_path: Any) -> Summary:
         last.last_file_id,
         last.last_record_offset,
         last.last_value_index,
+        last.last_point_wall_time,
+        last.last_value,
         _pick(min, old.min_value, new.min_value),
         _pick(max, old.max_value, new.max_value),
     )
@@ -236,24 +246,29 @@ def _aggregate(table: str, rows: TableRows, file_id: int) -> list[Summary]:
         _finite(np.fmax.reduceat(wall, starts)),
         offset[last],
         index[last],
+        _finite(wall[last]),
     ]
     if value is None:
-        columns += [[None] * len(starts)] * 2
+        columns += [[None] * len(starts)] * 3
     else:
         value = value[order]
         columns += [
+            _finite(value[last]),
             _finite(np.fmin.reduceat(value, starts)),
             _finite(np.fmax.reduceat(value, starts)),
         ]
     lists = [column.tolist() if hasattr(column, "tolist") else column for column in columns]
     return [
-        Summary(s, table, n, first, final, w0, w1, file_id, off, idx, low, high)
-        for s, n, first, final, w0, w1, off, idx, low, high in zip(*lists, strict=True)
+        Summary(s, table, n, first, final, w0, w1, file_id, off, idx, w_last, v_last, low, high)
+        for s, n, first, final, w0, w1, off, idx, w_last, v_last, low, high in zip(
+            *lists, strict=True
+        )
     ]
 
 
 def _finite(values: np.ndarray) -> list[float | None]:
-    # NaN here means every value was NaN (fmin/fmax skip NaN): NULL, as SQL's min() gives.
+    # NaN is NULL in the point tables; from fmin/fmax it means every value was NaN (they skip
+    # NaN), and SQL's min() of only NULLs is NULL too.
     return [None if v != v else v for v in values.tolist()]
 
 
