@@ -250,7 +250,7 @@ def datasette_metadata(store: str, output: str) -> None:
     \b
     Example:
       tbconvert datasette-metadata --store runs.db -o metadata.json
-      datasette runs.db -m metadata.json
+      datasette runs.db -m metadata.json --setting suggest_facets off
     """
     from converter import datasette, export
 
