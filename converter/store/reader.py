@@ -338,7 +338,7 @@ def open_store(store: str | os.PathLike[str] | None = None) -> Store:
     Raises:
         StoreError: there is no store there, or its schema is not this version's.
     """
-    from converter.store.migrate import current_revision, head_revision
+    from converter.store.migrate import HEAD_REVISION, current_revision
 
     url = store_url(
         store if store is not None else os.environ.get("TBCONVERT_STORE", "tbconvert.db")
@@ -354,7 +354,8 @@ def open_store(store: str | os.PathLike[str] | None = None) -> Store:
     engine = create_store_engine(url)
     with translate_errors(display), engine.connect() as conn:
         current = current_revision(conn)
-    head = head_revision()
+    # The constant, not the scripts: importing Alembic is most of `tbconvert runs`'s time.
+    head = HEAD_REVISION
     if current != head:
         engine.dispose()
         if current is None:
