@@ -101,11 +101,13 @@ def describe_run(store: Store, run: str | int) -> dict[str, Any]:
 def _counts(
     conn: Connection, key: str, run_id: int | None = None
 ) -> dict[str, dict[int, tuple[Any, ...]]]:
-    # table -> run or series id -> (points, first step, last step, last point's key).
+    # table -> run or series id -> (points, first step, last step, last point's key and
+    # scalar value); the last point means something per series only.
     where = "" if run_id is None else " WHERE s.run_id = :run"
     sql = (
         f"SELECT m.point_table, {key}, sum(m.points), min(m.first_step), max(m.last_step), "
-        "min(m.last_file_id), min(m.last_record_offset), min(m.last_value_index) "
+        "min(m.last_file_id), min(m.last_record_offset), min(m.last_value_index), "
+        "min(m.last_value) "
         f"FROM series_summaries AS m JOIN series AS s ON s.id = m.series_id{where} "
         f"GROUP BY m.point_table, {key}"
     )
@@ -129,19 +131,22 @@ def _series_entry(
         "first_step": None,
         "last_step": None,
     }
-    last_point = None
+    last_point = last_value = None
     for table, by_series in counts.items():
         # Values a decoder could not read are kept raw, so a series may span two tables.
         if series.id in by_series:
-            points, first, last, *key = by_series[series.id]
+            points, first, last, *key, value = by_series[series.id]
             if entry["table"] is None:
                 entry.update(table=table, first_step=first, last_step=last)
                 last_point = (last, *key)
+                last_value = value
             entry["points"] += points
             entry["first_step"] = min(entry["first_step"], first)
             entry["last_step"] = max(entry["last_step"], last)
-    if entry["table"] in ("scalars", "texts") and last_point is not None:
-        entry["last_value"] = _last_value(conn, entry["table"], series.id, last_point)
+    if entry["table"] == "scalars":
+        entry["last_value"] = last_value
+    elif entry["table"] == "texts" and last_point is not None:
+        entry["last_value"] = _last_text(conn, series.id, last_point)
     if entry["table"] == "scalars":
         entry["trend"] = _trend(conn, series.id, entry["first_step"], entry["last_step"])
     return entry
@@ -167,16 +172,14 @@ def _trend(conn: Connection, series_id: int, first: int, last: int) -> list[floa
     return [None if means.get(b) is None else float(means[b]) for b in range(buckets)]
 
 
-def _last_value(conn: Connection, table: str, series_id: int, key: tuple[Any, ...]) -> Any:
-    """The value of the series' last point, whose key its summary holds (the point
-    ``v_last_scalars`` picks); of a text, its last element."""
+def _last_text(conn: Connection, series_id: int, key: tuple[Any, ...]) -> Any:
+    """The last element of the series' last text (its summary holds the point's key)."""
     step, file_id, offset, index = key
     return conn.execute(
         text(
-            f"SELECT value FROM {table} WHERE series_id = :id AND step = :step "
-            "AND file_id = :file AND record_offset = :offset AND value_index = :index"
-            + (" ORDER BY idx DESC" if table == "texts" else "")
-            + " LIMIT 1"
+            "SELECT value FROM texts WHERE series_id = :id AND step = :step "
+            "AND file_id = :file AND record_offset = :offset AND value_index = :index "
+            "ORDER BY idx DESC LIMIT 1"
         ),
         {"id": series_id, "step": step, "file": file_id, "offset": offset, "index": index},
     ).scalar_one_or_none()
