@@ -239,6 +239,10 @@ def _equal(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
     return equal
 
 
+# Learning a key costs about as much as decoding this many records on the general path.
+_RECORDS_PER_KEY = 32
+
+
 class BlockScalars:
     """The block path of one file's decoder: records of known keys become packed rows with
     no protobuf parse; every other record goes through the general path, in record order.
@@ -269,6 +273,10 @@ class BlockScalars:
         firsts = set(
             ok_unknown[np.unique(parsed.hashes[ok_unknown], return_index=True)[1]].tolist()
         )
+        if len(unknown) < _RECORDS_PER_KEY * len(firsts):
+            # Too few records per key to repay learning them (a sweep's small files).
+            self._general.feed_records(block.pairs())
+            return
         waiting: list[tuple[int, bytes]] = []  # consecutive unknown records, decoded together
         done = 0  # records before this one are decoded or packed
         for record in unknown.tolist():
