@@ -223,13 +223,6 @@ class ScalarKeys:
         order = np.argsort(hashes, kind="stable")
         self._hashes, self._keys, self._series = hashes[order], keys[order], series[order]
 
-    def same_key(self, parsed: Parsed, record: int, after: int) -> np.ndarray:
-        """Indices past ``after`` of the records whose key equals that of ``record``."""
-        candidates = np.flatnonzero(parsed.hashes[after:] == parsed.hashes[record]) + after
-        equal = _equal(parsed.keys[candidates], parsed.keys[record][None, :])
-        same: np.ndarray = candidates[equal & parsed.ok[candidates]]
-        return same
-
 
 def _equal(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
     """Row-wise equality of two arrays of keys (column by column: faster than ``all(axis=1)``)."""
@@ -237,10 +230,6 @@ def _equal(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
     for word in range(1, keys.shape[1]):
         equal &= keys[:, word] == others[:, word]
     return equal
-
-
-# Learning a key costs about as much as decoding this many records on the general path.
-_RECORDS_PER_KEY = 32
 
 
 class BlockScalars:
@@ -266,34 +255,12 @@ class BlockScalars:
         numbers = values(block, parsed)
         offsets = block.starts + block.base
         unknown = np.flatnonzero(series < 0)
-        # The first record of every key not known yet: where learning is tried (found once
-        # for the block; looking again after each key learnt cost more than a small file's
-        # records).  A later record of a key that failed to learn is decoded, not learnt.
-        ok_unknown = unknown[parsed.ok[unknown]]
-        firsts = set(
-            ok_unknown[np.unique(parsed.hashes[ok_unknown], return_index=True)[1]].tolist()
+        # Records before ``done`` are decoded or packed.
+        done = (
+            self._learn_unknown(block, parsed, series, unknown, offsets, numbers)
+            if len(unknown)
+            else 0
         )
-        if len(unknown) < _RECORDS_PER_KEY * len(firsts):
-            # Too few records per key to repay learning them (a sweep's small files).
-            self._general.feed_records(block.pairs())
-            return
-        waiting: list[tuple[int, bytes]] = []  # consecutive unknown records, decoded together
-        done = 0  # records before this one are decoded or packed
-        for record in unknown.tolist():
-            if series[record] >= 0:
-                continue  # its key was learnt from an earlier record of this block
-            if record > done:
-                self._decode(waiting)
-                self._pack(series, parsed, offsets, numbers, done, record)
-            waiting.append((int(offsets[record]), block.payload(record)))
-            done = record + 1
-            if record in firsts:
-                self._decode(waiting)
-                learnt = self._learn(block, parsed, record)
-                if learnt is not None:
-                    self._keys.add(parsed, record, learnt)
-                    series[self._keys.same_key(parsed, record, done)] = learnt
-        self._decode(waiting)
         self._pack(series, parsed, offsets, numbers, done, len(block))
         known = parsed.wall_time[series >= 0]
         if len(known):
@@ -301,6 +268,54 @@ class BlockScalars:
             low, high = float(np.fmin.reduce(known)), float(np.fmax.reduce(known))
             if low == low:
                 self._general.stats.widen_span(low, high)
+
+    def _learn_unknown(
+        self,
+        block: Block,
+        parsed: Parsed,
+        series: np.ndarray,
+        unknown: np.ndarray,
+        offsets: np.ndarray,
+        numbers: np.ndarray,
+    ) -> int:
+        """Decode the ``unknown`` records in order, learning keys and packing the records of
+        known keys between them; returns where the known records left to pack begin."""
+        # Records with equal keys share a number: a key learnt from its first record makes
+        # the later ones known as the loop reaches them, with no search per key (which cost
+        # more than a small file's records).  A key that fails to learn is not tried again.
+        hashes = parsed.hashes[unknown]
+        firsts, key_numbers = np.unique(hashes, return_index=True, return_inverse=True)[1:]
+        key_numbers = key_numbers.reshape(-1)
+        # Equal hashes are not enough: a record whose key differs from its hash's first
+        # record's is left to the general path.
+        keys = parsed.keys[unknown]
+        learnable = parsed.ok[unknown] & _equal(keys, keys[firsts[key_numbers]])
+        learnt_keys: dict[int, int] = {}  # key number -> series
+        tried: set[int] = set()
+        waiting: list[tuple[int, bytes]] = []  # consecutive unknown records, decoded together
+        done = 0
+        for record, number, ok in zip(
+            unknown.tolist(), key_numbers.tolist(), learnable.tolist(), strict=True
+        ):
+            key = number if ok else -1
+            learnt = learnt_keys.get(key)
+            if learnt is not None:
+                series[record] = learnt  # packed with the known records around it
+                continue
+            if record > done:
+                self._decode(waiting)
+                self._pack(series, parsed, offsets, numbers, done, record)
+            waiting.append((int(offsets[record]), block.payload(record)))
+            done = record + 1
+            if ok and key not in tried:
+                tried.add(key)
+                self._decode(waiting)
+                learnt = self._learn(block, parsed, record)
+                if learnt is not None:
+                    self._keys.add(parsed, record, learnt)
+                    learnt_keys[key] = learnt
+        self._decode(waiting)
+        return done
 
     def _decode(self, waiting: list[tuple[int, bytes]]) -> None:
         if waiting:
