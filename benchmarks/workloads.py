@@ -292,7 +292,7 @@ def sweep(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any], bi
     checks["per_file_ms"] = one.ok and per_file_ms < TARGET_PER_FILE_MS
     report.row(
         "9",
-        f"sweep: {files:,} files of {events // max(files, 1)} events",
+        f"sweep: {dataset.manifest['params']['runs']:,} runs, {files:,} files, {events:,} events",
         f"{h._n(events / one.wall)} events/s ({h._s(one.wall)})" + spread(ours),
     )
     report.row(
