@@ -55,7 +55,13 @@ def accumulator(logdir: str, rel_dirs: list[str]) -> dict[str, Any]:
     }
     t0, c0 = time.perf_counter(), time.process_time()
     accumulators = []
-    counts = {"scalar_events_tf1": 0, "scalar_events_tf2": 0, "images": 0, "other_tensors": 0}
+    counts = {
+        "scalar_events_tf1": 0,
+        "scalar_events_tf2": 0,
+        "images": 0,
+        "histograms": 0,
+        "other_tensors": 0,
+    }
     checksum = 0.0
     per_dir: dict[str, dict[str, float]] = {}
     for rel in rel_dirs:
@@ -78,6 +84,10 @@ def accumulator(logdir: str, rel_dirs: list[str]) -> dict[str, Any]:
                     counts["other_tensors"] += 1
         for tag in tags[ea.IMAGES]:
             counts["images"] += len(acc.Images(tag))
+        for tag in tags[ea.HISTOGRAMS]:
+            for event in acc.Histograms(tag):
+                checksum += event.histogram_value.num
+                counts["histograms"] += 1
         per_dir[rel] = {"wall": time.perf_counter() - d0, "cpu": time.process_time() - dc0}
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     counts["scalar_events"] = counts["scalar_events_tf1"] + counts["scalar_events_tf2"]

@@ -21,7 +21,10 @@ Measured, each in a fresh subprocess (so imports and caches never leak between t
 7. Peak RSS: of (1), and with ``--big`` of a conversion of a ~2 GB logdir.
 8. ``tbconvert tf`` end to end into a throwaway PostgreSQL server on 127.0.0.1 (the tests'
    ``tests/pgserver.py``; skipped with a note when no server binaries are installed), and its
-   ratio to (1).  No target: the server is for sharing (SPEC §1.4), this is its price.
+   ratio to (1); also without the point tables' foreign keys, and two converters at once.
+9. A sweep: 2,000 runs of 200 scalar events, against EventAccumulator; the per-file overhead.
+10. Mixed plugins (scalars, histograms, text, images) against EventAccumulator.
+(8-10: ``benchmarks/workloads.py``.)
 
 Rates use wall time (what a user waits for); CPU seconds are printed too because this
 2-core machine may be busy with other work (the load average is shown at start and end).
@@ -53,6 +56,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import generate  # noqa: E402  (benchmarks/ is put on the path just above)
+import workloads  # noqa: E402
 
 TASKS = HERE / "_tasks.py"
 
@@ -690,8 +694,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "events": big_events,
                 "events_per_s": big_events / measured.wall,
             }
+        harness = sys.modules[__name__]
+        if not args.skip_sweep:
+            results["sweep"] = workloads.sweep(harness, args, work, report, checks, one)
+        if not args.skip_mixed:
+            results["mixed"] = workloads.mixed(harness, args, work, report, checks)
         if not args.skip_pg:
-            results["postgresql"] = _postgresql(dataset.logdir, events, rate, report)
+            results["postgresql"] = workloads.server(
+                harness, args, dataset.logdir, events, one, report, checks
+            )
     finally:
         if args.keep:
             _log(f"stores kept in {work}")
@@ -708,41 +719,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "help_s": TARGET_HELP,
         "nochange_s": TARGET_NOCHANGE,
         "rss_mb": TARGET_RSS_MB,
+        "sweep_vs_event_accumulator": workloads.TARGET_SWEEP_VS_EA,
+        "per_file_ms": workloads.TARGET_PER_FILE_MS,
+        "mixed_vs_event_accumulator": workloads.TARGET_MIXED_VS_EA,
+        "postgresql_vs_sqlite": workloads.TARGET_SERVER_VS_SQLITE,
     }
     results["notes"] = report.notes
     results["_table"] = report.table()
     return results
-
-
-def _postgresql(logdir: Path, events: int, sqlite_rate: float, report: Report) -> dict[str, Any]:
-    sys.path.insert(0, str(REPO))
-    from tests.pgserver import PostgresServer, find_bindir
-
-    if find_bindir() is None:
-        report.notes.append("PostgreSQL: no server binaries (apt-get install postgresql)")
-        return {}
-    _log("tbconvert into a throwaway PostgreSQL server ...")
-    server = PostgresServer.start()
-    try:
-        measured = convert(logdir, server.new_database("bench"))  # type: ignore[arg-type]
-    finally:
-        server.stop()
-    if not measured.ok:
-        report.notes.append(_failed("tbconvert into PostgreSQL", measured))
-        return measured.brief()
-    rate = events / measured.wall
-    report.row("8", "tbconvert into PostgreSQL (local server)", f"{_n(rate)} scalar events/s")
-    report.row(
-        "",
-        "  wall / client CPU / vs SQLite",
-        f"{_s(measured.wall)} / {_s(measured.cpu)} / "
-        f"{rate / sqlite_rate if sqlite_rate else 0:.2f}x",
-    )
-    return {
-        **measured.brief(),
-        "events_per_s": rate,
-        "vs_sqlite": rate / sqlite_rate if sqlite_rate else None,
-    }
 
 
 def _spread(measured: list[Measured]) -> str:
@@ -826,7 +810,9 @@ def main(argv: list[str] | None = None) -> int:
         help="also convert a ~2 GB logdir for peak RSS (slow: minutes)",
     )
     parser.add_argument("--skip-ea", action="store_true", help="skip the EventAccumulator run")
-    parser.add_argument("--skip-pg", action="store_true", help="skip the PostgreSQL run")
+    parser.add_argument("--skip-pg", action="store_true", help="skip the PostgreSQL runs")
+    parser.add_argument("--skip-sweep", action="store_true", help="skip the 2,000-run sweep")
+    parser.add_argument("--skip-mixed", action="store_true", help="skip the mixed-plugin logdir")
     parser.add_argument("--skip-jobs", action="store_true", help="skip the --jobs 2 run")
     parser.add_argument(
         "--skip-breakdown",

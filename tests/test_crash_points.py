@@ -3,7 +3,8 @@ clean conversion, view for view and file state for file state (SPEC §7, issue #
 
 The crashes are injected from outside the product (``tests/crashpoints.py`` wraps the
 writer's transactions in a forked child that ends itself with ``os._exit(9)``), right before
-and right after each commit of a multi-chunk, multi-file conversion.
+and right after each commit of a multi-chunk, multi-file conversion: between the chunks of
+big files, and around groups of small files that commit together (``conversion.groups``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ FILE_COLUMNS = (
 
 @pytest.fixture(scope="module")
 def crash_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three runs, a context, five files of 100 to 400 points, one ending in a torn record."""
+    """Four runs, a context, five files of 100 to 400 points, one ending in a torn record, and
+    six tiny files that share a transaction."""
     root = tmp_path_factory.mktemp("crash") / "logs"
     layout = {
         "run_a/events.out.tfevents.1.host": 200,
@@ -40,6 +42,7 @@ def crash_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "run_b/train/events.out.tfevents.1.host": 150,
         "run_b/eval/events.out.tfevents.1.host": 60,
         "run_c/events.out.tfevents.1.host": 100,
+        **{f"run_d/events.out.tfevents.{number}.host": 3 for number in range(1, 7)},
     }
     for index, (path, steps) in enumerate(layout.items()):
         write_events(
@@ -116,10 +119,13 @@ def test_a_crash_at_every_commit_then_a_plain_run_equals_clean(
     results = crash(jobs, tmp_path)
 
     left_behind = set()
+    after: dict[int, dict[str, tuple[Any, ...]]] = {0: {}}  # file states after commit N
     for job, result in zip(jobs, results, strict=True):
         made = job["commit"] - (job["when"] == "before")
         assert result == {"exit": CRASHED, "commits": made}, job
         left_behind.add(point_count(job["store"]))
+        if job["when"] == "after":
+            after[made] = {row[0]: row for row in file_rows(job["store"])}
         convert(crash_logdir, job["store"])
         assert comparable_rows(job["store"]) == expected_views, job
         assert file_rows(job["store"]) == expected_files, job
@@ -127,4 +133,13 @@ def test_a_crash_at_every_commit_then_a_plain_run_equals_clean(
     # their number of points) were left behind, from empty to nearly whole.
     assert len(left_behind) >= 12 and min(left_behind) == 0
     assert max(left_behind) == whole.total_points
+    # Some crashes came between two chunks of one file (left reading) ...
+    assert any(row[1] == "reading" for states in after.values() for row in states.values())
+    # ... and some commit took several whole files at once, so crashes came right before and
+    # right after a group.
+    changed = [
+        {path for path, row in after[number].items() if after[number - 1].get(path) != row}
+        for number in range(1, commits + 1)
+    ]
+    assert max(len(paths) for paths in changed) >= 4
     print(f"crash points exercised: {len(jobs)} ({commits} commits x {len(moments)})")

@@ -56,9 +56,9 @@ def crash_after_chunks(monkeypatch: pytest.MonkeyPatch, chunks: int) -> Iterator
         if committed[0] >= chunks:
             raise Crash
 
-    def noted(writer: StoreWriter, table: str, rows: Any) -> None:
+    def noted(writer: StoreWriter, table: str, rows: Any, **options: Any) -> None:
         inserting[0] = True
-        insert_points(writer, table, rows)
+        insert_points(writer, table, rows, **options)
 
     with monkeypatch.context() as patch:
         patch.setattr(StoreWriter, "transaction", counted)

@@ -1,9 +1,10 @@
 """A server's deadlock victim or serialisation failure is rolled back and applied again.
 
 Two converters that lock rows in different orders can make PostgreSQL abort one transaction
-(SQLSTATE 40P01 or 40001).  The job then applies the same chunk again, up to five attempts:
-the failures here are injected into the bulk insert (the server cannot be made to choose a
-victim on demand), and the store must come out equal to a conversion that never failed.
+(SQLSTATE 40P01 or 40001).  The job then applies the same group of chunks (one transaction,
+``conversion.groups``) again from its start, up to five attempts: the failures here are
+injected into the bulk insert (the server cannot be made to choose a victim on demand), and
+the store must come out equal to a conversion that never failed.
 """
 
 from __future__ import annotations
@@ -23,32 +24,39 @@ _INSERT_POINTS = PostgresBulk.insert_points
 
 
 def logdir_of_chunks(root: Path) -> Path:
-    for run in ("a", "b"):
+    for number, run in enumerate(("a", "b")):
         write_events(
             root / run / "events.out.tfevents.1.h",
-            [summary_event(s, 1e9 + s, [simple_value("loss", s / 3.0)]) for s in range(120)],
+            [
+                summary_event(s, 1e9 + s, [simple_value("loss", number + s / 3.0)])
+                for s in range(120)
+            ],
         )
     return root
 
 
-def failing(monkeypatch: pytest.MonkeyPatch, sqlstates: dict[int, str]) -> list[int]:
+def failing(monkeypatch: pytest.MonkeyPatch, sqlstates: dict[int, str]) -> list[Any]:
     """Make the Nth bulk insert (1-based) raise the server error with ``sqlstates[N]``;
-    returns the list of calls seen."""
+    returns the (step, value) of the first row of every call seen (ids differ between
+    attempts: a server's sequences do not roll back)."""
     import psycopg.errors
 
     errors = {
         "40P01": psycopg.errors.DeadlockDetected,
         "40001": psycopg.errors.SerializationFailure,
     }
-    calls: list[int] = []
+    calls: list[Any] = []
     real = _INSERT_POINTS
 
-    def insert_points(self: PostgresBulk, dbapi: Any, table: str, rows: Any) -> int:
-        calls.append(len(calls) + 1)
+    def insert_points(
+        self: PostgresBulk, dbapi: Any, table: str, rows: Any, fresh: bool = False
+    ) -> int:
+        first = next(iter(rows))
+        calls.append((first[1], first[-1]))
         state = sqlstates.get(len(calls))
         if state is not None:
             raise errors[state](f"injected {state}")
-        return real(self, dbapi, table, rows)
+        return real(self, dbapi, table, rows, fresh)
 
     monkeypatch.setattr(PostgresBulk, "insert_points", insert_points)
     return calls
@@ -62,13 +70,20 @@ def test_a_deadlock_victim_chunk_is_applied_again(
     clean = make_store(tmp_path, "clean")
     inserts = failing(monkeypatch, {})
     convert(logdir, clean, chunk_points=50, progress=False)
-    assert len(inserts) >= 4  # several chunks, so failures land between commits
+    # Chunks of 99 and 21 points a file (a chunk closes on the first block that reaches 50
+    # points, and the first block's file_version record has none); the 21 share a
+    # transaction with the next file's 99: groups a1 | a2 b1 | b2.
+    assert len(inserts) == 4
     store = make_store(tmp_path, "victim")
-    # Inserts fail on attempts 2, 4 and twice in a row on 6-7 (both kinds of victim).
+    # Inserts fail on calls 2 (a2), 4 (b1, the group's second), 6 (b1) and 7 (a2): both
+    # kinds of victim, inside a group, and twice in a row.
     calls = failing(monkeypatch, {2: "40P01", 4: "40001", 6: "40P01", 7: "40001"})
     summary = convert(logdir, store, chunk_points=50, progress=False)
     assert summary.points == {"scalars": 240}
-    assert len(calls) == len(inserts) + 4  # each failed attempt, then the same chunk again
+    # Each failed attempt, then its whole group again from its first chunk: b1's failures
+    # re-run a2, whose rows the rolled-back transaction had inserted.
+    a1, a2, b1, b2 = inserts
+    assert calls == [a1, a2, a2, b1, a2, b1, a2, a2, b1, b2]
     assert comparable_rows(store) == comparable_rows(clean)
     assert file_states(store) == file_states(clean)
 

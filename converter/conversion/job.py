@@ -5,7 +5,8 @@ byte offset read, whether the read reached the end, and the selection it was rea
 §7; ``conversion.plan`` decides from them).  Whatever has to go (the points of a replaced
 file, a moved file's old row) goes in the transaction of the file's first new chunk.  Each
 chunk of points commits together with the file's new state, and only the last one says "read
-to the end", so a crash at any moment leaves a store the next run completes.
+to the end", so a crash at any moment leaves a store the next run completes.  The chunks of
+small files share a transaction (``conversion.groups``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,19 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from converter.conversion import stopping
+from converter.conversion.groups import (
+    Applied,
+    Group,
+    OpenFile,
+    Position,
+    ReadElsewhere,
+    extreme,
+    file_status,
+)
 from converter.conversion.plan import plan_files
 from converter.conversion.sources import Origin, check_source, other_source
 from converter.conversion.summary import FileProblem, Summary, progress_bar
@@ -24,13 +34,13 @@ from converter.conversion.workers import decode_all
 from converter.filters import Selection
 from converter.reading import discovery
 from converter.reading.chunks import Chunk, FileTask, ReadSettings, bytes_to_read
-from converter.rows import TagMetadata, remap_to_store_ids
+from converter.rows import remap_to_store_ids
 from converter.store.bulk import is_transient
 from converter.store.files import FileState
 from converter.store.writer import StoreWriter
 from converter.version import __version__
 
-# A chunk chosen as a server's deadlock victim is rolled back whole and applied again.
+# A group chosen as a server's deadlock victim is rolled back whole and applied again.
 _ATTEMPTS = 5
 
 
@@ -59,6 +69,7 @@ class Job:
         self.contexts: set[str] = set()
         self.committed_points = 0
         self._runs: dict[str, discovery.RunSource] = {}
+        self._position = Position()
 
     def run(
         self, progress: bool | None, prune: bool, notify: Callable[[str], Any], jobs: int = 1
@@ -95,8 +106,8 @@ class Job:
             notice = None if known else other_source(self.writer, self.origin, self.classification)
             if notice is not None:
                 self.summary.warnings.append(notice)
+            remembered = self.writer.known_metadata(self.origin.source) if known else {}
         tasks: list[FileTask] = []
-        remembered: dict[tuple[str, str], dict[str, TagMetadata]] = {}
         for plan in plan_files(self.classification, known, self.full, self.selection):
             self.contexts.add(plan.file.context)
             if plan.action == "unreadable":
@@ -106,9 +117,6 @@ class Job:
                 self.summary.files_unchanged += 1
                 continue
             group = (plan.run.run_path, plan.file.context)
-            if group not in remembered:
-                with self.writer.transaction():
-                    remembered[group] = self.writer.known_metadata(self.origin.source, *group)
             moved = plan.action == "moved"
             state = None if moved else plan.state
             tasks.append(
@@ -123,7 +131,7 @@ class Job:
                     offset=0 if state is None else state.offset_consumed,
                     stored_size=None if state is None else state.size,
                     stored_digest=None if state is None else state.head_digest,
-                    known_metadata=remembered[group],
+                    known_metadata=remembered.setdefault(group, {}),
                     from_start=plan.from_start,
                     moved_from=plan.state.id if moved and plan.state is not None else None,
                 )
@@ -134,61 +142,87 @@ class Job:
     def _apply_all(
         self, chunks: Iterator[tuple[FileTask, Chunk]], advance: Callable[[int], Any]
     ) -> None:
-        open_file: _OpenFile | None = None
-        left_to_another = -1  # the task whose file another converter is reading
+        group = Group(self.settings.chunk_points)
         for task, chunk in chunks:
-            if chunk.error is not None:
-                self.summary.problems.append(FileProblem(task.rel_path, chunk.error))
-                continue
-            if task.index == left_to_another:
-                continue
-            if open_file is not None and open_file.state.path != task.rel_path:
-                open_file = None
-            try:
-                before, open_file = self._commit_chunk(task, chunk, open_file)
-            except _ReadElsewhere:
-                left_to_another, open_file = task.index, None
-                self.summary.files_unchanged += 1
-                continue
-            self.committed_points += sum(len(rows) for rows in chunk.rows.values())
-            self.summary.add_damage(task.rel_path, chunk.damage)
-            advance(max(open_file.state.offset_consumed - before, 0))
-            if chunk.done:
-                self._finish_file(task, chunk, open_file.state, open_file.ids)
-                open_file = None
-            stopping.check()  # between transactions: the only place a stop is taken
+            group.add(task, chunk)
+            if group.full() or stopping.requested():
+                self._commit_group(group, advance)
+                group = Group(self.settings.chunk_points)
+                stopping.check()  # between transactions: the only place a stop is taken
+        if group.entries:
+            self._commit_group(group, advance)
+            stopping.check()
 
-    def _commit_chunk(
-        self, task: FileTask, chunk: Chunk, open_file: _OpenFile | None
-    ) -> tuple[int, _OpenFile]:
-        """Apply one chunk in one transaction; a server's deadlock victim tries again."""
+    def _commit_group(self, group: Group, advance: Callable[[int], Any]) -> None:
+        """Apply a group's chunks in one transaction; a server's deadlock victim tries again."""
         for attempt in range(1, _ATTEMPTS + 1):
+            position = replace(self._position)
             try:
                 with self.writer.transaction():
-                    self.writer.lock_run(self.origin.source, task.run_path)
-                    replaced = False
-                    if open_file is None:
-                        state, replaced = self._open_state(task, chunk)
-                        current = _OpenFile(state, [], state.records)
-                    else:
-                        current = replace(open_file, ids=list(open_file.ids))
-                    before = current.state.offset_consumed
-                    current.state = self._apply(task, chunk, current)
+                    applied = [
+                        self._apply_chunk(task, chunk, position) for task, chunk in group.entries
+                    ]
             except Exception as error:  # driver errors come raw from COPY, wrapped otherwise
                 if attempt < _ATTEMPTS and is_transient(error):
                     continue
                 raise
-            if replaced:
-                self.summary.files_replaced += 1
-            if task.moved_from is not None and chunk.restart:
-                self.summary.files_moved += 1
-            return before, current
+            self._position = position
+            for outcome in applied:
+                self._account(outcome, advance)
+            return
         raise AssertionError("unreachable")
 
-    def _open_state(self, task: FileTask, chunk: Chunk) -> tuple[FileState, bool]:
+    def _apply_chunk(self, task: FileTask, chunk: Chunk, position: Position) -> Applied:
+        """Apply one chunk inside the group's transaction, moving ``position`` past it."""
+        outcome = Applied(task, chunk)
+        if chunk.error is not None or task.index == position.left_to_another:
+            return outcome
+        open_file = position.open_file
+        if open_file is not None and open_file.state.path != task.rel_path:
+            open_file = None
+        self.writer.lock_run(self.origin.source, task.run_path)
+        if open_file is None:
+            try:
+                state, outcome.replaced, fresh = self._open_state(task, chunk)
+            except ReadElsewhere:
+                # Raised before the file wrote anything: the rest of the group goes on.
+                position.left_to_another, position.open_file = task.index, None
+                outcome.elsewhere = True
+                return outcome
+            current = OpenFile(state, [], state.records, fresh)
+        else:
+            current = replace(open_file, ids=list(open_file.ids))
+        outcome.before = current.state.offset_consumed
+        current.state = self._apply(task, chunk, current)
+        outcome.file = current
+        position.open_file = None if chunk.done else current
+        return outcome
+
+    def _account(self, outcome: Applied, advance: Callable[[int], Any]) -> None:
+        """Count a committed chunk in the summary and the progress bar."""
+        task, chunk = outcome.task, outcome.chunk
+        if chunk.error is not None:
+            self.summary.problems.append(FileProblem(task.rel_path, chunk.error))
+            return
+        if outcome.elsewhere:
+            self.summary.files_unchanged += 1
+        if outcome.file is None or outcome.before is None:
+            return
+        if outcome.replaced:
+            self.summary.files_replaced += 1
+        if task.moved_from is not None and chunk.restart:
+            self.summary.files_moved += 1
+        self.committed_points += sum(len(rows) for rows in chunk.rows.values())
+        self.summary.add_damage(task.rel_path, chunk.damage)
+        advance(max(outcome.file.state.offset_consumed - outcome.before, 0))
+        if chunk.done:
+            self._finish_file(task, chunk, outcome.file.state, outcome.file.ids)
+
+    def _open_state(self, task: FileTask, chunk: Chunk) -> tuple[FileState, bool, bool]:
         """The file's state for its first chunk of this read, with what has to go gone.
 
-        Returns it and whether the file was replaced (its old points deleted, not --full).
+        Returns it, whether the file was replaced (its old points deleted, not --full), and
+        whether none of the rows read now can be stored yet (see ``StoreWriter.insert_points``).
         """
         writer = self.writer
         run = self._runs[task.run_path]
@@ -205,20 +239,24 @@ class Job:
             group_path=run.group_path,
             name=_run_name(logdir, run.run_path),
         )
-        context_id = writer.context_id(task.context)
         # Read again under the write lock: another converter may have moved the offset.
         state = writer.file_state(run_id, task.rel_path)
         if state is not None and not chunk.restart and state.offset_consumed != task.offset:
             # It read this file further since the plan: these chunks overlap what it
-            # committed (and counted), so the file is left to it.
-            raise _ReadElsewhere(task.rel_path)
+            # committed (and counted), so the file is left to it.  Nothing was written for
+            # it yet (its run exists, as its state does), so its group carries on.
+            raise ReadElsewhere(task.rel_path)
+        context_id = writer.context_id(task.context)
         replaced = False
+        fresh = not chunk.restart  # read on from the offset just checked under the lock
         if state is None:
             state = writer.save_file(FileState(None, run_id, context_id, task.rel_path))
+            fresh = True
         elif chunk.restart:
             if chunk.replaces:
                 writer.delete_file_points(state.id or 0)
                 replaced = not self.full
+                fresh = True
             state = replace(
                 state,
                 offset_consumed=0,
@@ -237,18 +275,20 @@ class Job:
             head_digest=chunk.digest,
             selection=self.selection.canonical(),
         )
-        return state, replaced
+        return state, replaced, fresh
 
-    def _apply(self, task: FileTask, chunk: Chunk, open_file: _OpenFile) -> FileState:
+    def _apply(self, task: FileTask, chunk: Chunk, open_file: OpenFile) -> FileState:
         writer = self.writer
         state, ids, base_records = open_file.state, open_file.ids, open_file.base_records
-        for series in chunk.new_series:
-            ids.append(writer.series_id(state.run_id, state.context_id, series))
+        if chunk.new_series:
+            ids.extend(writer.series_ids(state.run_id, state.context_id, chunk.new_series))
         writer.insert_blobs(chunk.blobs)
         file_id = state.id
         assert file_id is not None  # the file's row was saved when its first chunk began
         for table, rows in chunk.rows.items():
-            writer.insert_points(table, remap_to_store_ids(rows, ids, file_id))
+            writer.insert_points(
+                table, remap_to_store_ids(rows, ids, file_id), fresh=open_file.fresh
+            )
         invalid = (
             chunk.done
             and base_records + chunk.records == 0
@@ -260,10 +300,10 @@ class Job:
                 offset_consumed=chunk.consumed,
                 records=base_records + chunk.records,
                 damaged_records=state.damaged_records + len(chunk.damage),
-                status=_status(chunk, invalid, state.damaged_records + len(chunk.damage)),
+                status=file_status(chunk, invalid, state.damaged_records + len(chunk.damage)),
                 last_error=chunk.damage[-1].reason if chunk.damage else state.last_error,
-                first_wall_time=_extreme(min, state.first_wall_time, chunk.first_wall_time),
-                last_wall_time=_extreme(max, state.last_wall_time, chunk.last_wall_time),
+                first_wall_time=extreme(min, state.first_wall_time, chunk.first_wall_time),
+                last_wall_time=extreme(max, state.last_wall_time, chunk.last_wall_time),
             )
         )
 
@@ -326,37 +366,6 @@ class Job:
     def _finish_conversion(self, conversion_id: int) -> None:
         with self.writer.transaction():
             self.writer.finish_conversion(conversion_id, self.summary.to_json())
-
-
-class _ReadElsewhere(Exception):
-    """Another converter read the file further since it was planned."""
-
-
-@dataclass
-class _OpenFile:
-    """The file whose chunks are being applied: its state and store ids of its series."""
-
-    state: FileState
-    ids: list[int]
-    base_records: int
-
-
-def _extreme(
-    pick: Callable[[float, float], float], old: float | None, new: float | None
-) -> float | None:
-    if old is None:
-        return new
-    return old if new is None else pick(old, new)
-
-
-def _status(chunk: Chunk, invalid: bool, damaged: int) -> str:
-    if not chunk.done:
-        return "reading"  # never skipped as unchanged: the next run reads on
-    if invalid:
-        return "invalid"
-    if chunk.torn:
-        return "partial"
-    return "damaged" if damaged else "ok"
 
 
 def _run_name(logdir: str, run_path: str) -> str:

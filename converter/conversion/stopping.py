@@ -61,6 +61,11 @@ def on_signals() -> Iterator[None]:
         _event.clear()
 
 
+def requested() -> bool:
+    """True once a stop was asked for (a group of chunks then commits without waiting to fill)."""
+    return bool(_requested)
+
+
 def check() -> None:
     """Raise :class:`Interrupted` if a stop was asked for."""
     if _requested:

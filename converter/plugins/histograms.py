@@ -30,6 +30,7 @@ and ``-inf`` ``-1e999`` (valid JSON numbers that overflow back to ±infinity in 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -169,11 +170,18 @@ def buckets_json(buckets: Iterable[Sequence[float]]) -> str:
     Returns:
         The JSON text (no spaces).
     """
-    return (
-        "["
-        + ",".join("[" + ",".join(json_number(x) for x in bucket) + "]" for bucket in buckets)
-        + "]"
-    )
+    rows = [list(bucket) for bucket in buckets]
+    # The C encoder writes a finite float as repr() does, as json_number does, ten times
+    # faster; NaN and ±inf (spelt NaN and Infinity there) and non-floats take the module's
+    # spelling, number by number.
+    if all(isinstance(x, float) for row in rows for x in row):
+        text = _ENCODE(rows)
+        if "N" not in text and "I" not in text:
+            return text
+    return "[" + ",".join("[" + ",".join(json_number(x) for x in row) + "]" for row in rows) + "]"
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def json_number(number: float) -> str:

@@ -175,19 +175,27 @@ def values(block: Block, parsed: Parsed) -> np.ndarray:
 
 
 class ScalarKeys:
-    """Keys known to be scalars of a series, looked up for a whole block at once."""
+    """Keys known to be scalars of a series, looked up for a whole block at once.
+
+    Keys learnt are appended to lists and sorted into the arrays only at the next look-up:
+    a small file learns all its keys inside one block, and inserting into sorted arrays key
+    by key cost more than reading its records (issue #14).
+    """
 
     def __init__(self) -> None:
         """Start with no key known."""
         self._hashes = np.empty(0, dtype=np.uint64)  # sorted
         self._keys = np.empty((0, _WORDS), dtype=np.uint64)
         self._series = np.empty(0, dtype=np.int64)
+        self._learnt: list[tuple[int, np.ndarray, int]] = []  # not in the arrays yet
 
     def __len__(self) -> int:
-        return len(self._hashes)
+        return len(self._hashes) + len(self._learnt)
 
     def lookup(self, parsed: Parsed) -> np.ndarray:
         """The series id of every record's key, -1 where unknown (or not the template)."""
+        if self._learnt:
+            self._merge()
         if not len(self._hashes):
             return np.full(len(parsed.ok), -1, dtype=np.int64)
         index = np.minimum(np.searchsorted(self._hashes, parsed.hashes), len(self._hashes) - 1)
@@ -199,19 +207,21 @@ class ScalarKeys:
 
     def add(self, parsed: Parsed, record: int, series_id: int) -> None:
         """Learn the key of ``parsed`` record ``record`` as a scalar of ``series_id``."""
-        position = int(np.searchsorted(self._hashes, parsed.hashes[record]))
-        self._hashes = np.insert(self._hashes, position, parsed.hashes[record])
         key = np.zeros(_WORDS, dtype=np.uint64)
         key[: parsed.keys.shape[1]] = parsed.keys[record]
-        self._keys = np.insert(self._keys, position, key, axis=0)
-        self._series = np.insert(self._series, position, series_id)
+        self._learnt.append((int(parsed.hashes[record]), key, series_id))
 
-    def same_key(self, parsed: Parsed, record: int, after: int) -> np.ndarray:
-        """Indices past ``after`` of the records whose key equals that of ``record``."""
-        candidates = np.flatnonzero(parsed.hashes[after:] == parsed.hashes[record]) + after
-        equal = _equal(parsed.keys[candidates], parsed.keys[record][None, :])
-        same: np.ndarray = candidates[equal & parsed.ok[candidates]]
-        return same
+    def _merge(self) -> None:
+        hashes = np.concatenate(
+            (self._hashes, np.array([h for h, _k, _s in self._learnt], dtype=np.uint64))
+        )
+        keys = np.concatenate((self._keys, np.stack([k for _h, k, _s in self._learnt])))
+        series = np.concatenate(
+            (self._series, np.array([s for _h, _k, s in self._learnt], dtype=np.int64))
+        )
+        self._learnt.clear()
+        order = np.argsort(hashes, kind="stable")
+        self._hashes, self._keys, self._series = hashes[order], keys[order], series[order]
 
 
 def _equal(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -244,29 +254,13 @@ class BlockScalars:
         series = self._keys.lookup(parsed)
         numbers = values(block, parsed)
         offsets = block.starts + block.base
-        unlearnt: set[int] = set()  # key hashes that failed to learn in this block
-        waiting: list[tuple[int, bytes]] = []  # consecutive unknown records, decoded together
-        done = 0  # records before this one are decoded or packed
-        unknown, next_at = _unknown(series, done), 0
-        while next_at < len(unknown):
-            record = unknown[next_at]
-            next_at += 1
-            if record > done:
-                self._decode(waiting)
-                self._pack(series, parsed, offsets, numbers, done, record)
-            waiting.append((int(offsets[record]), block.payload(record)))
-            done = record + 1
-            key = int(parsed.hashes[record])
-            if parsed.ok[record] and key not in unlearnt:
-                self._decode(waiting)
-                learnt = self._learn(block, parsed, record)
-                if learnt is None:
-                    unlearnt.add(key)
-                else:
-                    self._keys.add(parsed, record, learnt)
-                    series[self._keys.same_key(parsed, record, done)] = learnt
-                    unknown, next_at = _unknown(series, done), 0
-        self._decode(waiting)
+        unknown = np.flatnonzero(series < 0)
+        # Records before ``done`` are decoded or packed.
+        done = (
+            self._learn_unknown(block, parsed, series, unknown, offsets, numbers)
+            if len(unknown)
+            else 0
+        )
         self._pack(series, parsed, offsets, numbers, done, len(block))
         known = parsed.wall_time[series >= 0]
         if len(known):
@@ -274,6 +268,54 @@ class BlockScalars:
             low, high = float(np.fmin.reduce(known)), float(np.fmax.reduce(known))
             if low == low:
                 self._general.stats.widen_span(low, high)
+
+    def _learn_unknown(
+        self,
+        block: Block,
+        parsed: Parsed,
+        series: np.ndarray,
+        unknown: np.ndarray,
+        offsets: np.ndarray,
+        numbers: np.ndarray,
+    ) -> int:
+        """Decode the ``unknown`` records in order, learning keys and packing the records of
+        known keys between them; returns where the known records left to pack begin."""
+        # Records with equal keys share a number: a key learnt from its first record makes
+        # the later ones known as the loop reaches them, with no search per key (which cost
+        # more than a small file's records).  A key that fails to learn is not tried again.
+        hashes = parsed.hashes[unknown]
+        firsts, key_numbers = np.unique(hashes, return_index=True, return_inverse=True)[1:]
+        key_numbers = key_numbers.reshape(-1)
+        # Equal hashes are not enough: a record whose key differs from its hash's first
+        # record's is left to the general path.
+        keys = parsed.keys[unknown]
+        learnable = parsed.ok[unknown] & _equal(keys, keys[firsts[key_numbers]])
+        learnt_keys: dict[int, int] = {}  # key number -> series
+        tried: set[int] = set()
+        waiting: list[tuple[int, bytes]] = []  # consecutive unknown records, decoded together
+        done = 0
+        for record, number, ok in zip(
+            unknown.tolist(), key_numbers.tolist(), learnable.tolist(), strict=True
+        ):
+            key = number if ok else -1
+            learnt = learnt_keys.get(key)
+            if learnt is not None:
+                series[record] = learnt  # packed with the known records around it
+                continue
+            if record > done:
+                self._decode(waiting)
+                self._pack(series, parsed, offsets, numbers, done, record)
+            waiting.append((int(offsets[record]), block.payload(record)))
+            done = record + 1
+            if ok and key not in tried:
+                tried.add(key)
+                self._decode(waiting)
+                learnt = self._learn(block, parsed, record)
+                if learnt is not None:
+                    self._keys.add(parsed, record, learnt)
+                    learnt_keys[key] = learnt
+        self._decode(waiting)
+        return done
 
     def _decode(self, waiting: list[tuple[int, bytes]]) -> None:
         if waiting:
@@ -328,9 +370,3 @@ class BlockScalars:
         tensor = value.tensor
         same = kind == "tensor" and tensor.dtype == DT_FLOAT and tensor.tensor_content == number
         return self._general.float_tensor_series.get(value.tag) if same else None
-
-
-def _unknown(series: np.ndarray, start: int) -> list[int]:
-    """The records from ``start`` on whose key is not known (series -1), in order."""
-    found: list[int] = (np.flatnonzero(series[start:] < 0) + start).tolist()
-    return found

@@ -3,12 +3,14 @@
 * :class:`SqliteBulk`: driver-level ``executemany`` with ``ON CONFLICT DO NOTHING``; the block
   path's packed scalars go through a narrower statement; foreign keys are not enforced on
   the converter's own connection (see :meth:`SqliteBulk.on_connect`).
-* :class:`PostgresBulk`: binary COPY into a staging table, then one idempotent
-  ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``.  COPY cannot skip rows that are already
-  stored, so rows land in a temporary table of the same shape first; the move also turns NaN
-  into NULL, which SQLite does by itself and PostgreSQL does not (``value IS NULL`` means NaN
-  on both backends).  Measured in reference/run_store.md §4.5: 171k rows/s against 102k for
-  ``executemany``.
+* :class:`PostgresBulk`: binary COPY.  Rows the store may already hold (a file read again
+  from its start under a wider selection) go through a staging table and one idempotent
+  ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``, as COPY cannot skip stored rows.  Rows
+  the writer knows to be new (*fresh*: read past the file's committed offset, in the
+  transaction that holds the run's advisory lock, or after the file's points were deleted)
+  cannot conflict and are copied straight into the point table: half the server's work
+  (issue #14).  NaN becomes NULL on the way in either case, which SQLite does by itself and
+  PostgreSQL does not (``value IS NULL`` means NaN on both backends).
 
 Points bypass the ORM and SQLAlchemy's parameter processing (5x slower on this path): rows
 are tuples handed to the DBAPI cursor.
@@ -18,14 +20,15 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Double, Integer, LargeBinary, Text, text
+from sqlalchemy import BigInteger, Double, Integer, LargeBinary, Text
 from sqlalchemy.engine import Connection, Engine
 
 from converter.rows import POINT_COLUMNS, PackedRows, Row, TableRows
 from converter.store.engine import advisory_key, sqlite_path
+from converter.store.statements import LOCK, Statements
 
 # PostgreSQL's deadlock_detected and serialization_failure.
 _RETRY_SQLSTATES = frozenset({"40P01", "40001"})
@@ -57,7 +60,7 @@ class SqliteBulk:
         """SQLite keeps any text as it is."""
         return value
 
-    def lock_run(self, conn: Connection, source: str, run_path: str) -> None:
+    def lock_run(self, statements: Statements, source: str, run_path: str) -> None:
         """Nothing to do: SQLite's write lock, taken when the transaction begins, covers it."""
 
     def is_busy(self) -> bool:
@@ -77,9 +80,9 @@ class SqliteBulk:
         finally:
             probe.close()
 
-    def insert_points(self, dbapi: Any, table: str, rows: TableRows) -> int:
-        """Insert point rows, ignoring rows already stored from the same bytes; returns how
-        many were new."""
+    def insert_points(self, dbapi: Any, table: str, rows: TableRows, fresh: bool = False) -> int:
+        """Insert point rows, ignoring rows already stored from the same bytes (whether
+        ``fresh`` or not: SQLite checks the key either way); returns how many were new."""
         columns = POINT_COLUMNS[table]
         inserted = 0
         if isinstance(rows, PackedRows):
@@ -129,35 +132,40 @@ class PostgresBulk:
         """PostgreSQL text cannot hold U+0000: see :func:`server_text`."""
         return server_text(value)
 
-    def lock_run(self, conn: Connection, source: str, run_path: str) -> None:
+    def lock_run(self, statements: Statements, source: str, run_path: str) -> None:
         """Hold the run until the transaction ends: concurrent converters then never
         interleave inside one run's rows."""
-        conn.execute(
-            text("SELECT pg_advisory_xact_lock(:key)"),
-            {"key": advisory_key("run", source, run_path)},
-        )
+        statements.run(LOCK, {"key": advisory_key("run", source, run_path)})
 
     def is_busy(self) -> bool:
         """Never: converters on a server wait on row and advisory locks, not the store."""
         return False
 
-    def insert_points(self, dbapi: Any, table: str, rows: TableRows) -> int:
-        """Insert point rows through COPY and a staging table, skipping stored ones; returns
-        how many were new."""
+    def insert_points(self, dbapi: Any, table: str, rows: TableRows, fresh: bool = False) -> int:
+        """Insert point rows through COPY; unless ``fresh`` (none can be stored yet), through
+        a staging table that skips stored ones.  Returns how many were new."""
         if not rows:
             return 0
         columns = POINT_COLUMNS[table]
         types = _copy_types(table, columns)
-        stage = f"tbconvert_stage_{table}"
         names = ", ".join(columns)
+        floats = [index for index, kind in enumerate(types) if kind == "float8"]
+        texts = [index for index, kind in enumerate(types) if kind == "text"]
+        data: Iterable[Row] = rows
+        if texts:
+            data = (_without_nul(row, texts) for row in data)
+        if fresh:
+            statement = f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
+            with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
+                copy.set_types(types)
+                for row in _nan_as_null(data, floats):
+                    copy.write_row(row)
+            return len(rows)  # COPY stores every row or fails
+        stage = f"tbconvert_stage_{table}"
         moved = ", ".join(
             f"NULLIF({name}, 'NaN')" if kind == "float8" else name
             for name, kind in zip(columns, types, strict=True)
         )
-        texts = [index for index, kind in enumerate(types) if kind == "text"]
-        data: Iterable[Row] = rows
-        if texts:
-            data = [_without_nul(row, texts) for row in rows]
         with dbapi.cursor() as cursor:
             # One staging table per session, emptied at every commit (a table per transaction
             # would churn the system catalogs); made again if a rollback took it away.
@@ -214,6 +222,19 @@ def _executemany(dbapi: Any, sql: str, rows: Iterable[Row]) -> int:
         return int(cursor.rowcount)
     finally:
         cursor.close()
+
+
+def _nan_as_null(rows: Iterable[Row], floats: list[int]) -> Iterator[Row]:
+    """The rows with NaN in float columns as None (NaN is the only float unequal to itself)."""
+    for row in rows:
+        if all(row[index] == row[index] for index in floats):
+            yield row
+            continue
+        values = list(row)
+        for index in floats:
+            if values[index] != values[index]:
+                values[index] = None
+        yield tuple(values)
 
 
 def _without_nul(row: Row, texts: list[int]) -> Row:

@@ -19,12 +19,20 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from converter.rows import POINT_COLUMNS, POINT_TABLES, SeriesDefinition, TableRows, TagMetadata
+from converter.store import statements as sql
 from converter.store import summaries
 from converter.store.bulk import bulk_for
 from converter.store.files import FILE_COLUMNS, FileState, KnownFile, select_file_states
+from converter.store.identities import Identities
+from converter.store.statements import Statements
 
 # Series plugins that were not taken from a SummaryMetadata, so there is nothing to remember.
 _NOT_FROM_METADATA = frozenset({"tensor", "unknown", "graphs", "graph_tagged_run_metadata"})
+_KNOWN_METADATA = text(
+    "SELECT r.run_path, c.name, s.name, s.plugin, s.display_name, s.description, "
+    "s.plugin_content FROM series AS s JOIN runs AS r ON r.id = s.run_id "
+    "JOIN contexts AS c ON c.id = s.context_id WHERE r.source = :source ORDER BY s.id"
+)
 
 
 class StoreWriter:
@@ -38,11 +46,11 @@ class StoreWriter:
         # A server store, which other machines may write to as well.
         self.shared = self.bulk.shared
         self.bulk.on_connect(self._dbapi())
-        self._ids: dict[tuple[Any, ...], int] = {}
-        self._blob_ids: dict[str, int] = {}
-        self._new_in_transaction: list[tuple[Any, ...]] = []
-        self.created_runs: set[int] = set()
-        self.created_series: set[int] = set()
+        # The per-file statements skip SQLAlchemy's statement layer (see store.statements).
+        self.statements = Statements(self._dbapi, pyformat=self.shared)
+        self.identities = Identities(self.statements, self.bulk.text_value)
+        self.created_runs = self.identities.created_runs
+        self.created_series = self.identities.created_series
 
     def is_busy(self) -> bool:
         """True when another process holds the store's write lock right now (SQLite only)."""
@@ -60,24 +68,16 @@ class StoreWriter:
             with self.conn.begin():
                 yield
         except BaseException:
-            for key in self._new_in_transaction:
-                self._ids.pop(key, None)
-                if key[0] == "blob":
-                    self._blob_ids.pop(key[1], None)
+            self.identities.rolled_back()
             raise
         finally:
-            self._new_in_transaction.clear()
+            self.identities.ended()
 
     def run_id(
         self, source: str, run_path: str, *, host: str, logdir: str, group_path: str, name: str
     ) -> int:
         """Get or create the run (source, run_path)."""
-        return self._get_or_create(
-            ("runs", source, run_path),
-            "INSERT INTO runs (source, host, logdir, run_path, group_path, name) "
-            "VALUES (:source, :host, :logdir, :run_path, :group_path, :name) "
-            "ON CONFLICT DO NOTHING",
-            "SELECT id FROM runs WHERE source = :source AND run_path = :run_path",
+        return self.identities.run_id(
             {
                 "source": source,
                 "host": host,
@@ -85,14 +85,13 @@ class StoreWriter:
                 "run_path": run_path,
                 "group_path": group_path,
                 "name": name,
-            },
-            self.created_runs,
+            }
         )
 
     def lock_run(self, source: str, run_path: str) -> None:
         """Hold the run until the transaction ends (PostgreSQL; SQLite's write lock already
         does): concurrent converters then never interleave inside one run's rows."""
-        self.bulk.lock_run(self.conn, source, run_path)
+        self.bulk.lock_run(self.statements, source, run_path)
 
     def hosts_of_source(self, source: str) -> set[str]:
         """The hosts that wrote the runs of a source so far."""
@@ -104,68 +103,31 @@ class StoreWriter:
 
     def context_id(self, name: str) -> int:
         """Get or create the context called ``name``."""
-        return self._get_or_create(
-            ("contexts", name),
-            "INSERT INTO contexts (name) VALUES (:name) ON CONFLICT DO NOTHING",
-            "SELECT id FROM contexts WHERE name = :name",
-            {"name": name},
-            None,
-        )
+        return self.identities.context_id(name)
 
-    def series_id(self, run_id: int, context_id: int, series: SeriesDefinition) -> int:
-        """Get or create a series; its metadata comes from the tag's first occurrence."""
-        text_value = self.bulk.text_value
-        params = {
-            "run_id": run_id,
-            "context_id": context_id,
-            "name": text_value(series.tag),
-            "plugin": series.plugin,
-            "dtype": series.dtype,
-            "display_name": text_value(series.display_name),
-            "description": text_value(series.description),
-            "plugin_content": series.plugin_content,
-        }
-        return self._get_or_create(
-            ("series", run_id, context_id, series.tag, series.plugin),
-            "INSERT INTO series (run_id, context_id, name, plugin, dtype, display_name, "
-            "description, plugin_content) VALUES (:run_id, :context_id, :name, :plugin, :dtype, "
-            ":display_name, :description, :plugin_content) ON CONFLICT DO NOTHING",
-            "SELECT id FROM series WHERE run_id = :run_id AND context_id = :context_id "
-            "AND name = :name AND plugin = :plugin",
-            params,
-            self.created_series,
-        )
+    def series_ids(
+        self, run_id: int, context_id: int, definitions: Sequence[SeriesDefinition]
+    ) -> list[int]:
+        """Get or create series of a (run, context), in order; a new series' metadata comes
+        from the tag's first occurrence."""
+        return self.identities.series_ids(run_id, context_id, definitions)
 
-    def known_metadata(self, source: str, run_path: str, context: str) -> dict[str, TagMetadata]:
-        """The first metadata of every tag of one (run, context) that came from a
-        SummaryMetadata, by tag; empty when the run is new."""
-        rows = self.conn.execute(
-            text(
-                "SELECT s.name, s.plugin, s.display_name, s.description, s.plugin_content "
-                "FROM series AS s JOIN runs AS r ON r.id = s.run_id "
-                "JOIN contexts AS c ON c.id = s.context_id "
-                "WHERE r.source = :source AND r.run_path = :run_path AND c.name = :context "
-                "ORDER BY s.id"
-            ),
-            {"source": source, "run_path": run_path, "context": context},
-        ).all()
-        known: dict[str, TagMetadata] = {}
-        for tag, plugin, display, description, content in rows:
-            if tag not in known and plugin not in _NOT_FROM_METADATA:
-                known[tag] = TagMetadata(
+    def known_metadata(self, source: str) -> dict[tuple[str, str], dict[str, TagMetadata]]:
+        """The first metadata of every tag that came from a SummaryMetadata, by tag, for
+        every (run_path, context) of a source: one query, however many runs it has."""
+        rows = self.conn.execute(_KNOWN_METADATA, {"source": source}).all()
+        known: dict[tuple[str, str], dict[str, TagMetadata]] = {}
+        for run_path, context, tag, plugin, display, description, content in rows:
+            tags = known.setdefault((run_path, context), {})
+            if tag not in tags and plugin not in _NOT_FROM_METADATA:
+                tags[tag] = TagMetadata(
                     plugin, display, description, bytes(content) if content is not None else None
                 )
         return known
 
     def file_state(self, run_id: int, path: str) -> FileState | None:
         """The stored state of a file of a run, or None when the file is new to the store."""
-        row = self.conn.execute(
-            text(
-                f"SELECT id, {', '.join(FILE_COLUMNS)} FROM event_files "
-                "WHERE run_id = :run_id AND path = :path"
-            ),
-            {"run_id": run_id, "path": path},
-        ).one_or_none()
+        row = self.statements.one(sql.FILE_STATE, {"run_id": run_id, "path": path})
         return None if row is None else FileState(*row)
 
     def save_file(self, state: FileState) -> FileState:
@@ -173,16 +135,9 @@ class StoreWriter:
         values = {column: _finite_or_none(getattr(state, column)) for column in FILE_COLUMNS}
         values["updated_at"] = time.time()
         if state.id is None:
-            columns = ", ".join(values)
-            marks = ", ".join(f":{column}" for column in values)
-            new_id = self.conn.execute(
-                text(f"INSERT INTO event_files ({columns}) VALUES ({marks}) RETURNING id"), values
-            ).scalar_one()
-            return replace(state, id=new_id)
-        assignments = ", ".join(f"{column} = :{column}" for column in values)
-        self.conn.execute(
-            text(f"UPDATE event_files SET {assignments} WHERE id = :id"), {**values, "id": state.id}
-        )
+            return replace(state, id=int(self.statements.scalar(sql.INSERT_FILE, values)))
+        values["id"] = state.id
+        self.statements.run(sql.UPDATE_FILE, values)
         return state
 
     def file_states_of_source(self, source: str) -> dict[str, KnownFile]:
@@ -258,11 +213,7 @@ class StoreWriter:
 
     def _forget(self, series: set[int], runs: set[int]) -> None:
         """Drop cached ids of deleted rows."""
-        for key, cached in list(self._ids.items()):
-            if (key[0] == "series" and (cached in series or key[1] in runs)) or (
-                key[0] == "runs" and cached in runs
-            ):
-                del self._ids[key]
+        self.identities.forget(series, runs)
 
     def start_conversion(self, logdir: str, tool_version: str, options: str) -> int:
         """Record the start of a conversion; returns its id."""
@@ -300,18 +251,20 @@ class StoreWriter:
 
     def mark_gone(self, file_ids: Sequence[int]) -> None:
         """Mark files that disappeared from the logdir; their points stay."""
-        for file_id in file_ids:
-            self.conn.execute(
-                text("UPDATE event_files SET status = 'gone', updated_at = :now WHERE id = :id"),
-                {"id": file_id, "now": time.time()},
-            )
+        now = time.time()
+        self.statements.many(
+            "UPDATE event_files SET status = 'gone', updated_at = :now WHERE id = :id",
+            [{"id": file_id, "now": now} for file_id in file_ids],
+        )
 
-    def insert_points(self, table: str, rows: TableRows) -> None:
+    def insert_points(self, table: str, rows: TableRows, *, fresh: bool = False) -> None:
         """Insert point rows of one file, ignoring rows already stored from the same bytes,
-        and keep their series' summaries exact."""
+        and keep their series' summaries exact.  ``fresh``: none can be stored yet (read past
+        the file's committed offset under the run's lock, or after its points were deleted),
+        which a server can take without checking."""
         if "blob_id" in POINT_COLUMNS.get(table, ()):
             rows = self._with_blob_ids(table, rows)
-        inserted = self.bulk.insert_points(self._dbapi(), table, rows)
+        inserted = self.bulk.insert_points(self._dbapi(), table, rows, fresh)
         if inserted == len(rows):
             summaries.add_rows(self.conn, table, rows)
         elif inserted:
@@ -321,23 +274,20 @@ class StoreWriter:
         """Store content-addressed bytes once each; remembers sha256 -> id for the rows."""
         # Sorted: blobs are shared between runs, and converters that take row locks in one
         # order cannot deadlock each other on a server.
-        missing = {sha: blobs[sha] for sha in sorted(blobs) if sha not in self._blob_ids}
+        known = self.identities.blob_id
+        missing = {sha: blobs[sha] for sha in sorted(blobs) if known(sha) is None}
         if not missing:
             return
         self.bulk.insert_blobs(
             self._dbapi(), [(sha, len(data), data) for sha, data in missing.items()]
         )
         for sha in missing:
-            blob_id = self.conn.execute(
-                text("SELECT id FROM blobs WHERE sha256 = :sha"), {"sha": sha}
-            ).scalar_one()
-            self._blob_ids[sha] = blob_id
-            self._new_in_transaction.append(("blob", sha))
+            self.identities.remember_blob(sha)
 
     def _with_blob_ids(self, table: str, rows: TableRows) -> list[tuple[Any, ...]]:
         position = POINT_COLUMNS[table].index("blob_id")
-        ids = self._blob_ids
-        return [(*row[:position], ids[row[position]], *row[position + 1 :]) for row in rows]
+        ids = self.identities.blob_id
+        return [(*row[:position], ids(row[position]), *row[position + 1 :]) for row in rows]
 
     def _dbapi(self) -> Any:
         return self.conn.connection.dbapi_connection
@@ -364,30 +314,6 @@ class StoreWriter:
                 {"file_id": file_id},
             )
         summaries.recount(self.conn, [int(row[0]) for row in series])
-
-    def _get_or_create(
-        self,
-        key: tuple[Any, ...],
-        insert_sql: str,
-        select_sql: str,
-        params: dict[str, Any],
-        created: set[int] | None,
-    ) -> int:
-        cached = self._ids.get(key)
-        if cached is not None:
-            return cached
-        # Look first: on PostgreSQL even an insert that conflicts draws a sequence number,
-        # and ids would then depend on how many re-runs a store has seen.
-        found = self.conn.execute(text(select_sql), params).scalar_one_or_none()
-        if found is None:
-            inserted = self.conn.execute(text(insert_sql), params).rowcount
-            found = self.conn.execute(text(select_sql), params).scalar_one()
-            if inserted and created is not None:
-                created.add(int(found))
-        new_id = int(found)
-        self._ids[key] = new_id
-        self._new_in_transaction.append(key)
-        return new_id
 
 
 def _finite_or_none(value: Any) -> Any:

@@ -1,0 +1,452 @@
+"""The sweep, mixed-plugin and server workloads of ``benchmarks/run.py`` (issue #14).
+
+* **sweep**: 2,000 runs of 200 scalar events each (half TF1, half TF2 with train/validation,
+  so 3,000 files), against EventAccumulator; plus the per-file overhead: the sweep's time
+  beyond what its events cost at the big logdir's rate measured in the same run.
+* **mixed**: runs with scalars, histograms, text and images (TF1 and TF2 encodings), against
+  EventAccumulator reading every value back.
+* **server**: the big logdir into a throwaway local PostgreSQL server, next to SQLite's rate
+  of the same run: with the point tables' foreign keys as the migrations declare them,
+  without them (dropped in that database only, to price them), and two converters at once
+  (two ``--source`` names into one database).
+
+Each measurement is a fresh subprocess, as in ``run.py``, which passes its ``measure`` and
+``convert`` helpers in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import generate
+
+SWEEP = generate.Params(events=400_000, runs=2000, tags=10, images=0)
+QUICK_SWEEP = generate.Params(events=40_000, runs=200, tags=10, images=0)
+TARGET_SWEEP_VS_EA = 5.0
+TARGET_PER_FILE_MS = 0.3
+TARGET_MIXED_VS_EA = 5.0
+TARGET_SERVER_VS_SQLITE = 0.5
+POINT_TABLES = ("scalars", "images", "audio", "histograms", "texts", "params", "tensors")
+
+
+# --------------------------------------------------------------------------- mixed data
+
+
+@dataclass(frozen=True)
+class MixedParams:
+    """Runs holding every common plugin.
+
+    Attributes:
+        runs: Run directories, TF1 encoding (even index) and TF2 (odd index).
+        steps: Steps per run; each step writes two scalar events.
+        histogram_every, text_every, image_every: Steps between those events.
+        seed: Seed of the values and images.
+    """
+
+    runs: int = 8
+    steps: int = 5000
+    histogram_every: int = 5
+    text_every: int = 10
+    image_every: int = 100
+    seed: int = 0
+
+    def key(self) -> str:
+        """Cache directory name."""
+        blob = json.dumps({"v": generate.GENERATOR_VERSION, **asdict(self)}, sort_keys=True)
+        digest = hashlib.sha1(blob.encode()).hexdigest()[:10]
+        return f"mixed-r{self.runs}-s{self.steps}-{digest}"
+
+
+QUICK_MIXED = MixedParams(runs=4, steps=1000)
+
+
+def _tensor_value(value: Any, plugin: str, dtype: int) -> None:
+    value.metadata.plugin_data.plugin_name = plugin
+    value.tensor.dtype = dtype
+
+
+def _write_mixed_file(path: Path, tf2: bool, params: MixedParams, rng: Any) -> dict[str, Any]:
+    """One run's file: every event a writer of that encoding would make for these plugins."""
+    import numpy as np
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    out = generate._RecordFile(path)
+    out.add(Event(wall_time=generate.T0, file_version=generate.FILE_VERSION).SerializeToString())
+    counts = {"scalars": 0, "histograms": 0, "text": 0, "images": 0}  # by plugin
+    edges = np.linspace(-3.0, 3.0, 31)
+    for step in range(params.steps):
+        wall = generate.T0 + step * generate.STEP_SECONDS
+        for tag, number in (("loss", 1.0 / (step + 1)), ("accuracy", step / params.steps)):
+            event = Event(wall_time=wall, step=step)
+            value = event.summary.value.add(tag=tag)
+            if tf2:
+                _tensor_value(value, "scalars", generate.DT_FLOAT)
+                value.tensor.tensor_shape.SetInParent()
+                value.tensor.tensor_content = np.float32(number).tobytes()
+            else:
+                value.simple_value = number
+            out.add(event.SerializeToString())
+            counts["scalars"] += 1
+        if step % params.histogram_every == 0:
+            sample = rng.standard_normal(200)
+            bucket_counts = np.histogram(sample, edges)[0].astype(np.float64)
+            event = Event(wall_time=wall + 0.01, step=step)
+            value = event.summary.value.add(tag="weights")
+            if tf2:  # the histograms plugin's [k, 3] tensor of (left, right, count)
+                _tensor_value(value, "histograms", 2)  # DT_DOUBLE
+                table = np.stack([edges[:-1], edges[1:], bucket_counts], axis=1)
+                value.tensor.tensor_shape.dim.add(size=30)
+                value.tensor.tensor_shape.dim.add(size=3)
+                value.tensor.tensor_content = table.astype("<f8").tobytes()
+            else:
+                histo = value.histo
+                histo.min, histo.max = float(sample.min()), float(sample.max())
+                histo.num, histo.sum = 200.0, float(sample.sum())
+                histo.sum_squares = float((sample**2).sum())
+                histo.bucket_limit.extend(edges[1:].tolist())
+                histo.bucket.extend(bucket_counts.tolist())
+            out.add(event.SerializeToString())
+            counts["histograms"] += 1
+        if step % params.text_every == 0:
+            event = Event(wall_time=wall + 0.02, step=step)
+            value = event.summary.value.add(tag="notes")
+            _tensor_value(value, "text", generate.DT_STRING)
+            value.tensor.tensor_shape.SetInParent()
+            value.tensor.string_val.append(f"step {step}: loss went down".encode())
+            out.add(event.SerializeToString())
+            counts["text"] += 1
+        if step % params.image_every == 0:
+            event = Event(wall_time=wall + 0.03, step=step)
+            value = event.summary.value.add(tag="samples")
+            png = generate._png(rng, 32)
+            if tf2:
+                _tensor_value(value, "images", generate.DT_STRING)
+                value.tensor.tensor_shape.dim.add(size=3)
+                value.tensor.string_val.extend([b"32", b"32", png])
+            else:
+                value.image.height = value.image.width = 32
+                value.image.colorspace = 3
+                value.image.encoded_image_string = png
+            out.add(event.SerializeToString())
+            counts["images"] += 1
+    out.close()
+    return {
+        "scalar_events": counts["scalars"],
+        "image_events": counts["images"],
+        "points": counts,
+        "records": out.records,
+        "bytes": out.bytes,
+    }
+
+
+def _build_mixed(params: MixedParams, logdir: Path) -> dict[str, Any]:
+    import numpy as np
+
+    rng = np.random.default_rng(params.seed)
+    files = []
+    for number in range(params.runs):
+        tf2 = number % 2 == 1
+        run = logdir / f"run_{number:02d}_{'tf2' if tf2 else 'tf1'}"
+        run.mkdir(parents=True)
+        suffix = ".v2" if tf2 else ""
+        path = run / f"events.out.tfevents.{int(generate.T0) + number}.{generate.HOST}{suffix}"
+        stats = _write_mixed_file(path, tf2, params, rng)
+        files.append({"path": str(path.relative_to(logdir)), "encoding": "tf2" if tf2 else "tf1"})
+        files[-1].update(stats)
+    return {"files": files}
+
+
+def ensure_mixed(params: MixedParams, *, log: Any = generate._stderr) -> generate.Dataset:
+    """The mixed logdir for ``params``, generated unless already cached."""
+    return generate._ensure(params.key(), params, _build_mixed, generate.DATA_DIR, False, log)
+
+
+def mixed_points(dataset: generate.Dataset) -> dict[str, int]:
+    """Points per plugin the mixed logdir holds (as tbconvert's summary counts them)."""
+    files = dataset.manifest.get("file_list") or []
+    total: dict[str, int] = {}
+    for entry in files:
+        for table, count in entry.get("points", {}).items():
+            total[table] = total.get(table, 0) + count
+    return total
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def accumulator_cmd(dataset: generate.Dataset, tasks: Path) -> list[str]:
+    """The EventAccumulator task over every event directory of a dataset."""
+    return [
+        sys.executable,
+        str(tasks),
+        "accumulator",
+        str(dataset.logdir),
+        *dataset.manifest["event_dirs"],
+    ]
+
+
+def alternate(
+    repeat: int, first: Callable[[int], Any], second: Callable[[int], Any]
+) -> tuple[list[Any], list[Any]]:
+    """Run two measurements ``repeat`` times each, alternated (so load drifts hit both)."""
+    ones, twos = [], []
+    for number in range(repeat):
+        ones.append(first(number))
+        twos.append(second(number))
+    return ones, twos
+
+
+def median_by_wall(measured: list[Any]) -> Any:
+    """The measurement with the median wall time (lower median for an even count)."""
+    ordered = sorted(measured, key=lambda m: (not m.ok, m.wall))
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def spread(measured: list[Any]) -> str:
+    """ " [median of N: low-high s]", or "" for one measurement."""
+    if len(measured) < 2:
+        return ""
+    walls = [m.wall for m in measured]
+    return f" [median of {len(walls)}: {min(walls):.2f}-{max(walls):.2f} s]"
+
+
+def drop_point_foreign_keys(url: str) -> int:
+    """Drop the point tables' foreign keys in one database (to price them); returns how many."""
+    import psycopg
+
+    conninfo = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        keys = connection.execute(
+            "SELECT conrelid::regclass::text, conname FROM pg_constraint WHERE contype = 'f' "
+            "AND conrelid::regclass::text = ANY(%s)",
+            (list(POINT_TABLES),),
+        ).fetchall()
+        for table, name in keys:
+            connection.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+    return len(keys)
+
+
+def concurrent_converts(cmds: list[list[str]], env: dict[str, str]) -> tuple[float, list[int]]:
+    """Start every command at once; (wall until the last ends, exit codes)."""
+    started = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        for cmd in cmds
+    ]
+    codes = [proc.wait() for proc in procs]
+    for proc in procs:
+        if proc.stderr is not None:
+            proc.stderr.close()
+    return time.perf_counter() - started, codes
+
+
+def median(values: list[float]) -> float:
+    """The median (0.0 for none)."""
+    return statistics.median(values) if values else 0.0
+
+
+# --------------------------------------------------------------------------- the workloads
+# ``h`` is the harness module (benchmarks/run.py): its measure, convert, report helpers.
+
+
+def sweep(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any], big: Any) -> dict:
+    """The sweep against EventAccumulator, and the per-file overhead against ``big`` (the
+    median big-logdir conversion of this run)."""
+    dataset = h.generated(generate.ensure_scalars, QUICK_SWEEP if args.quick else SWEEP)
+    h.warm_page_cache(dataset.logdir)
+    events, files = dataset.manifest["scalar_events"], dataset.manifest["files"]
+    h._log(f"sweep: {files} files, tbconvert and EventAccumulator x {args.repeat} ...")
+    ours, theirs = alternate(
+        args.repeat,
+        lambda i: h.convert(dataset.logdir, h.fresh_store(work, f"sweep-{i}")),
+        lambda i: h.measure(accumulator_cmd(dataset, h.TASKS)),
+    )
+    one, ea = median_by_wall(ours), median_by_wall(theirs)
+    stored = one.extra.get("points", {}) if one.extra else {}
+    if stored.get("scalars") != events:
+        report.notes.append(f"CHECK: sweep: tbconvert stored {stored}, the data holds {events:,}")
+    if ea.last_json().get("scalar_events") != events:
+        report.notes.append("CHECK: sweep: EventAccumulator did not read every scalar event")
+    ratio = ea.wall / one.wall if one.ok and ea.ok else 0.0
+    cpu_ratio = ea.cpu / one.cpu if one.cpu else 0.0
+    checks["sweep_vs_ea"] = one.ok and ratio >= TARGET_SWEEP_VS_EA
+    big_events = big.extra.get("points", {}).get("scalars", 0) if big.extra else 0
+    # What the sweep's events would cost at the big logdir's rate; the rest is per file.
+    per_file_ms = (one.wall - events * big.wall / big_events) / files * 1e3 if big_events else 0
+    per_file_cpu_ms = (one.cpu - events * big.cpu / big_events) / files * 1e3 if big_events else 0
+    checks["per_file_ms"] = one.ok and per_file_ms < TARGET_PER_FILE_MS
+    report.row(
+        "9",
+        f"sweep: {dataset.manifest['params']['runs']:,} runs, {files:,} files, {events:,} events",
+        f"{h._n(events / one.wall)} events/s ({h._s(one.wall)})" + spread(ours),
+    )
+    report.row(
+        "",
+        "  EventAccumulator wall / CPU",
+        f"{h._s(ea.wall)} / {h._s(ea.cpu)}" + spread(theirs),
+    )
+    report.row(
+        "",
+        "  tbconvert / EventAccumulator",
+        f"{ratio:.2f}x (CPU: {cpu_ratio:.2f}x)",
+        f">= {TARGET_SWEEP_VS_EA:g}x",
+        h._verdict(checks["sweep_vs_ea"]),
+    )
+    report.row(
+        "",
+        "  per-file overhead (vs the big logdir)",
+        f"{per_file_ms:.2f} ms wall, {per_file_cpu_ms:.2f} ms CPU",
+        f"< {TARGET_PER_FILE_MS:g} ms",
+        h._verdict(checks["per_file_ms"]),
+    )
+    return {
+        "files": files,
+        "events": events,
+        "tbconvert": {**one.brief(), "all_walls_s": [m.wall for m in ours]},
+        "event_accumulator": {**ea.brief(), "all_walls_s": [m.wall for m in theirs]},
+        "ratio": ratio,
+        "cpu_ratio": cpu_ratio,
+        "per_file_ms": per_file_ms,
+        "per_file_cpu_ms": per_file_cpu_ms,
+    }
+
+
+def mixed(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any]) -> dict:
+    """Scalars, histograms, text and images against EventAccumulator."""
+    dataset = h.generated(ensure_mixed, QUICK_MIXED if args.quick else MixedParams())
+    h.warm_page_cache(dataset.logdir)
+    expected = mixed_points(dataset)
+    records = dataset.manifest["records"] - dataset.manifest["files"]  # less file_version
+    h._log(f"mixed plugins: tbconvert and EventAccumulator x {args.repeat} ...")
+    ours, theirs = alternate(
+        args.repeat,
+        lambda i: h.convert(dataset.logdir, h.fresh_store(work, f"mixed-{i}")),
+        lambda i: h.measure(accumulator_cmd(dataset, h.TASKS)),
+    )
+    one, ea = median_by_wall(ours), median_by_wall(theirs)
+    stored = one.extra.get("points", {}) if one.extra else {}
+    if stored != expected:
+        report.notes.append(f"CHECK: mixed: tbconvert stored {stored}, the data holds {expected}")
+    got = ea.last_json()
+    read = got.get("scalar_events", 0) + got.get("histograms", 0) + got.get("other_tensors", 0)
+    read += got.get("images", 0)
+    if read != records:
+        report.notes.append(f"CHECK: mixed: EventAccumulator read {read} of {records} events")
+    ratio = ea.wall / one.wall if one.ok and ea.ok else 0.0
+    checks["mixed_vs_ea"] = one.ok and ratio >= TARGET_MIXED_VS_EA
+    summary = ", ".join(f"{count:,} {table}" for table, count in sorted(expected.items()))
+    report.row(
+        "10",
+        "mixed plugins (" + summary + ")",
+        f"{h._n(records / one.wall)} events/s ({h._s(one.wall)})" + spread(ours),
+    )
+    report.row(
+        "",
+        "  EventAccumulator wall / CPU",
+        f"{h._s(ea.wall)} / {h._s(ea.cpu)}" + spread(theirs),
+    )
+    report.row(
+        "",
+        "  tbconvert / EventAccumulator",
+        f"{ratio:.2f}x (CPU: {ea.cpu / one.cpu if one.cpu else 0:.2f}x)",
+        f">= {TARGET_MIXED_VS_EA:g}x",
+        h._verdict(checks["mixed_vs_ea"]),
+    )
+    return {
+        "events": records,
+        "points": expected,
+        "tbconvert": {**one.brief(), "all_walls_s": [m.wall for m in ours]},
+        "event_accumulator": {**ea.brief(), "all_walls_s": [m.wall for m in theirs]},
+        "ratio": ratio,
+    }
+
+
+def server(
+    h: Any, args: Any, logdir: Path, events: int, sqlite: Any, report: Any, checks: dict
+) -> dict:
+    """The big logdir into a local PostgreSQL server, against SQLite's run ``sqlite``."""
+    sys.path.insert(0, str(h.REPO))
+    from tests.pgserver import PostgresServer, find_bindir
+
+    if find_bindir() is None:
+        report.notes.append("PostgreSQL: no server binaries (apt-get install postgresql)")
+        return {}
+    h._log(f"PostgreSQL: with and without the point tables' keys, two at once x {args.repeat}")
+    server = PostgresServer.start()
+    keyed: list[Any] = []
+    unkeyed: list[Any] = []
+    together: list[float] = []
+    try:
+        for _ in range(args.repeat):
+            keyed.append(h.convert(logdir, server.new_database("keyed")))
+            bare = server.new_database("bare")
+            subprocess.run(
+                [*h.tbconvert_cmd(), "db", "upgrade", "--store", bare],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            dropped = drop_point_foreign_keys(bare)
+            unkeyed.append(h.convert(logdir, bare))
+            shared = server.new_database("shared")
+            base = [*h.tbconvert_cmd(), "tf", "--logdir", str(logdir), "--store", shared, "-q"]
+            wall, codes = concurrent_converts(
+                [[*base, "--source", "first"], [*base, "--source", "second"]], h._child_env()
+            )
+            if any(codes):
+                report.notes.append(f"PostgreSQL: two converters at once exited {codes}")
+            count = server.execute("SELECT count(*) FROM scalars", shared.rsplit("/", 1)[1])
+            if count[0][0] != 2 * events:
+                report.notes.append(f"CHECK: two converters at once stored {count[0][0]} points")
+            together.append(wall)
+    finally:
+        server.stop()
+    one, bare_one = median_by_wall(keyed), median_by_wall(unkeyed)
+    if not (one.ok and bare_one.ok):
+        report.notes.append(h._failed("tbconvert into PostgreSQL", one if not one.ok else bare_one))
+        return {}
+    rate, sqlite_rate = events / one.wall, events / sqlite.wall
+    bare_rate, both_rate = events / bare_one.wall, 2 * events / median(together)
+    checks["server_vs_sqlite"] = rate / sqlite_rate >= TARGET_SERVER_VS_SQLITE
+    report.row(
+        "8", "tbconvert into PostgreSQL (local server)", f"{h._n(rate)} events/s" + spread(keyed)
+    )
+    report.row(
+        "",
+        "  PostgreSQL / SQLite (same run)",
+        f"{rate / sqlite_rate:.2f}x (client CPU {h._s(one.cpu)})",
+        f">= {TARGET_SERVER_VS_SQLITE:g}x",
+        h._verdict(checks["server_vs_sqlite"]),
+    )
+    report.row(
+        "",
+        f"  without the point tables' {dropped} foreign keys",
+        f"{h._n(bare_rate)} events/s ({bare_rate / sqlite_rate:.2f}x SQLite)" + spread(unkeyed),
+    )
+    report.row(
+        "",
+        "  two converters at once (two sources)",
+        f"{h._n(both_rate)} events/s together ({h._s(median(together))})",
+    )
+    return {
+        **one.brief(),
+        "events_per_s": rate,
+        "vs_sqlite": rate / sqlite_rate,
+        "without_foreign_keys": {**bare_one.brief(), "events_per_s": bare_rate},
+        "two_at_once": {"walls_s": together, "events_per_s": both_rate},
+    }

@@ -1,0 +1,121 @@
+"""Group commit: the chunks of many small files applied in one transaction.
+
+A sweep is thousands of files of a few hundred points each; a transaction per file costs more
+than its points (issue #14).  Chunks are therefore collected, in the order they arrive, until
+they hold a chunk's worth of points (or of blob bytes, or a stop is asked for), and then
+applied in one transaction.  A big file's chunk fills a group by itself, so its commits stay
+as they were.  Every file's new state is saved in the transaction that holds its rows, so
+SPEC §7's promise (a chunk's points and the file's offset commit together) holds for every
+file of the group; a server's deadlock victim rolls the whole group back and applies it
+again, from the states of the last commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from converter.reading.chunks import Chunk, FileTask
+from converter.store.files import FileState
+
+# Blob bytes (images, audio) that close a group: a group is held in memory until it commits.
+_GROUP_BLOB_BYTES = 8 << 20
+# Files that close a group whatever their points (each costs a few statements and a lock).
+_GROUP_FILES = 1000
+
+
+@dataclass
+class Group:
+    """Chunks collected for one transaction, in arrival order.
+
+    Attributes:
+        points: Close the group once it holds this many points (the chunk size).
+        entries: The (task, chunk) pairs collected.
+    """
+
+    points: int
+    entries: list[tuple[FileTask, Chunk]] = field(default_factory=list)
+    _points: int = 0
+    _blob_bytes: int = 0
+
+    def add(self, task: FileTask, chunk: Chunk) -> None:
+        """Collect one chunk."""
+        self.entries.append((task, chunk))
+        self._points += sum(len(rows) for rows in chunk.rows.values())
+        self._blob_bytes += sum(len(data) for data in chunk.blobs.values())
+
+    def full(self) -> bool:
+        """True when the group should commit now."""
+        return (
+            self._points >= self.points
+            or self._blob_bytes >= _GROUP_BLOB_BYTES
+            or len(self.entries) >= _GROUP_FILES
+        )
+
+
+@dataclass
+class OpenFile:
+    """The file whose chunks are being applied: its state, store ids of its series, and
+    whether none of its rows read now can be stored yet (so a server may skip the check)."""
+
+    state: FileState
+    ids: list[int]
+    base_records: int
+    fresh: bool = False
+
+
+@dataclass
+class Applied:
+    """What applying one chunk did, for the bookkeeping after its group commits.
+
+    Attributes:
+        task, chunk: The chunk.
+        before: The file's offset before the chunk (None: not applied, see ``elsewhere``).
+        file: The file's state after it.
+        replaced: Its old points were deleted (a replaced file, not ``--full``).
+        elsewhere: Another converter read the file further since it was planned.
+    """
+
+    task: FileTask
+    chunk: Chunk
+    before: int | None = None
+    file: OpenFile | None = None
+    replaced: bool = False
+    elsewhere: bool = False
+
+
+@dataclass
+class Position:
+    """Where the chunk stream stands between commits (a group restarts from it on retry).
+
+    Attributes:
+        open_file: The file read so far by committed chunks, not yet to its end.
+        left_to_another: The task whose file another converter is reading (-1: none).
+    """
+
+    open_file: OpenFile | None = None
+    left_to_another: int = -1
+
+
+class ReadElsewhere(Exception):
+    """Another converter read the file further since it was planned."""
+
+
+def extreme(
+    pick: Callable[[float, float], float], old: float | None, new: float | None
+) -> float | None:
+    """``pick`` of two optional values (None when both are)."""
+    if old is None:
+        return new
+    return old if new is None else pick(old, new)
+
+
+def file_status(chunk: Chunk, invalid: bool, damaged: int) -> str:
+    """A file's status after a chunk (see ``FileState.status``)."""
+    if not chunk.done:
+        return "reading"  # never skipped as unchanged: the next run reads on
+    if invalid:
+        return "invalid"
+    if chunk.torn:
+        return "partial"
+    return "damaged" if damaged else "ok"
