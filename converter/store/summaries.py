@@ -29,6 +29,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from converter.rows import POINT_TABLES, PackedRows, Row, TableRows, packed_columns
+from converter.store.statements import Statements
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,35 +73,36 @@ class Summary(NamedTuple):
 
 # A typed NULL: PostgreSQL takes an untyped one in a subquery for text.
 _NO_VALUE = "CAST(NULL AS DOUBLE PRECISION)"
-_UPSERT = text(
+_UPSERT = (
     f"INSERT INTO series_summaries ({', '.join(SUMMARY_COLUMNS)}) "
     f"VALUES ({', '.join(':' + column for column in SUMMARY_COLUMNS)}) "
     "ON CONFLICT (series_id, point_table) DO UPDATE SET "
     + ", ".join(f"{column} = excluded.{column}" for column in SUMMARY_COLUMNS[2:])
 )
-_FILE_PATH = text("SELECT path FROM event_files WHERE id = :id")
+_FILE_PATH = "SELECT path FROM event_files WHERE id = :id"
 
 
-def add_rows(conn: Connection, table: str, rows: TableRows) -> None:
+def add_rows(statements: Statements, table: str, rows: TableRows) -> None:
     """Fold rows just inserted, all of them new and read from one file, into the stored
-    summaries of their series."""
+    summaries of their series (on the driver's cursor: this runs for every chunk of every
+    small file of a sweep)."""
     if not len(rows):
         return
     file_id = int(rows.file_id if isinstance(rows, PackedRows) else rows[0][2])
     chunk = {summary.series_id: summary for summary in _aggregate(table, rows, file_id)}
-    stored = _stored(conn, table, chunk)
+    stored = _stored(statements, table, chunk)
     path: list[str] = []  # the chunk's file path, looked up once if a tie needs it
 
     def chunk_path() -> str:
         if not path:
-            path.append(conn.execute(_FILE_PATH, {"id": file_id}).scalar_one())
+            path.append(statements.scalar(_FILE_PATH, {"id": file_id}))
         return path[0]
 
     merged = [
         _merge(stored[series_id], summary, chunk_path) if series_id in stored else summary
         for series_id, summary in chunk.items()
     ]
-    conn.execute(_UPSERT, [summary._asdict() for summary in merged])
+    statements.many(_UPSERT, [summary._asdict() for summary in merged])
 
 
 def recount(
@@ -165,17 +167,15 @@ def forget(conn: Connection, series_ids: Collection[int]) -> None:
 
 
 def _stored(
-    conn: Connection, table: str, chunk: dict[int, Summary]
+    statements: Statements, table: str, chunk: dict[int, Summary]
 ) -> dict[int, tuple[Summary, str]]:
     marks = ", ".join(str(int(i)) for i in chunk)
-    found = conn.execute(
-        text(
-            f"SELECT {', '.join('m.' + column for column in SUMMARY_COLUMNS)}, f.path "
-            "FROM series_summaries AS m JOIN event_files AS f ON f.id = m.last_file_id "
-            f"WHERE m.point_table = :table AND m.series_id IN ({marks})"
-        ),
+    found = statements.all(
+        f"SELECT {', '.join('m.' + column for column in SUMMARY_COLUMNS)}, f.path "
+        "FROM series_summaries AS m JOIN event_files AS f ON f.id = m.last_file_id "
+        f"WHERE m.point_table = :table AND m.series_id IN ({marks})",
         {"table": table},
-    ).all()
+    )
     return {row[0]: (Summary(*row[:-1]), row[-1]) for row in found}
 
 

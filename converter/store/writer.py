@@ -266,7 +266,7 @@ class StoreWriter:
             rows = self._with_blob_ids(table, rows)
         inserted = self.bulk.insert_points(self._dbapi(), table, rows, fresh)
         if inserted == len(rows):
-            summaries.add_rows(self.conn, table, rows)
+            summaries.add_rows(self.statements, table, rows)
         elif inserted:
             summaries.recount(self.conn, summaries.series_of(table, rows), [table])
 
