@@ -161,3 +161,18 @@ settings.register_profile(
 # Mutation runs (`make mutate`, docs/mutation.md): the same examples for every mutant, so a
 # mutant's verdict does not depend on the draw, and no example database shared between them.
 settings.register_profile("mutmut", derandomize=True, database=None, deadline=None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``TBCONVERT_MUTATION_TESTS`` (set by tests/mutation_run.py), run only the test
+    files aimed at the module of the mutant under test (``MUTANT_UNDER_TEST``, set by mutmut),
+    or at any mutated module while mutmut maps tests to functions (docs/mutation.md)."""
+    if not os.environ.get("TBCONVERT_MUTATION_TESTS"):
+        return
+    from tests.mutation_run import test_files_for
+
+    files = test_files_for(os.environ.get("MUTANT_UNDER_TEST", ""))
+    dropped = [item for item in items if item.path.name not in files]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item.path.name in files]
