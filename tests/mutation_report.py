@@ -1,6 +1,6 @@
 """Mutation score per module from mutmut's results in ``mutants/`` (``make mutate``).
 
-    python tests/mutation_report.py [--survivors]
+    python tests/mutation_report.py [--survivors] [--sample FRACTION --seed N]
 
 Killed counts mutants that a test failed on, that timed out, or that mypy (strict, as CI runs
 it) rejects.  Mutants listed as equivalent in docs/mutation.md (a line ``- `name` ...`` under
@@ -9,14 +9,19 @@ its "Equivalent mutants" heading) are left out of the denominator of the second 
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.mutation_run import all_mutants, sample
+
 ROOT = Path(__file__).resolve().parents[1]
-KILLED = {1: "killed", 3: "killed", 36: "timeout", 37: "type check"}
+# mutmut's exit codes: a test failed (1, 3), mypy rejected it (37), it ran out of time (36,
+# and the signals of its CPU limit).
+KILLED = {1: "killed", 3: "killed", 37: "type check"}
+TIMEOUT = {36, 24, -24, 152, 255}
 SURVIVED = {0: "survived", 5: "no tests", 33: "no tests"}
 
 
@@ -30,53 +35,58 @@ def equivalent_mutants() -> set[str]:
     return set(re.findall(r"^- `([\w.ǁ]+__mutmut_\d+)`", section, flags=re.MULTILINE))
 
 
-def results() -> dict[str, dict[str, int | None]]:
-    """Module -> mutant name -> mutmut's exit code (None: not run yet)."""
-    found: dict[str, dict[str, int | None]] = {}
-    for meta in sorted((ROOT / "mutants" / "converter").rglob("*.py.meta")):
-        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
-        if codes:
-            module = meta.relative_to(ROOT / "mutants").with_suffix("").with_suffix("")
-            found[module.as_posix() + ".py"] = codes
+def results(argv: list[str]) -> dict[str, dict[str, int | None]]:
+    """Module -> mutant name -> mutmut's exit code (None: not run yet); only the sample's
+    mutants under ``--sample FRACTION --seed N``."""
+    found = all_mutants()
+    if "--sample" in argv:
+        fraction = float(argv[argv.index("--sample") + 1])
+        seed = int(argv[argv.index("--seed") + 1]) if "--seed" in argv else 17
+        chosen = sample(fraction, seed)
+        found = {
+            module: {name: code for name, code in codes.items() if name in chosen}
+            for module, codes in found.items()
+        }
     return found
 
 
+def _line(name: str, counts: Counter[str]) -> str:
+    checked = counts["mutants"] - counts["todo"]
+    score = counts["killed"] / checked if checked else 0.0
+    rest = checked - counts["equivalent"]
+    adjusted = counts["killed"] / rest if rest else 0.0
+    return (
+        f"{name:34} {counts['mutants']:7} {counts['killed']:6} {counts['timeout']:4} "
+        f"{counts['survived']:5} {counts['equivalent']:6} {counts['todo']:5} {score:6.1%} "
+        f"{adjusted:7.1%}"
+    )
+
+
 def main(argv: list[str]) -> int:
+    """Print the table (and the survivors with ``--survivors``)."""
     equivalent = equivalent_mutants()
     total: Counter[str] = Counter()
     print(
-        f"{'module':38} {'mutants':>7} {'killed':>6} {'surv.':>5} {'equiv.':>6} {'todo':>5}"
-        f" {'score':>6} {'w/o eq.':>7}"
+        f"{'module':34} {'mutants':>7} {'killed':>6} {'(tmo':>4} {'surv.':>5} {'equiv.':>6} "
+        f"{'todo':>5} {'score':>6} {'w/o eq.':>7}"
     )
     survivors = []
-    for module, codes in results().items():
-        counts: Counter[str] = Counter()
+    for module, codes in results(argv).items():
+        counts: Counter[str] = Counter(mutants=len(codes))
         for name, code in codes.items():
             if code is None:
                 counts["todo"] += 1
-            elif code in KILLED:
+            elif code in KILLED or code in TIMEOUT:
                 counts["killed"] += 1
+                counts["timeout"] += code in TIMEOUT
             elif name in equivalent:
                 counts["equivalent"] += 1
             else:
                 counts["survived"] += 1
                 survivors.append(f"{name}: {SURVIVED.get(code, f'exit {code}')}")
-        checked = len(codes) - counts["todo"]
-        score = counts["killed"] / checked if checked else 0.0
-        adjusted = counts["killed"] / (checked - counts["equivalent"]) if checked else 0.0
-        print(
-            f"{module:38} {len(codes):7} {counts['killed']:6} {counts['survived']:5} "
-            f"{counts['equivalent']:6} {counts['todo']:5} {score:6.1%} {adjusted:7.1%}"
-        )
+        print(_line(module, counts))
         total.update(counts)
-        total["mutants"] += len(codes)
-    checked = total["mutants"] - total["todo"]
-    if checked:
-        print(
-            f"{'all':38} {total['mutants']:7} {total['killed']:6} {total['survived']:5} "
-            f"{total['equivalent']:6} {total['todo']:5} {total['killed'] / checked:6.1%} "
-            f"{total['killed'] / (checked - total['equivalent']):7.1%}"
-        )
+    print(_line("all", total))
     if "--survivors" in argv:
         print("\n".join(survivors))
     return 0

@@ -1,6 +1,7 @@
 """Run mutmut module by module, each against the test files aimed at it (``make mutate``).
 
     python tests/mutation_run.py ['converter.reading.records.*' ...]   # mutant name globs
+    python tests/mutation_run.py --sample 0.3 --seed 17                # a stratified sample
 
 mutmut runs, for each mutant, the tests that called the mutated function; a conversion calls
 nearly everything, so with the whole suite one surviving mutant would cost a minute.  Here each
@@ -12,7 +13,10 @@ Results accumulate in ``mutants/``; ``tests/mutation_report.py`` prints the scor
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -31,10 +35,11 @@ _DECODING = [
     "test_tensors.py",
     "test_hparams.py",
 ]
+# Not test_store.py (schema and migrations): alembic's Config binds sys.stdout when imported,
+# which under mutmut is a capture that is closed by the time the mutants run.
 _CONVERSION = [
     "test_incremental.py",
     "test_invariant.py",
-    "test_store.py",
     "test_scalars.py",
     "test_mutants_job.py",
 ]
@@ -63,25 +68,70 @@ TESTS = {
 def test_files_for(mutant: str) -> set[str]:
     """The test files a mutant (mutmut's name, ``module.function__mutmut_N``) is tried
     against; every listed file for any other name (mutmut's mapping and clean runs)."""
+    # The score "before" the tests written for mutants (docs/mutation.md) leaves them out.
+    before = os.environ.get("TBCONVERT_MUTATION_BEFORE") == "1"
+    chosen = {name for files in TESTS.values() for name in files}
     for module, files in TESTS.items():
         if mutant.startswith(module + "."):
-            return set(files)
-    return {name for files in TESTS.values() for name in files}
+            chosen = set(files)
+    return {name for name in chosen if not (before and name.startswith("test_mutants_"))}
 
 
-def main(mutants: list[str]) -> int:
-    """mutmut on the given mutant name globs (default: every mutant), then the scores."""
+def all_mutants() -> dict[str, dict[str, int | None]]:
+    """Module file -> mutant name -> mutmut's exit code so far (None: not run), from the
+    ``.meta`` files mutmut writes beside each mutated module in ``mutants/``."""
+    found: dict[str, dict[str, int | None]] = {}
+    for meta in sorted((ROOT / "mutants" / "converter").rglob("*.py.meta")):
+        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+        if codes:
+            found[meta.relative_to(ROOT / "mutants").as_posix().removesuffix(".meta")] = codes
+    return found
+
+
+def sample(fraction: float, seed: int) -> set[str]:
+    """The same ``fraction`` of each module's mutants for a given seed (a stratified random
+    sample, for a score per module when running them all takes too long)."""
+    chosen: set[str] = set()
+    for module, codes in all_mutants().items():
+        names = sorted(codes)
+        count = round(len(names) * fraction)
+        chosen.update(random.Random(f"{seed}:{module}").sample(names, count))
+    return chosen
+
+
+def main(argv: list[str]) -> int:
+    """mutmut on the given mutant name globs (default: every mutant), or on the mutants of
+    ``--sample FRACTION --seed N`` not run yet; then the scores."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mutants", nargs="*", help="mutant name globs (default: all)")
+    parser.add_argument("--sample", type=float, help="run this fraction of each module")
+    parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument(
+        "--before", action="store_true", help="without the tests/test_mutants_*.py files"
+    )
+    args = parser.parse_args(argv)
     bin_dir = Path(sys.executable).parent
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "TBCONVERT_SKIP_POSTGRES": "1",
         "TBCONVERT_MUTATION_TESTS": "by-module",
+        "TBCONVERT_MUTATION_BEFORE": "1" if args.before else "0",
     }
-    code = subprocess.run(
-        [str(bin_dir / "mutmut"), "run", *mutants], cwd=ROOT, env=env, check=False
-    ).returncode
+    mutmut = [str(bin_dir / "mutmut"), "run"]
+    names = list(args.mutants)
+    if args.sample is not None:
+        if not all_mutants():  # mutmut makes the mutants as it starts
+            subprocess.run([*mutmut, "no-such-mutant"], cwd=ROOT, env=env, check=False)
+        done = {name for codes in all_mutants().values() for name, code in codes.items() if code}
+        names = sorted(sample(args.sample, args.seed) - done)
+        print(f"{len(names)} sampled mutants not run yet", flush=True)
+    code = 0
+    if names or args.sample is None:
+        code = subprocess.run([*mutmut, *names], cwd=ROOT, env=env, check=False).returncode
     report = [sys.executable, str(ROOT / "tests" / "mutation_report.py")]
+    if args.sample is not None:
+        report += ["--sample", str(args.sample), "--seed", str(args.seed)]
     return code or subprocess.run(report, cwd=ROOT, check=False).returncode
 
 

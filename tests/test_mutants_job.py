@@ -1,0 +1,177 @@
+"""What a conversion reports and records, counted from the logs written here (mutants of
+``conversion/job.py``, ``conversion/plan.py`` and ``store/writer.py`` that the store's views
+alone let through; docs/mutation.md)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from converter.conversion import convert
+from tests.eventfiles import append_events, simple_value, summary_event, write_events
+
+FILE = "events.out.tfevents.1.h"
+
+
+def _events(tag: str, steps: range, base: float = 1e9) -> list:
+    return [summary_event(step, base + step, [simple_value(tag, step / 2)]) for step in steps]
+
+
+def _query(store: Path, sql: str) -> list[tuple]:
+    with closing(sqlite3.connect(store)) as connection:
+        return [tuple(row) for row in connection.execute(sql)]
+
+
+def test_counts_of_a_first_run_then_an_incremental_one(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    train = write_events(logs / "a" / "train" / FILE, _events("loss", range(10)))
+    evaluation = write_events(logs / "a" / "eval" / FILE, _events("loss", range(5)))
+    b_first = write_events(logs / "b" / FILE, _events("acc", range(3)))
+    sizes = [path.stat().st_size for path in (train, evaluation, b_first)]
+
+    first = convert(logs, store)
+    assert (first.runs_created, first.runs_extended) == (2, 0)
+    assert (first.series_created, first.series_extended) == (3, 0)
+    assert first.contexts == 3  # train, eval and b's own directory
+    assert (first.files_read, first.files_unchanged) == (3, 0)
+    assert first.records_read == (10 + 1) + (5 + 1) + (3 + 1)  # each file's version record too
+    assert first.bytes_read == sum(sizes)
+    assert first.points == {"scalars": 18}
+
+    append_events(train, _events("loss", range(10, 14)))
+    b_second = write_events(logs / "b" / "events.out.tfevents.2.h", _events("lr", range(6)))
+    second = convert(logs, store)
+    # a gets 4 points of an existing series; b a new series in a new file.
+    assert (second.runs_created, second.runs_extended) == (0, 2)
+    assert (second.series_created, second.series_extended) == (1, 1)
+    assert second.contexts == 3
+    assert (second.files_read, second.files_unchanged) == (2, 2)
+    assert second.records_read == 4 + (6 + 1)
+    assert second.bytes_read == train.stat().st_size - sizes[0] + b_second.stat().st_size
+    assert second.points == {"scalars": 10}
+    assert (second.files_replaced, second.files_moved, second.files_gone) == (0, 0, 0)
+
+    third = convert(logs, store)
+    assert (third.runs_extended, third.series_extended, third.files_read) == (0, 0, 0)
+    assert third.files_unchanged == 4 and third.bytes_read == 0
+
+
+def test_moved_replaced_and_gone_files_are_counted(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    write_events(logs / "group" / "run" / "train" / FILE, _events("loss", range(4)))
+    write_events(logs / "group" / "run" / "eval" / FILE, _events("loss", range(3)))
+    write_events(logs / "other" / FILE, _events("acc", range(5)))
+    convert(logs, store)
+
+    # --flat: train and eval become runs of their own, group/run their group.
+    flat = convert(logs, store, flat=True)
+    assert flat.files_moved == 2 and flat.files_replaced == 0
+    assert flat.runs_created == 2 and flat.files_read == 2 and flat.files_unchanged == 1
+    runs = _query(store, "SELECT run_path, group_path, name FROM runs ORDER BY run_path")
+    assert runs == [
+        ("group/run/eval", "group/run", "eval"),
+        ("group/run/train", "group/run", "train"),
+        ("other", "", "other"),
+    ]
+
+    # A file replaced by one with another first record (same name, fewer bytes).
+    write_events(logs / "other" / FILE, _events("acc", range(2), base=2e9))
+    (logs / "group" / "run" / "eval" / FILE).unlink()
+    again = convert(logs, store, flat=True)
+    assert again.files_replaced == 1 and again.files_gone == 1 and again.files_moved == 0
+    assert _query(store, "SELECT count(*) FROM v_scalars WHERE run_path = 'other'") == [(2,)]
+    statuses = _query(store, "SELECT path, status FROM event_files ORDER BY path")
+    assert statuses == [
+        (f"group/run/eval/{FILE}", "gone"),
+        (f"group/run/train/{FILE}", "ok"),
+        (f"other/{FILE}", "ok"),
+    ]
+
+
+def test_a_run_at_the_logdir_root_is_named_after_the_logdir(tmp_path: Path) -> None:
+    logs, store = tmp_path / "my_experiment", tmp_path / "s.db"
+    write_events(logs / FILE, _events("loss", range(2)))
+    convert(logs, store)
+    assert _query(store, "SELECT run_path, group_path, name FROM runs") == [
+        (".", "", "my_experiment")
+    ]
+
+
+def test_each_conversion_records_its_options_and_summary(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    write_events(logs / "run" / FILE, _events("loss", range(3)))
+    convert(logs, store, plugins=["scalars", "images"], tags=["lo*"], exclude_tags=["x"])
+    convert(logs, store, full=True, flat=True)
+    rows = _query(
+        store, "SELECT logdir, status, options, summary, finished_at >= started_at FROM conversions"
+    )
+    assert [(row[0], row[1], row[4]) for row in rows] == [(str(logs.resolve()), "finished", 1)] * 2
+    options = [json.loads(row[2]) for row in rows]
+    assert options == [
+        {
+            "source": str(logs.resolve()),
+            "flat": False,
+            "full": False,
+            "plugins": ["images", "scalars"],
+            "tags": ["lo*"],
+            "exclude_tags": ["x"],
+        },
+        {
+            "source": str(logs.resolve()),
+            "flat": True,
+            "full": True,
+            "plugins": None,
+            "tags": [],
+            "exclude_tags": [],
+        },
+    ]
+    summaries = [json.loads(row[3]) for row in rows]
+    assert [summary["files"]["read"] for summary in summaries] == [1, 1]
+    assert [summary["points"] for summary in summaries] == [{"scalars": 3}, {"scalars": 3}]
+    assert [summary["records_read"] for summary in summaries] == [4, 4]
+
+
+def test_dry_run_plans_each_action_with_the_bytes_it_reads(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    grown = write_events(logs / "a" / FILE, _events("loss", range(6)))
+    replaced = write_events(logs / "b" / FILE, _events("loss", range(6)))
+    shrunk = write_events(logs / "c" / FILE, _events("loss", range(6)))
+    write_events(logs / "d" / FILE, _events("loss", range(6)))
+    convert(logs, store)
+    stored = grown.stat().st_size
+    append_events(grown, _events("loss", range(6, 9)))
+    # Another first record, and more bytes than were read: only the digest tells.
+    write_events(replaced, _events("acc", range(9), base=3e9))
+    write_events(shrunk, _events("loss", range(2)))
+    fresh = write_events(logs / "e" / FILE, _events("loss", range(1)))
+    plan = {
+        entry["path"]: (entry["action"], entry["bytes"])
+        for entry in convert(logs, store, dry_run=True).plan
+    }
+    assert plan == {
+        f"a/{FILE}": ("append", grown.stat().st_size - stored),
+        f"b/{FILE}": ("replaced", replaced.stat().st_size),
+        f"c/{FILE}": ("replaced", shrunk.stat().st_size),
+        f"d/{FILE}": ("unchanged", 0),
+        f"e/{FILE}": ("new", fresh.stat().st_size),
+    }
+    full = {
+        entry["path"]: entry["action"]
+        for entry in convert(logs, store, dry_run=True, full=True).plan
+    }
+    assert set(full.values()) == {"reread", "new"}
+
+
+def test_a_files_wall_time_span_covers_records_in_any_order(tmp_path: Path) -> None:
+    # Enough single-scalar records for the NumPy block path (which leaves the last ~640 bytes
+    # of a buffer to the general path), the extremes in the middle.
+    times = [5e8 + 1000 - step for step in range(300)]
+    times[100], times[150] = 4e8, 7e8
+    events = [summary_event(step, t, [simple_value("loss", 0.5)]) for step, t in enumerate(times)]
+    write_events(tmp_path / "logs" / "run" / FILE, events, version_wall_time=6e8)
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    assert _query(tmp_path / "s.db", "SELECT first_wall_time, last_wall_time FROM event_files") == [
+        (4e8, 7e8)
+    ]
