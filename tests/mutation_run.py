@@ -1,7 +1,8 @@
 """Run mutmut module by module, each against the test files aimed at it (``make mutate``).
 
     python tests/mutation_run.py ['converter.reading.records.*' ...]   # mutant name globs
-    python tests/mutation_run.py --sample 0.3 --seed 17                # a stratified sample
+    python tests/mutation_run.py --sample 0.25 --seed 17               # a stratified sample
+    python tests/mutation_run.py --sample 0.25 --seed 17 --survivors   # and its survivors again
 
 mutmut runs, for each mutant, the tests that called the mutated function; a conversion calls
 nearly everything, so with the whole suite one surviving mutant would cost a minute.  Here each
@@ -14,14 +15,16 @@ Results accumulate in ``mutants/``; ``tests/mutation_report.py`` prints the scor
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# mutmut's exit codes of a mutant that no test failed on (0) or that no test ran (5, 33).
+SURVIVED = (0, 5, 33)
 
 _FRAMING = ["test_records.py", "test_bad_input.py", "test_mutants_reading.py"]
 _DECODING = [
@@ -89,14 +92,16 @@ def all_mutants() -> dict[str, dict[str, int | None]]:
 
 
 def sample(fraction: float, seed: int) -> set[str]:
-    """The same ``fraction`` of each module's mutants for a given seed (a stratified random
-    sample, for a score per module when running them all takes too long)."""
-    chosen: set[str] = set()
-    for module, codes in all_mutants().items():
-        names = sorted(codes)
-        count = round(len(names) * fraction)
-        chosen.update(random.Random(f"{seed}:{module}").sample(names, count))
-    return chosen
+    """The mutants whose hash (with ``seed``) falls in the first ``fraction`` of the range:
+    about that fraction of each module, a random sample, and a smaller fraction's sample lies
+    within a larger one's (for a score per module when running them all takes too long)."""
+    return {
+        name
+        for codes in all_mutants().values()
+        for name in codes
+        if int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:8], "big")
+        < fraction * 2**64
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -108,6 +113,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument(
         "--before", action="store_true", help="without the tests/test_mutants_*.py files"
+    )
+    parser.add_argument(
+        "--survivors", action="store_true", help="run the sample's survivors again too"
     )
     args = parser.parse_args(argv)
     bin_dir = Path(sys.executable).parent
@@ -123,9 +131,10 @@ def main(argv: list[str]) -> int:
     if args.sample is not None:
         if not all_mutants():  # mutmut makes the mutants as it starts
             subprocess.run([*mutmut, "no-such-mutant"], cwd=ROOT, env=env, check=False)
-        done = {name for codes in all_mutants().values() for name, code in codes.items() if code}
-        names = sorted(sample(args.sample, args.seed) - done)
-        print(f"{len(names)} sampled mutants not run yet", flush=True)
+        codes = {name: code for found in all_mutants().values() for name, code in found.items()}
+        wanted = (None, *SURVIVED) if args.survivors else (None,)
+        names = sorted(name for name in sample(args.sample, args.seed) if codes[name] in wanted)
+        print(f"{len(names)} sampled mutants to run", flush=True)
     code = 0
     if names or args.sample is None:
         code = subprocess.run([*mutmut, *names], cwd=ROOT, env=env, check=False).returncode

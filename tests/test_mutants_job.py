@@ -9,7 +9,13 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from converter.conversion import convert
+from converter.rows import SeriesDefinition
+from converter.store import migrate
+from converter.store.engine import create_store_engine, store_url
+from converter.store.writer import StoreWriter
 from tests.eventfiles import append_events, simple_value, summary_event, write_events
 
 FILE = "events.out.tfevents.1.h"
@@ -174,4 +180,35 @@ def test_a_files_wall_time_span_covers_records_in_any_order(tmp_path: Path) -> N
     convert(tmp_path / "logs", tmp_path / "s.db")
     assert _query(tmp_path / "s.db", "SELECT first_wall_time, last_wall_time FROM event_files") == [
         (4e8, 7e8)
+    ]
+
+
+def test_ids_made_in_a_rolled_back_transaction_are_not_reused(tmp_path: Path) -> None:
+    engine = create_store_engine(store_url(tmp_path / "s.db"))
+    migrate.ensure_schema(engine)
+    writer = StoreWriter(engine)
+    try:
+        series = SeriesDefinition(0, "loss", "scalars", "float32", None, None, None)
+        with pytest.raises(RuntimeError), writer.transaction():
+            run = writer.run_id("src", "r", host="h", logdir="/l", group_path="", name="r")
+            writer.series_id(run, writer.context_id("train"), series)
+            writer.insert_blobs({"ab" * 32: b"bytes"})
+            raise RuntimeError("the chunk fails: everything above rolls back")
+        with writer.transaction():
+            run = writer.run_id("src", "r", host="h", logdir="/l", group_path="", name="r")
+            context = writer.context_id("train")
+            series_id = writer.series_id(run, context, series)
+            writer.insert_blobs({"ab" * 32: b"bytes"})
+        again = writer.series_id(run, context, series)
+    finally:
+        writer.close()
+        engine.dispose()
+    assert again == series_id
+    assert _query(tmp_path / "s.db", "SELECT id, name FROM runs") == [(run, "r")]
+    assert _query(tmp_path / "s.db", "SELECT id, name FROM contexts") == [(context, "train")]
+    assert _query(tmp_path / "s.db", "SELECT id, run_id, context_id FROM series") == [
+        (series_id, run, context)
+    ]
+    assert _query(tmp_path / "s.db", "SELECT sha256, size, data FROM blobs") == [
+        ("ab" * 32, 5, b"bytes")
     ]
