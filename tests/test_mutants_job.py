@@ -15,6 +15,7 @@ from converter.conversion import convert
 from converter.rows import SeriesDefinition
 from converter.store import migrate
 from converter.store.engine import create_store_engine, store_url
+from converter.store.files import FileState
 from converter.store.writer import StoreWriter
 from tests.eventfiles import append_events, simple_value, summary_event, write_events
 
@@ -212,3 +213,38 @@ def test_ids_made_in_a_rolled_back_transaction_are_not_reused(tmp_path: Path) ->
     assert _query(tmp_path / "s.db", "SELECT sha256, size, data FROM blobs") == [
         ("ab" * 32, 5, b"bytes")
     ]
+
+
+def test_rows_dropped_as_empty_are_made_again_not_reused_from_the_cache(tmp_path: Path) -> None:
+    engine = create_store_engine(store_url(tmp_path / "s.db"))
+    migrate.ensure_schema(engine)
+    writer = StoreWriter(engine)
+    loss = SeriesDefinition(0, "loss", "scalars", "float32", None, None, None)
+    acc = SeriesDefinition(1, "acc", "scalars", "float32", None, None, None)
+    names = {"host": "h", "logdir": "/l", "group_path": ""}
+    try:
+        with writer.transaction():
+            # Run "kept" keeps a file, so only its series goes; run "gone" goes whole.
+            kept = writer.run_id("src", "kept", name="kept", **names)
+            gone = writer.run_id("src", "gone", name="gone", **names)
+            context = writer.context_id("train")
+            writer.save_file(FileState(None, kept, context, "kept/f"))
+            old_series = [writer.series_id(run, context, loss) for run in (kept, gone)]
+            other = writer.series_id(kept, writer.context_id("eval"), acc)
+            writer.drop_empty(kept, context)
+            writer.drop_empty(gone, context)
+            again = writer.run_id("src", "gone", name="gone", **names)
+            new_series = [writer.series_id(run, context, loss) for run in (kept, again)]
+            assert writer.series_id(kept, writer.context_id("eval"), acc) == other
+    finally:
+        writer.close()
+        engine.dispose()
+    runs = _query(tmp_path / "s.db", "SELECT id, run_path FROM runs ORDER BY run_path")
+    assert runs == [(again, "gone"), (kept, "kept")]
+    series = _query(tmp_path / "s.db", "SELECT id, run_id, name FROM series ORDER BY id")
+    assert series == sorted(
+        [(other, kept, "acc")]
+        + [(new, run, "loss") for new, run in zip(new_series, (kept, again), strict=True)]
+    )
+    # (SQLite may hand a deleted row's id out again: the rows, not the ids, tell.)
+    assert len(old_series) == 2 and gone
