@@ -4,12 +4,15 @@ alone let through; docs/mutation.md)."""
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from PIL import Image
+from tensorboard.compat.proto.summary_pb2 import Summary
 
 from converter.conversion import convert
 from converter.rows import SeriesDefinition
@@ -248,3 +251,30 @@ def test_rows_dropped_as_empty_are_made_again_not_reused_from_the_cache(tmp_path
     )
     # (SQLite may hand a deleted row's id out again: the rows, not the ids, tell.)
     assert len(old_series) == 2 and gone
+
+
+def test_image_and_audio_rows_keep_every_column_around_their_blob(tmp_path: Path) -> None:
+    # The writer swaps each row's blob digest for the blob's id: the columns on either
+    # side of it must come through unchanged.
+    picture = io.BytesIO()
+    Image.new("RGB", (3, 2), (200, 10, 10)).save(picture, format="PNG")
+    image = Summary.Image(encoded_image_string=picture.getvalue(), width=3, height=2)
+    sound = Summary.Audio(
+        sample_rate=8000.0,
+        num_channels=1,
+        length_frames=4,
+        encoded_audio_string=b"RIFF-not-checked",
+        content_type="audio/wav",
+    )
+    values = [Summary.Value(tag="picture", image=image), Summary.Value(tag="sound", audio=sound)]
+    write_events(tmp_path / "logs" / "run" / FILE, [summary_event(4, 8.0, values)])
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    assert _query(
+        tmp_path / "s.db", "SELECT tag, step, idx, format, width, height, data FROM v_images"
+    ) == [("picture", 4, 0, "PNG", 3, 2, picture.getvalue())]  # Pillow's name
+    assert _query(tmp_path / "s.db", "SELECT tag, step, idx, sample_rate, data FROM v_audio") == [
+        ("sound", 4, 0, 8000.0, b"RIFF-not-checked")
+    ]
+    assert _query(
+        tmp_path / "s.db", "SELECT num_channels, length_frames, content_type FROM audio"
+    ) == [(1, 4, "audio/wav")]
