@@ -24,7 +24,16 @@ from converter.filters import Selection
 from converter.reading import chunks, events, fastscalars, resync
 from converter.reading.chunks import FileTask, ReadSettings, read_file
 from tests import test_records
-from tests.eventfiles import write_events
+from tests.eventfiles import (
+    append_events,
+    scalar_metadata,
+    shape1_scalar,
+    simple_value,
+    summary_event,
+    tensor_value,
+    tf2_scalar,
+    write_events,
+)
 
 
 def header(length: int) -> bytes:
@@ -183,3 +192,62 @@ def test_block_path_with_freshly_built_key_masks(tmp_path: Path) -> None:
     whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
     assert whole == general
     assert decoded_in_general < general["reader"][1] / 2
+
+
+_BLOCK_KINDS = {
+    "tf2": lambda step: tf2_scalar("loss", step / 3),
+    "no_shape": lambda step: tensor_value("loss", step / 3, shape=None),
+    "shape1": lambda step: shape1_scalar("loss", step / 3),
+    "simple_with_metadata": lambda step: simple_value("loss", step / 3, metadata=scalar_metadata()),
+    "custom_metadata": lambda step: tensor_value(
+        "loss",
+        step / 3,
+        metadata=SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars")),
+    ),
+    # The widest key the block path takes: 2a S 0a V 0a T, a 117-byte tag, 15 and 4 bytes.
+    "widest_key": lambda step: simple_value("k" * 117, step / 3),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_BLOCK_KINDS))
+def test_each_encoding_the_block_path_reads_takes_it(tmp_path: Path, kind: str) -> None:
+    # Steps up to 2**14 (varints of 1 to 3 bytes); the rows must be the general path's,
+    # and all but each buffer's first records and its last ~640 bytes come from blocks.
+    steps = [*range(300), *range(16000, 16300)]
+    path = write_events(
+        tmp_path / "run" / "events.out.tfevents.1.h",
+        [summary_event(step, 1e9 + step, [_BLOCK_KINDS[kind](step)]) for step in steps],
+    )
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert whole == general
+    assert len(general["rows"]["scalars"]) == len(steps)
+    assert decoded_in_general < 40
+
+
+def _framed_offsets(events: list[Event], start: int) -> list[int]:
+    """Where each event's record starts when framed after ``start`` bytes."""
+    offsets = []
+    for event in events:
+        offsets.append(start)
+        start += 12 + len(event.SerializeToString()) + 4
+    return offsets
+
+
+def test_block_rows_read_from_the_middle_of_a_file_keep_their_file_offsets(
+    tmp_path: Path,
+) -> None:
+    first = [summary_event(s, 1e9 + s, [tf2_scalar("loss", s / 2)]) for s in range(400)]
+    more = [summary_event(s, 1e9 + s, [tf2_scalar("loss", s / 2)]) for s in range(400, 800)]
+    path = write_events(tmp_path / "logs" / "run" / "events.out.tfevents.1.h", first)
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    appended_at = path.stat().st_size
+    append_events(path, more)
+    convert(tmp_path / "logs", tmp_path / "s.db")  # reads from the stored offset on
+    version = Event(wall_time=1e9, file_version="brain.Event:2")
+    expected = list(enumerate(_framed_offsets([version, *first], 0)[1:])) + list(
+        zip(range(400, 800), _framed_offsets(more, appended_at), strict=True)
+    )
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        found = connection.execute("SELECT step, record_offset FROM scalars ORDER BY step")
+        assert found.fetchall() == expected
