@@ -2,7 +2,7 @@
 
     python tests/mutation_run.py ['converter.reading.records.*' ...]   # mutant name globs
     python tests/mutation_run.py --sample 0.25 --seed 17               # a stratified sample
-    python tests/mutation_run.py --sample 0.25 --seed 17 --survivors   # and its survivors again
+    python tests/mutation_run.py --sample 0.25 --seed 17 --survivors   # its survivors again
 
 mutmut runs, for each mutant, the tests that called the mutated function; a conversion calls
 nearly everything, so with the whole suite one surviving mutant would cost a minute.  Here each
@@ -115,7 +115,7 @@ def main(argv: list[str]) -> int:
         "--before", action="store_true", help="without the tests/test_mutants_*.py files"
     )
     parser.add_argument(
-        "--survivors", action="store_true", help="run the sample's survivors again too"
+        "--survivors", action="store_true", help="run the sample's survivors again (only)"
     )
     args = parser.parse_args(argv)
     bin_dir = Path(sys.executable).parent
@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
         if not all_mutants():  # mutmut makes the mutants as it starts
             subprocess.run([*mutmut, "no-such-mutant"], cwd=ROOT, env=env, check=False)
         codes = {name: code for found in all_mutants().values() for name, code in found.items()}
-        wanted = (None, *SURVIVED) if args.survivors else (None,)
+        wanted = SURVIVED if args.survivors else (None,)
         names = sorted(name for name in sample(args.sample, args.seed) if codes[name] in wanted)
         print(f"{len(names)} sampled mutants to run", flush=True)
     code = 0

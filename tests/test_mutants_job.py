@@ -7,12 +7,14 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 from PIL import Image
 from tensorboard.compat.proto.summary_pb2 import Summary
+from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter.conversion import convert
 from converter.rows import SeriesDefinition
@@ -278,3 +280,50 @@ def test_image_and_audio_rows_keep_every_column_around_their_blob(tmp_path: Path
     assert _query(
         tmp_path / "s.db", "SELECT num_channels, length_frames, content_type FROM audio"
     ) == [(1, 4, "audio/wav")]
+
+
+def test_filtered_values_and_unreadable_records_add_up_over_files(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    for run, count in (("a", 4), ("b", 6)):
+        write_events(
+            logs / run / FILE,
+            [
+                summary_event(s, 1e9 + s, [simple_value("loss", 1.0), simple_value("acc", 0.5)])
+                for s in range(count)
+            ],
+        )
+    # A record whose CRCs verify but whose payload is no Event, even read leniently.
+    with (logs / "a" / FILE).open("ab") as handle:
+        RecordWriter(handle).write(b"\x0a\xff\xff\xff\xff\x0f")
+    before = time.time()
+    summary = convert(logs, store, tags=["loss"])
+    after = time.time()
+    assert summary.filtered_values == 4 + 6
+    assert summary.points == {"scalars": 10}
+    offset = (logs / "a" / FILE).stat().st_size - (12 + 6 + 4)
+    assert [str(problem) for problem in summary.problems] == [
+        f"a/{FILE}: at byte {offset}: record is not an Event"
+    ]
+    (low, high), *_ = _query(store, "SELECT min(updated_at), max(updated_at) FROM event_files")
+    assert before <= low <= high <= after
+
+
+def test_a_store_another_process_is_writing_to_is_waited_for_and_said_so(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    write_events(logs / "run" / FILE, _events("loss", range(3)))
+    convert(logs, store)
+    write_events(logs / "other" / FILE, _events("loss", range(2)))
+    holder = sqlite3.connect(store)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the store's write lock
+    said = []
+
+    def notify(message: str) -> None:
+        said.append(message)
+        holder.rollback()  # ... and finishes
+
+    try:
+        summary = convert(logs, store, notify=notify)
+    finally:
+        holder.close()
+    assert said == ["another process is writing to the store; waiting for it to finish ..."]
+    assert summary.files_read == 1 and summary.points == {"scalars": 2}
