@@ -176,19 +176,6 @@ def test_dry_run_plans_each_action_with_the_bytes_it_reads(tmp_path: Path) -> No
     assert set(full.values()) == {"reread", "new"}
 
 
-def test_a_files_wall_time_span_covers_records_in_any_order(tmp_path: Path) -> None:
-    # Enough single-scalar records for the NumPy block path (which leaves the last ~640 bytes
-    # of a buffer to the general path), the extremes in the middle.
-    times = [5e8 + 1000 - step for step in range(300)]
-    times[100], times[150] = 4e8, 7e8
-    events = [summary_event(step, t, [simple_value("loss", 0.5)]) for step, t in enumerate(times)]
-    write_events(tmp_path / "logs" / "run" / FILE, events, version_wall_time=6e8)
-    convert(tmp_path / "logs", tmp_path / "s.db")
-    assert _query(tmp_path / "s.db", "SELECT first_wall_time, last_wall_time FROM event_files") == [
-        (4e8, 7e8)
-    ]
-
-
 def test_ids_made_in_a_rolled_back_transaction_are_not_reused(tmp_path: Path) -> None:
     engine = create_store_engine(store_url(tmp_path / "s.db"))
     migrate.ensure_schema(engine)

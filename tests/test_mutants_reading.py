@@ -251,3 +251,18 @@ def test_block_rows_read_from_the_middle_of_a_file_keep_their_file_offsets(
     with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
         found = connection.execute("SELECT step, record_offset FROM scalars ORDER BY step")
         assert found.fetchall() == expected
+
+
+def test_a_files_wall_time_span_covers_records_in_any_order(tmp_path: Path) -> None:
+    # Enough single-scalar records for the NumPy block path (which leaves the last ~640 bytes
+    # of a buffer to the general path), the extremes in the middle.
+    times = [5e8 + 1000 - step for step in range(300)]
+    times[100], times[150] = 4e8, 7e8
+    events = [summary_event(step, t, [simple_value("loss", 0.5)]) for step, t in enumerate(times)]
+    write_events(
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h", events, version_wall_time=6e8
+    )
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        span = connection.execute("SELECT first_wall_time, last_wall_time FROM event_files")
+        assert span.fetchall() == [(4e8, 7e8)]
