@@ -7,7 +7,7 @@ STORE ?= demo.db
 DEMO_LOGS ?= demo_logs
 REPORT ?= demo-report.html
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench mutate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,9 +47,20 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff format --check converter tests benchmarks migrations
 	$(BIN)/mypy
 
+$(VENV)/.installed-mutate: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,mutate]'
+	touch $@
+
+# Mutation testing of the reading side, the planner, the job and the writer (docs/mutation.md):
+# each module against the tests aimed at it.  Not in CI: it takes over an hour.  One module:
+# make mutate MUTANTS='converter.reading.records.*'
+MUTANTS ?=
+mutate: $(VENV)/.installed-mutate
+	nice -n 10 $(BIN)/python tests/mutation_run.py $(MUTANTS)
+
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/query.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info demo.db demo.db-wal demo.db-shm $(DEMO_LOGS) $(REPORT)
+	rm -rf $(VENV) mutants build dist *.egg-info demo.db demo.db-wal demo.db-shm $(DEMO_LOGS) $(REPORT)

@@ -19,6 +19,9 @@ from hypothesis import HealthCheck, settings
 from converter.store.writer import StoreWriter
 from tests.pgserver import PostgresServer, find_bindir
 from tests.snapshots import StoreFactory
+from tests.storecheck import dangling_in
+
+pytest_plugins = ["pytester"]
 
 BACKENDS = ("sqlite", "postgresql")
 
@@ -55,9 +58,66 @@ def _no_dangling_foreign_keys(
     assert not dangling, f"rows whose foreign key points nowhere: {dangling[:5]}"
 
 
+# The server of the session once started, and the stores already checked for dangling rows.
+_SERVERS: list[PostgresServer] = []
+_CHECKED: set[str] = set()
+
+
+class _Made:
+    """The directories and server databases made from one moment on (tests, or their
+    module's fixtures, may convert into them in-process, in workers or in subprocesses)."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.basetemp = tmp_path_factory.getbasetemp()
+        self.entries = set(os.listdir(self.basetemp))
+        self.databases = len(_SERVERS[0].databases) if _SERVERS else 0
+
+    def unchecked_problems(self) -> list[str]:
+        """Dangling rows in what was made since and not checked yet (then it is)."""
+        new = sorted(set(os.listdir(self.basetemp)) - self.entries)
+        # Not the ``*current`` links pytest keeps to the newest directory of each name.
+        directories = [self.basetemp / name for name in new]
+        directories = [d for d in directories if not d.is_symlink()]
+        databases = _SERVERS[0].databases[self.databases :] if _SERVERS else []
+        fresh = [str(d) for d in directories if str(d) not in _CHECKED]
+        fresh += [url for url in databases if url not in _CHECKED]
+        _CHECKED.update(fresh)
+        return dangling_in(
+            [Path(d) for d in fresh if "://" not in d], [u for u in fresh if "://" in u]
+        )
+
+
+@pytest.fixture(autouse=True)
+def _no_dangling_rows(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """After every test: the stores it made hold no row whose reference points nowhere,
+    whichever process wrote them (see ``tests/storecheck.py``).  A test that leaves such
+    rows on purpose (and checks them itself) is marked ``dangling_rows``."""
+    made = _Made(tmp_path_factory)
+    yield
+    problems = made.unchecked_problems()
+    if request.node.get_closest_marker("dangling_rows") is None:
+        assert not problems, f"rows that point nowhere: {problems[:5]}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_dangling_rows_in_module_stores(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """The same for the stores of a module's own fixtures (made before any of its tests)."""
+    made = _Made(tmp_path_factory)
+    yield
+    problems = made.unchecked_problems()
+    assert not problems, f"rows that point nowhere, in this module's stores: {problems[:5]}"
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server on 127.0.0.1 for the whole session."""
+    if os.environ.get("TBCONVERT_SKIP_POSTGRES"):
+        # Mutation runs (docs/mutation.md): one server per mutant would cost more than its tests.
+        pytest.skip("TBCONVERT_SKIP_POSTGRES is set")
     if find_bindir() is None:
         message = (
             "PostgreSQL server binaries not found (install Debian's 'postgresql' "
@@ -67,9 +127,11 @@ def pg_server() -> Iterator[PostgresServer]:
             pytest.fail(message)
         pytest.skip(message)
     server = PostgresServer.start()
+    _SERVERS.append(server)
     try:
         yield server
     finally:
+        _SERVERS.remove(server)
         server.stop()
 
 
@@ -95,3 +157,22 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+
+# Mutation runs (`make mutate`, docs/mutation.md): the same examples for every mutant, so a
+# mutant's verdict does not depend on the draw, and no example database shared between them.
+settings.register_profile("mutmut", derandomize=True, database=None, deadline=None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``TBCONVERT_MUTATION_TESTS`` (set by tests/mutation_run.py), run only the test
+    files aimed at the module of the mutant under test (``MUTANT_UNDER_TEST``, set by mutmut),
+    or at any mutated module while mutmut maps tests to functions (docs/mutation.md)."""
+    if not os.environ.get("TBCONVERT_MUTATION_TESTS"):
+        return
+    from tests.mutation_run import test_files_for
+
+    files = test_files_for(os.environ.get("MUTANT_UNDER_TEST", ""))
+    dropped = [item for item in items if item.path.name not in files]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item.path.name in files]

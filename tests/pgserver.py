@@ -64,6 +64,8 @@ class PostgresServer:
         self.user = "tbconvert"
         self._run_as = _unprivileged_user()
         self._counter = itertools.count(1)
+        # Every database handed out, in order (checked for dangling rows after each test).
+        self.databases: list[str] = []
         if self._run_as is not None:
             entry = pwd.getpwnam(self._run_as)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
@@ -106,6 +108,7 @@ class PostgresServer:
         """Create an empty database and return its URL."""
         name = f"{prefix}_{os.getpid()}_{next(self._counter)}"
         self.execute(f'CREATE DATABASE "{name}"')
+        self.databases.append(self.url(name))
         return self.url(name)
 
     def execute(self, sql: str, database: str = "postgres") -> list[tuple[object, ...]]:

@@ -22,6 +22,12 @@ VIEWS = (
     "v_series",
 )
 POINT_TABLES = ("scalars", "images", "histograms", "texts", "params", "audio", "tensors")
+BLOB_TABLES = ("images", "audio", "tensors")
+# Besides the views, a snapshot holds the point tables joined *outwards* to what they point
+# to (the views are inner joins: a point whose series or file is gone would not show in them)
+# and every row whose reference points nowhere.
+RAW_POINTS = "raw_points"
+DANGLING = "dangling"
 
 
 class StoreFactory:
@@ -103,27 +109,116 @@ def rows(connection: Any, sql: str, parameters: Any = None) -> list[tuple[Any, .
     return [tuple(row) for row in cursor.fetchall()]
 
 
+def raw_point_rows(connection: Any) -> list[tuple[object, ...]]:
+    """Every row of every point table, named by what it points to through LEFT JOINs:
+    (table, series' run_path, context, tag, plugin, file's run_path, context, path, step,
+    record_offset, value_index, blob sha256).  A missing series, file, run, context or
+    blob shows as NULLs instead of hiding the row; no store ids, so equal stores compare
+    equal whatever order their rows were created in."""
+    found: list[tuple[object, ...]] = []
+    for table in POINT_TABLES:
+        blob = "b.sha256" if table in BLOB_TABLES else "NULL"
+        blob_join = "LEFT JOIN blobs AS b ON b.id = p.blob_id " if table in BLOB_TABLES else ""
+        found += rows(
+            connection,
+            f"SELECT '{table}', sr.run_path, sc.name, s.name, s.plugin, fr.run_path, fc.name, "
+            f"f.path, p.step, p.record_offset, p.value_index, {blob} FROM {table} AS p "
+            "LEFT JOIN series AS s ON s.id = p.series_id "
+            "LEFT JOIN runs AS sr ON sr.id = s.run_id "
+            "LEFT JOIN contexts AS sc ON sc.id = s.context_id "
+            "LEFT JOIN event_files AS f ON f.id = p.file_id "
+            "LEFT JOIN runs AS fr ON fr.id = f.run_id "
+            f"LEFT JOIN contexts AS fc ON fc.id = f.context_id {blob_join}",
+        )
+    return sorted(found, key=repr)
+
+
+def _dangling_queries() -> dict[str, str]:
+    """What must never be found, each as a query counting it."""
+    queries = {}
+    for table in POINT_TABLES:
+        queries[f"{table} rows whose series is missing"] = (
+            f"SELECT count(*) FROM {table} AS p WHERE NOT EXISTS "
+            "(SELECT 1 FROM series AS s WHERE s.id = p.series_id)"
+        )
+        queries[f"{table} rows whose file is missing"] = (
+            f"SELECT count(*) FROM {table} AS p WHERE NOT EXISTS "
+            "(SELECT 1 FROM event_files AS f WHERE f.id = p.file_id)"
+        )
+        # A file's points belong to series of the file's own (run, context).
+        queries[f"{table} rows whose file and series are in different (run, context)s"] = (
+            f"SELECT count(*) FROM {table} AS p JOIN series AS s ON s.id = p.series_id "
+            "JOIN event_files AS f ON f.id = p.file_id "
+            "WHERE s.run_id <> f.run_id OR s.context_id <> f.context_id"
+        )
+    for table in BLOB_TABLES:
+        queries[f"{table} rows whose blob is missing"] = (
+            f"SELECT count(*) FROM {table} AS p WHERE NOT EXISTS "
+            "(SELECT 1 FROM blobs AS b WHERE b.id = p.blob_id)"
+        )
+    queries["series_summaries rows whose series is missing"] = (
+        "SELECT count(*) FROM series_summaries AS m WHERE NOT EXISTS "
+        "(SELECT 1 FROM series AS s WHERE s.id = m.series_id)"
+    )
+    queries["series_summaries rows whose last point's file is missing"] = (
+        "SELECT count(*) FROM series_summaries AS m WHERE NOT EXISTS "
+        "(SELECT 1 FROM event_files AS f WHERE f.id = m.last_file_id)"
+    )
+    for table in ("series", "event_files"):
+        queries[f"{table} rows whose run is missing"] = (
+            f"SELECT count(*) FROM {table} AS t WHERE NOT EXISTS "
+            "(SELECT 1 FROM runs AS r WHERE r.id = t.run_id)"
+        )
+        queries[f"{table} rows whose context is missing"] = (
+            f"SELECT count(*) FROM {table} AS t WHERE NOT EXISTS "
+            "(SELECT 1 FROM contexts AS c WHERE c.id = t.context_id)"
+        )
+    return queries
+
+
+def dangling_rows(connection: Any) -> list[tuple[str, int]]:
+    """(what, how many) for every kind of row whose reference points nowhere; [] when none.
+
+    SQLite's ``PRAGMA foreign_key_check`` finds the first kinds too, but the converter's own
+    connection does not enforce keys, and a server's could have them deferred or dropped: this
+    asks the tables themselves, on either backend."""
+    found = []
+    for what, sql in _dangling_queries().items():
+        ((count,),) = rows(connection, sql)
+        if count:
+            found.append((what, int(count)))
+    return found
+
+
+def _snapshot(connection: Any) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every view (a sorted multiset: repr order copes with NULLs), the raw
+    point rows and the dangling ones."""
+    snapshot = {view: sorted(rows(connection, f"SELECT * FROM {view}"), key=repr) for view in VIEWS}
+    snapshot[RAW_POINTS] = raw_point_rows(connection)
+    snapshot[DANGLING] = [tuple(found) for found in dangling_rows(connection)]
+    return snapshot
+
+
 def view_rows(store: str | os.PathLike[str]) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of every view, as a sorted multiset (repr order copes with NULLs), after
-    checking that the store's series summaries equal a recount of its points."""
+    """A snapshot of the store: every view's rows, then :data:`RAW_POINTS` and
+    :data:`DANGLING` (see :func:`raw_point_rows`, :func:`dangling_rows`), after checking
+    that the store's series summaries equal a recount of its points."""
     assert_summaries_exact(store)
     connection = connect(store)
     try:
-        return {
-            view: sorted(
-                (tuple(row) for row in connection.execute(f"SELECT * FROM {view}").fetchall()),
-                key=repr,
-            )
-            for view in VIEWS
-        }
+        return _snapshot(connection)
     finally:
         connection.close()
 
 
 def without_run_ids(views: dict[str, list[tuple[object, ...]]]) -> dict[str, list[tuple]]:
-    """The same rows minus their first column (run_id), for stores whose runs were created
-    in another order (files that appeared while converting, concurrent converters)."""
-    return {view: sorted((row[1:] for row in rows), key=repr) for view, rows in views.items()}
+    """The same rows minus the views' first column (run_id), for stores whose runs were
+    created in another order (files that appeared while converting, concurrent converters).
+    The raw and dangling rows hold no ids: they are kept as they are."""
+    return {
+        view: sorted((row[1:] for row in found), key=repr) if view in VIEWS else found
+        for view, found in views.items()
+    }
 
 
 def comparable_rows(store: str | os.PathLike[str]) -> dict[str, list[tuple[object, ...]]]:
@@ -181,13 +276,7 @@ def views_without_gone(store: str | os.PathLike[str]) -> dict[str, list[tuple[ob
             "WHERE f.run_id = runs.id) AND NOT EXISTS (SELECT 1 FROM series AS s "
             "WHERE s.run_id = runs.id)"
         )
-        return {
-            view: sorted(
-                (tuple(row) for row in connection.execute(f"SELECT * FROM {view}").fetchall()),
-                key=repr,
-            )
-            for view in VIEWS
-        }
+        return _snapshot(connection)
 
 
 def _recount(connection: Any, store: str | os.PathLike[str]) -> None:

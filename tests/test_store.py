@@ -477,6 +477,7 @@ def test_foreign_server_database_is_refused_and_untouched(pg_server) -> None:
     assert tables == [("notes",)]
 
 
+@pytest.mark.dangling_rows
 def test_only_the_writer_skips_foreign_key_checks(
     tmp_path: Path, dangling_foreign_keys: list[tuple[str, tuple[object, ...]]]
 ) -> None:

@@ -1,0 +1,268 @@
+"""Reading-side behaviour that mutants showed no test pinned down (docs/mutation.md).
+
+Every file and expectation is built here from the TFRecord format and TensorBoard's own
+protos and CRC, never from what the converter produced.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import struct
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.compat.proto.graph_pb2 import GraphDef
+from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+from tensorboard.compat.proto.tensor_pb2 import TensorProto
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc
+
+from converter.conversion import convert
+from converter.filters import Selection
+from converter.reading import chunks, events, fastscalars, resync
+from converter.reading.chunks import FileTask, ReadSettings, read_file
+from tests import test_records
+from tests.eventfiles import (
+    append_events,
+    scalar_metadata,
+    shape1_scalar,
+    simple_value,
+    summary_event,
+    tensor_value,
+    tf2_scalar,
+    write_events,
+)
+
+
+def header(length: int) -> bytes:
+    """A record header whose length CRC verifies (TensorBoard's masked CRC)."""
+    raw = struct.pack("<Q", length)
+    return raw + struct.pack("<I", tb_masked_crc(raw))
+
+
+# ---------------------------------------------------------------------- lenient Event parsing
+
+
+def _marked_event() -> tuple[bytes, int]:
+    """An Event whose strings hold the marker byte ``Q`` at known places: a tag, metadata
+    strings two messages deep, and the names of a tensor's shape dims (a repeated message)."""
+    tensor = TensorProto(dtype=1, tensor_content=b"\x00\x00\x80\x3f" * 2)
+    for name in ("rowsQ", "colsQ"):
+        tensor.tensor_shape.dim.add(size=1, name=name)
+    metadata = SummaryMetadata(
+        display_name="shownQ",
+        plugin_data=SummaryMetadata.PluginData(plugin_name="pluginQ"),
+    )
+    value = Summary.Value(tag="lossQ", tensor=tensor, metadata=metadata)
+    event = Event(step=7, wall_time=2.5, summary=Summary(value=[value]))
+    return event.SerializeToString(), 5
+
+
+def test_invalid_utf8_in_nested_and_repeated_strings_is_repaired_from_a_fresh_schema() -> None:
+    # The lenient twin schema is built once per process: build it here from scratch.
+    events._lenient_event_class.cache_clear()
+    events._string_fields.cache_clear()
+    events._STRING_FIELDS.clear()
+    payload, markers = _marked_event()
+    assert payload.count(b"Q") == markers
+    event, lossy = events.parse_event(payload.replace(b"Q", b"\xff"))
+    assert lossy
+    value = event.summary.value[0]
+    assert value.tag == "loss\\xff"
+    assert value.metadata.display_name == "shown\\xff"
+    assert value.metadata.plugin_data.plugin_name == "plugin\\xff"
+    assert [dim.name for dim in value.tensor.tensor_shape.dim] == ["rows\\xff", "cols\\xff"]
+    assert (event.step, event.wall_time) == (7, 2.5)
+    assert value.tensor.tensor_content == b"\x00\x00\x80\x3f" * 2
+    # A valid Event is parsed as it is, and said to be exact.
+    assert events.parse_event(payload) == (Event.FromString(payload), False)
+
+
+def test_an_event_level_string_is_repaired_too() -> None:
+    events._lenient_event_class.cache_clear()
+    events._string_fields.cache_clear()
+    events._STRING_FIELDS.clear()
+    payload = Event(wall_time=1.0, file_version="brain.Event:Q").SerializeToString()
+    event, lossy = events.parse_event(payload.replace(b"Q", b"\xfe"))
+    assert lossy and event.file_version == "brain.Event:\\xfe"
+
+
+def test_bytes_that_are_no_event_even_leniently_are_unparseable() -> None:
+    with pytest.raises(events.UnparseableEvent):
+        events.parse_event(b"\x0a\xff\xff\xff\xff\x0f")  # a length running past the end
+
+
+# ------------------------------------------------------------------- dense resync candidates
+
+
+def _dense_buffer(at: list[int], size: int, length: int = 40) -> bytes:
+    """``size`` bytes of 0x01 with a header of ``length`` (CRC valid) at each offset."""
+    buf = bytearray(b"\x01" * size)
+    for offset in at:
+        buf[offset : offset + 12] = header(length)
+    return bytes(buf)
+
+
+def test_dense_candidates_reach_both_ends_of_the_range() -> None:
+    buf = _dense_buffer([0, 100, 188], 200)
+    assert list(resync.dense_candidates(buf, 0, 188)) == [0, 100, 188]
+    assert list(resync.dense_candidates(buf, 100, 100)) == [100]
+    assert list(resync.dense_candidates(buf, 188, 188)) == [188]
+    assert list(resync.dense_candidates(buf, 101, 187)) == []
+
+
+def test_dense_candidates_skip_lengths_of_2_to_the_40_or_more() -> None:
+    # The length CRC verifies, but a length that large is never where records resume.
+    for length in (1 << 40, 1 << 48, 1 << 56):
+        buf = _dense_buffer([50], 100, length)
+        assert list(resync.dense_candidates(buf, 0, 88)) == [], length
+    assert list(resync.dense_candidates(_dense_buffer([50], 100, (1 << 40) - 1), 0, 88)) == [50]
+
+
+# ------------------------------------------------------------------------------- chunks
+
+
+def test_a_file_that_cannot_be_opened_is_one_last_chunk_with_the_reason(tmp_path: Path) -> None:
+    task = FileTask(
+        index=0,
+        path=str(tmp_path / "missing" / "events.out.tfevents.1.h"),
+        rel_path="missing/events.out.tfevents.1.h",
+        run_path="missing",
+        context="",
+        size=100,
+        mtime_ns=0,
+        offset=40,
+        stored_size=100,
+        stored_digest=None,
+        known_metadata={},
+    )
+    (chunk,) = read_file(task, ReadSettings(Selection(), 1000), {})
+    assert chunk.error == "cannot read: No such file or directory"
+    assert chunk.done and not chunk.torn
+    assert (chunk.consumed, chunk.records, chunk.rows, chunk.damage) == (40, 0, {}, [])
+    assert chunks.bytes_to_read(task, ReadSettings(Selection(), 1000)) == 60
+
+
+def test_a_graph_is_one_row_at_its_record_with_value_index_0(tmp_path: Path) -> None:
+    graph = GraphDef(versions={"producer": 3}).SerializeToString()
+    path = write_events(
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h",
+        [Event(step=3, wall_time=9.5, graph_def=graph)],
+    )
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    # The graph's record is the second: after the 12-byte header, payload and CRC of the
+    # file-version record.
+    version = Event(wall_time=9.5, file_version="brain.Event:2").SerializeToString()
+    version_record = 12 + len(version) + 4
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        rows = connection.execute(
+            "SELECT s.name, s.plugin, p.step, p.record_offset, p.value_index, p.wall_time, b.data "
+            "FROM tensors AS p JOIN series AS s ON s.id = p.series_id "
+            "JOIN blobs AS b ON b.id = p.blob_id"
+        ).fetchall()
+    assert rows == [("__run_graph__", "graphs", 3, version_record, 0, 9.5, graph)]
+    assert path.stat().st_size > version_record
+
+
+def test_dense_candidates_from_freshly_built_crc_tables() -> None:
+    # The per-byte CRC tables are built once per process: build them here from scratch.
+    resync._crc_tables.cache_clear()
+    rnd = random.Random(5)
+    buf = bytearray(rnd.choice(b"\x00\x00\x00\x01\x02\x80") for _ in range(6000))
+    for offset in rnd.sample(range(0, 5980, 20), 40):
+        buf[offset : offset + 12] = header(rnd.randrange(1 << 20))
+    data = bytes(buf)
+    expected = [
+        i
+        for i in range(0, len(data) - 11)
+        if data[i + 5 : i + 8] == b"\x00\x00\x00"
+        and tb_masked_crc(data[i : i + 8]) == struct.unpack_from("<I", data, i + 8)[0]
+    ]
+    assert len(expected) >= 40
+    assert list(resync.dense_candidates(data, 0, len(data) - 12)) == expected
+
+
+def test_block_path_with_freshly_built_key_masks(tmp_path: Path) -> None:
+    # The key masks are built once per process and size: build them here from scratch.
+    path = test_records._protobuf_events(tmp_path / "proto")
+    general, _ = test_records.decode_file(path, whole=False)
+    fastscalars._key_masks.cache_clear()
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert whole == general
+    assert decoded_in_general < general["reader"][1] / 2
+
+
+_BLOCK_KINDS = {
+    "tf2": lambda step: tf2_scalar("loss", step / 3),
+    "no_shape": lambda step: tensor_value("loss", step / 3, shape=None),
+    "shape1": lambda step: shape1_scalar("loss", step / 3),
+    "simple_with_metadata": lambda step: simple_value("loss", step / 3, metadata=scalar_metadata()),
+    "custom_metadata": lambda step: tensor_value(
+        "loss",
+        step / 3,
+        metadata=SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars")),
+    ),
+    # The widest key the block path takes: 2a S 0a V 0a T, a 117-byte tag, 15 and 4 bytes.
+    "widest_key": lambda step: simple_value("k" * 117, step / 3),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_BLOCK_KINDS))
+def test_each_encoding_the_block_path_reads_takes_it(tmp_path: Path, kind: str) -> None:
+    # Steps up to 2**14 (varints of 1 to 3 bytes); the rows must be the general path's,
+    # and all but each buffer's first records and its last ~640 bytes come from blocks.
+    steps = [*range(300), *range(16000, 16300)]
+    path = write_events(
+        tmp_path / "run" / "events.out.tfevents.1.h",
+        [summary_event(step, 1e9 + step, [_BLOCK_KINDS[kind](step)]) for step in steps],
+    )
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert whole == general
+    assert len(general["rows"]["scalars"]) == len(steps)
+    assert decoded_in_general < 40
+
+
+def _framed_offsets(events: list[Event], start: int) -> list[int]:
+    """Where each event's record starts when framed after ``start`` bytes."""
+    offsets = []
+    for event in events:
+        offsets.append(start)
+        start += 12 + len(event.SerializeToString()) + 4
+    return offsets
+
+
+def test_block_rows_read_from_the_middle_of_a_file_keep_their_file_offsets(
+    tmp_path: Path,
+) -> None:
+    first = [summary_event(s, 1e9 + s, [tf2_scalar("loss", s / 2)]) for s in range(400)]
+    more = [summary_event(s, 1e9 + s, [tf2_scalar("loss", s / 2)]) for s in range(400, 800)]
+    path = write_events(tmp_path / "logs" / "run" / "events.out.tfevents.1.h", first)
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    appended_at = path.stat().st_size
+    append_events(path, more)
+    convert(tmp_path / "logs", tmp_path / "s.db")  # reads from the stored offset on
+    version = Event(wall_time=1e9, file_version="brain.Event:2")
+    expected = list(enumerate(_framed_offsets([version, *first], 0)[1:])) + list(
+        zip(range(400, 800), _framed_offsets(more, appended_at), strict=True)
+    )
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        found = connection.execute("SELECT step, record_offset FROM scalars ORDER BY step")
+        assert found.fetchall() == expected
+
+
+def test_a_files_wall_time_span_covers_records_in_any_order(tmp_path: Path) -> None:
+    # Enough single-scalar records for the NumPy block path (which leaves the last ~640 bytes
+    # of a buffer to the general path), the extremes in the middle.
+    times = [5e8 + 1000 - step for step in range(300)]
+    times[100], times[150] = 4e8, 7e8
+    events = [summary_event(step, t, [simple_value("loss", 0.5)]) for step, t in enumerate(times)]
+    write_events(
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h", events, version_wall_time=6e8
+    )
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        span = connection.execute("SELECT first_wall_time, last_wall_time FROM event_files")
+        assert span.fetchall() == [(4e8, 7e8)]
