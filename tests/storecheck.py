@@ -20,7 +20,15 @@ from tests.snapshots import POINT_TABLES, connect, dangling_rows, rows
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # The tables dangling_rows() reads; a store at an old revision (migration tests) or a
 # database that is not a store gets the foreign-key check only.
-_STORE_TABLES = {"runs", "contexts", "series", "event_files", "blobs", *POINT_TABLES}
+_STORE_TABLES = {
+    "runs",
+    "contexts",
+    "series",
+    "event_files",
+    "blobs",
+    "series_summaries",
+    *POINT_TABLES,
+}
 # Files that are never databases (and logdirs can hold many of them).
 _NOT_DATABASES = ("-wal", "-shm", "-journal")
 
