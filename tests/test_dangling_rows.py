@@ -159,4 +159,5 @@ def test_the_snapshot_shows_a_dangling_point_that_the_views_hide(tmp_path: Path)
     assert after[DANGLING] == [
         ("scalars rows whose series is missing", 10),
         ("tensors rows whose blob is missing", 1),
+        ("series_summaries rows whose series is missing", 2),  # loss in train and eval
     ]

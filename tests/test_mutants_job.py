@@ -184,15 +184,15 @@ def test_ids_made_in_a_rolled_back_transaction_are_not_reused(tmp_path: Path) ->
         series = SeriesDefinition(0, "loss", "scalars", "float32", None, None, None)
         with pytest.raises(RuntimeError), writer.transaction():
             run = writer.run_id("src", "r", host="h", logdir="/l", group_path="", name="r")
-            writer.series_id(run, writer.context_id("train"), series)
+            writer.series_ids(run, writer.context_id("train"), [series])[0]
             writer.insert_blobs({"ab" * 32: b"bytes"})
             raise RuntimeError("the chunk fails: everything above rolls back")
         with writer.transaction():
             run = writer.run_id("src", "r", host="h", logdir="/l", group_path="", name="r")
             context = writer.context_id("train")
-            series_id = writer.series_id(run, context, series)
+            series_id = writer.series_ids(run, context, [series])[0]
             writer.insert_blobs({"ab" * 32: b"bytes"})
-        again = writer.series_id(run, context, series)
+        again = writer.series_ids(run, context, [series])[0]
     finally:
         writer.close()
         engine.dispose()
@@ -221,13 +221,13 @@ def test_rows_dropped_as_empty_are_made_again_not_reused_from_the_cache(tmp_path
             gone = writer.run_id("src", "gone", name="gone", **names)
             context = writer.context_id("train")
             writer.save_file(FileState(None, kept, context, "kept/f"))
-            old_series = [writer.series_id(run, context, loss) for run in (kept, gone)]
-            other = writer.series_id(kept, writer.context_id("eval"), acc)
+            old_series = [writer.series_ids(run, context, [loss])[0] for run in (kept, gone)]
+            other = writer.series_ids(kept, writer.context_id("eval"), [acc])[0]
             writer.drop_empty(kept, context)
             writer.drop_empty(gone, context)
             again = writer.run_id("src", "gone", name="gone", **names)
-            new_series = [writer.series_id(run, context, loss) for run in (kept, again)]
-            assert writer.series_id(kept, writer.context_id("eval"), acc) == other
+            new_series = [writer.series_ids(run, context, [loss])[0] for run in (kept, again)]
+            assert writer.series_ids(kept, writer.context_id("eval"), [acc])[0] == other
     finally:
         writer.close()
         engine.dispose()
