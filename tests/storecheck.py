@@ -77,8 +77,9 @@ def sqlite_problems(path: Path) -> list[str]:
 
 
 def server_problems(url: str) -> list[str]:
-    """What points nowhere in one server database (its keys are enforced, but the
-    (run, context) of a point's file and series are not keys)."""
+    """What points nowhere in one server database (the converter checks its points' keys
+    per chunk, ``store.keys``, and the (run, context) of a point's file and series are not
+    keys)."""
     import psycopg
 
     try:

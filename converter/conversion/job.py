@@ -96,6 +96,7 @@ class Job:
         self.summary.runs_extended = len(self.touched_runs - self.writer.created_runs)
         self.summary.series_created = len(self.writer.created_series)
         self.summary.series_extended = len(self.touched_series - self.writer.created_series)
+        self.summary.warnings += self.writer.notices()
         self._finish_conversion(conversion_id)
 
     def _plan(self) -> list[FileTask]:

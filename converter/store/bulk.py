@@ -9,8 +9,10 @@
   the writer knows to be new (*fresh*: read past the file's committed offset, in the
   transaction that holds the run's advisory lock, or after the file's points were deleted)
   cannot conflict and are copied straight into the point table: half the server's work
-  (issue #14).  NaN becomes NULL on the way in either case, which SQLite does by itself and
-  PostgreSQL does not (``value IS NULL`` means NaN on both backends).
+  (issue #14).  Where the role may, the point tables' foreign keys are checked once per
+  chunk instead of once per row (``store.keys``): the other half.  NaN becomes NULL on the
+  way in either case, which SQLite does by itself and PostgreSQL does not (``value IS NULL``
+  means NaN on both backends).
 
 Points bypass the ORM and SQLAlchemy's parameter processing (5x slower on this path): rows
 are tuples handed to the DBAPI cursor.
@@ -27,6 +29,7 @@ from sqlalchemy import BigInteger, Double, Integer, LargeBinary, Text
 from sqlalchemy.engine import Connection, Engine
 
 from converter.rows import POINT_COLUMNS, PackedRows, Row, TableRows
+from converter.store import keys
 from converter.store.engine import advisory_key, sqlite_path
 from converter.store.statements import LOCK, Statements
 
@@ -62,6 +65,10 @@ class SqliteBulk:
 
     def lock_run(self, statements: Statements, source: str, run_path: str) -> None:
         """Nothing to do: SQLite's write lock, taken when the transaction begins, covers it."""
+
+    def notices(self) -> list[str]:
+        """Nothing to tell: the converter's own connection never checks the keys."""
+        return []
 
     def is_busy(self) -> bool:
         """True when another process holds the store's write lock right now."""
@@ -121,9 +128,14 @@ class PostgresBulk:
 
     def __init__(self, engine: Engine) -> None:
         """Args: the store's engine."""
+        self.keys_per_chunk = False
+        self.role = ""
+        # Points whose keys the server checked one row at a time (see store.keys).
+        self.checked_per_row = 0
 
     def on_connect(self, dbapi: Any) -> None:
-        """Nothing to set: the server enforces the keys."""
+        """Learn whether this role may check the point tables' keys per chunk."""
+        self.keys_per_chunk, self.role = keys.may_check_per_chunk(dbapi)
 
     def on_close(self, conn: Connection) -> None:
         """Nothing to undo: the connection goes back to the pool as it came."""
@@ -137,6 +149,12 @@ class PostgresBulk:
         interleave inside one run's rows."""
         statements.run(LOCK, {"key": advisory_key("run", source, run_path)})
 
+    def notices(self) -> list[str]:
+        """How to make the server faster, when it checked keys row by row."""
+        if not self.checked_per_row:
+            return []
+        return [keys.per_row_notice(self.role, self.checked_per_row)]
+
     def is_busy(self) -> bool:
         """Never: converters on a server wait on row and advisory locks, not the store."""
         return False
@@ -148,40 +166,23 @@ class PostgresBulk:
             return 0
         columns = POINT_COLUMNS[table]
         types = _copy_types(table, columns)
-        names = ", ".join(columns)
-        floats = [index for index, kind in enumerate(types) if kind == "float8"]
         texts = [index for index, kind in enumerate(types) if kind == "text"]
         data: Iterable[Row] = rows
         if texts:
             data = (_without_nul(row, texts) for row in data)
-        if fresh:
-            statement = f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
-            with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
-                copy.set_types(types)
-                for row in _nan_as_null(data, floats):
-                    copy.write_row(row)
-            return len(rows)  # COPY stores every row or fails
-        stage = f"tbconvert_stage_{table}"
-        moved = ", ".join(
-            f"NULLIF({name}, 'NaN')" if kind == "float8" else name
-            for name, kind in zip(columns, types, strict=True)
-        )
         with dbapi.cursor() as cursor:
-            # One staging table per session, emptied at every commit (a table per transaction
-            # would churn the system catalogs); made again if a rollback took it away.
-            cursor.execute(
-                f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} "
-                f"(LIKE {table} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-            )
-            cursor.execute(f"TRUNCATE {stage}")
-            with cursor.copy(f"COPY {stage} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(types)
-                for row in data:
-                    copy.write_row(row)
-            cursor.execute(
-                f"INSERT INTO {table} ({names}) SELECT {moved} FROM {stage} ON CONFLICT DO NOTHING"
-            )
-            return int(cursor.rowcount)
+            per_chunk = self.keys_per_chunk and keys.lock_parents(cursor, table, rows)
+        if not per_chunk:
+            self.checked_per_row += len(rows)
+        if fresh:
+            _copy(dbapi, table, columns, types, data)
+            inserted = len(rows)  # COPY stores every row or fails
+        else:
+            inserted = _copy_new(dbapi, table, columns, types, data)
+        if per_chunk:
+            with dbapi.cursor() as cursor:
+                keys.checks_back_on(cursor)
+        return inserted
 
     def insert_blobs(self, dbapi: Any, blobs: Sequence[tuple[str, int, bytes]]) -> None:
         """Insert (sha256, size, data) rows, ignoring stored ones."""
@@ -212,6 +213,47 @@ def server_text(value: str | None) -> str | None:
     if value is None or "\x00" not in value:
         return value
     return value.replace("\x00", "\\x00")
+
+
+def _copy(
+    dbapi: Any, table: str, columns: tuple[str, ...], types: list[str], data: Iterable[Row]
+) -> None:
+    """COPY rows straight into a point table (none of them can be stored yet)."""
+    floats = [index for index, kind in enumerate(types) if kind == "float8"]
+    statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
+    with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
+        copy.set_types(types)
+        for row in _nan_as_null(data, floats):
+            copy.write_row(row)
+
+
+def _copy_new(
+    dbapi: Any, table: str, columns: tuple[str, ...], types: list[str], data: Iterable[Row]
+) -> int:
+    """COPY rows into the session's staging table, then move the ones not stored yet into the
+    point table; returns how many it moved."""
+    names = ", ".join(columns)
+    stage = f"tbconvert_stage_{table}"
+    moved = ", ".join(
+        f"NULLIF({name}, 'NaN')" if kind == "float8" else name
+        for name, kind in zip(columns, types, strict=True)
+    )
+    with dbapi.cursor() as cursor:
+        # One staging table per session, emptied at every commit (a table per transaction
+        # would churn the system catalogs); made again if a rollback took it away.
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} "
+            f"(LIKE {table} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        )
+        cursor.execute(f"TRUNCATE {stage}")
+        with cursor.copy(f"COPY {stage} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(types)
+            for row in data:
+                copy.write_row(row)
+        cursor.execute(
+            f"INSERT INTO {table} ({names}) SELECT {moved} FROM {stage} ON CONFLICT DO NOTHING"
+        )
+        return int(cursor.rowcount)
 
 
 def _executemany(dbapi: Any, sql: str, rows: Iterable[Row]) -> int:

@@ -56,6 +56,10 @@ class StoreWriter:
         """True when another process holds the store's write lock right now (SQLite only)."""
         return self.bulk.is_busy()
 
+    def notices(self) -> list[str]:
+        """What the backend has to say about how the writing went (for the summary)."""
+        return self.bulk.notices()
+
     def close(self) -> None:
         """Close the connection (any open transaction is rolled back)."""
         self.bulk.on_close(self.conn)
