@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from converter.plugins._tensorproto import dtype_name, tensor_to_array
 from converter.plugins.base import Decoded, DecodeFailure
+
+if TYPE_CHECKING:
+    # Imported where needed: a run that finds nothing new to read need not pay for NumPy.
+    import numpy as np
 
 TABLE = "histograms"
 POS_INF_JSON = "1e999"
@@ -89,27 +90,29 @@ def proto_row(histo: Any) -> tuple[Any, ...]:
     Raises:
         DecodeFailure: ``bucket`` and ``bucket_limit`` have different lengths.
     """
-    limits = list(histo.bucket_limit)
-    counts = list(histo.bucket)
+    import numpy as np
+
+    limits = np.array(list(histo.bucket_limit), dtype=np.float64)
+    counts = np.array(list(histo.bucket), dtype=np.float64)
     if len(limits) != len(counts):
         raise DecodeFailure(
             f"histogram has {len(limits)} bucket limits but {len(counts)} bucket counts"
         )
-    raw = buckets_json(np.column_stack((limits, counts)) if limits else [])
+    raw = np.empty((len(limits), 2))
+    raw[:, 0], raw[:, 1] = limits, counts
+    low, high = histo.min, histo.max
     return (
         histo.num,
-        histo.min,
-        histo.max,
+        low,
+        high,
         histo.sum,
         histo.sum_squares,
-        buckets_json(shown_buckets(histo.min, histo.max, limits, counts)),
-        raw,
+        buckets_json(shown_buckets(low, high, limits, counts)),
+        buckets_json(raw),
     )
 
 
-def shown_buckets(
-    low: float, high: float, limits: Sequence[float], counts: Sequence[float]
-) -> list[tuple[float, float, float]]:
+def shown_buckets(low: float, high: float, limits: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """TensorBoard's (left, right, count) buckets of a ``HistogramProto``.
 
     Empty buckets at both ends are dropped (``count > 0`` is not empty, so NaN counts are
@@ -118,17 +121,23 @@ def shown_buckets(
 
     Args:
         low: The histogram's ``min``; high: its ``max``.
-        limits: ``bucket_limit`` (right edges); counts: ``bucket``, as long as ``limits``.
+        limits: ``bucket_limit`` (right edges); counts: ``bucket``, as long as ``limits``
+            (float64 arrays).
 
     Returns:
-        The buckets, none when every bucket is empty.
+        A ``[k, 3]`` float64 array of the buckets, ``k = 0`` when every bucket is empty.
     """
-    filled = [index for index, count in enumerate(counts) if count > 0]
-    if not filled:
-        return []
-    first, last = filled[0], filled[-1]
-    inner = list(limits[first:last])
-    return list(zip([low, *inner], [*inner, high], counts[first : last + 1], strict=True))
+    import numpy as np
+
+    filled = np.flatnonzero(counts > 0)
+    if not len(filled):
+        return np.empty((0, 3))
+    first, last = int(filled[0]), int(filled[-1])
+    shown = np.empty((last - first + 1, 3))
+    shown[0, 0], shown[-1, 1] = low, high
+    shown[1:, 0] = shown[:-1, 1] = limits[first:last]
+    shown[:, 2] = counts[first : last + 1]
+    return shown
 
 
 def tensor_row(tensor: Any) -> tuple[Any, ...]:
@@ -179,6 +188,9 @@ def buckets_json(buckets: Sequence[Sequence[float]] | np.ndarray) -> str:
     # NaN and ±inf as null: any null sends the buckets through json_number, number by
     # number.  Numbers go through float64 first, as json_number's float() does, so an
     # integer count is written as a float.
+    import numpy as np
+    import orjson
+
     array = np.ascontiguousarray(buckets, dtype=np.float64)
     text = orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY)
     if b"n" not in text:
