@@ -19,6 +19,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from converter.errors import StoreError, StoreVersionError
+from converter.store import snapshot
 from converter.store.engine import VERSION_TABLE, advisory_key, sqlite_path, store_display
 
 if TYPE_CHECKING:
@@ -101,8 +102,6 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> Schem
     with engine.connect() as probe:
         if current_revision(probe) == head:
             return None
-    from alembic import command
-
     sqlite_file = sqlite_path(str(engine.url))
     if allow_upgrade is None:
         allow_upgrade = sqlite_file is not None
@@ -133,11 +132,26 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> Schem
                         )
                     if sqlite_file is not None:
                         backup = _backup_sqlite(sqlite_file, current)
-                command.upgrade(alembic_config(conn), "head")
+                _migrate(conn, current, head)
                 _check_foreign_keys(conn)
         finally:
             _foreign_keys(conn, on=True)
     return SchemaChange(current, head, backup)
+
+
+def _migrate(conn: Connection, current: str | None, head: str) -> None:
+    """Bring ``conn``'s database from ``current`` to ``head``: an empty SQLite database by
+    replaying the migrations' own result (``snapshot``: no Alembic import), else by Alembic
+    (a database left with an empty version table by a downgrade too)."""
+    empty = current is None and not conn.dialect.has_table(conn, VERSION_TABLE)
+    script = snapshot.statements(head) if empty and conn.dialect.name == "sqlite" else None
+    if script is not None:
+        for statement in script:
+            conn.exec_driver_sql(statement)
+        return
+    from alembic import command
+
+    command.upgrade(alembic_config(conn), "head")
 
 
 def check(engine: Engine) -> None:
