@@ -1,4 +1,4 @@
-"""A fresh SQLite store replays the migrations' snapshot (``converter/store/snapshot.py``):
+"""A fresh SQLite store replays the migrations' snapshot (``migrate.snapshot_statements``):
 it must be the migrations' head, and give exactly the schema Alembic gives."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def _schema(path: Path) -> tuple[list[tuple[str, str, str, str]], list[tuple[str
 
 def test_snapshot_is_of_the_migrations_head() -> None:
     # After a new migration: python -m converter.store.snapshot
-    assert snapshot.dump(migrate.head_revision()) == snapshot.SNAPSHOT.read_text(encoding="utf-8")
-    assert snapshot.statements(migrate.HEAD_REVISION)
+    assert snapshot.dump(migrate.head_revision()) == migrate.SNAPSHOT.read_text(encoding="utf-8")
+    assert migrate.snapshot_statements(migrate.HEAD_REVISION)
 
 
 def test_fresh_store_from_snapshot_equals_alembic(tmp_path: Path) -> None:
@@ -63,10 +63,10 @@ def test_fresh_store_starts_without_alembic(tmp_path: Path) -> None:
 
 
 def test_failed_snapshot_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> None:
-    script = snapshot.statements(migrate.HEAD_REVISION)
+    script = migrate.snapshot_statements(migrate.HEAD_REVISION)
     assert script is not None
     broken = (*script[:-1], "CREATE VIEW v_broken AS SELECT * FRM nothing", script[-1])
-    monkeypatch.setattr(snapshot, "statements", lambda _revision: broken)
+    monkeypatch.setattr(migrate, "snapshot_statements", lambda _revision: broken)
     path = tmp_path / "s.db"
     engine = create_store_engine(store_url(path))
     with pytest.raises(OperationalError):
@@ -80,4 +80,4 @@ def test_failed_snapshot_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> N
 
 
 def test_snapshot_of_another_revision_is_not_used() -> None:
-    assert snapshot.statements("0000") is None
+    assert migrate.snapshot_statements("0000") is None
