@@ -390,13 +390,8 @@ def open_event_file(path: str) -> BinaryIO:
         A readable binary file object; a ``gzip.GzipFile`` for compressed files.
     """
     raw = open(path, "rb")  # noqa: SIM115  (returned open: the caller closes it)
-    try:
-        magic = raw.read(2)
-        if magic == b"\x1f\x8b":
-            raw.close()
-            return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
+    if raw.read(2) != b"\x1f\x8b":
         raw.seek(0)
-    except BaseException:
-        raw.close()
-        raise
-    return raw
+        return raw
+    raw.close()
+    return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
