@@ -335,7 +335,32 @@ def _failed(what: str, measured: Measured) -> str:
 # --------------------------------------------------------------------------- the benchmark
 
 
+# What ``--only`` can name; the big logdir's conversion (1) always runs, as the sweep's
+# per-file overhead is measured against it.
+PARTS = ("breakdown", "ea", "ceiling", "jobs", "startup", "nochange", "sweep", "mixed", "pg")
+
+
+def _selection(args: argparse.Namespace) -> set[str]:
+    """The parts to run: ``--only``'s, else every part not skipped."""
+    if args.only:
+        return set(args.only)
+    skipped = {
+        "breakdown": args.skip_breakdown,
+        "ea": args.skip_ea,
+        "jobs": args.skip_jobs,
+        "sweep": args.skip_sweep,
+        "mixed": args.skip_mixed,
+        "pg": args.skip_pg,
+    }
+    return {part for part in PARTS if not skipped.get(part, False)}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    selected = _selection(args)
+
+    def wanted(part: str) -> bool:
+        return part in selected
+
     env = _environment()
     report = Report()
     if args.quick:
@@ -344,12 +369,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         params = generate.Params(events=args.events, runs=args.runs, tags=args.tags)
         small_params = generate.SmallParams(files=args.small_files, run_dirs=args.small_dirs)
     dataset = generated(generate.ensure_scalars, params)
-    small = generated(generate.ensure_small, small_params)
+    small = generated(generate.ensure_small, small_params) if wanted("nochange") else None
     manifest = dataset.manifest
     events = manifest["scalar_events"]
     image_events = manifest["image_events"]
     warm_page_cache(dataset.logdir)
-    warm_page_cache(small.logdir)
+    if small is not None:
+        warm_page_cache(small.logdir)
 
     work = Path(tempfile.mkdtemp(prefix="work-", dir=generate.DATA_DIR))
     results = report.results
@@ -362,7 +388,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         runs: dict[int, list[Measured]] = {1: [], 2: []}
         for i in range(args.repeat):
             for jobs in (1, 2):
-                if jobs == 2 and args.skip_jobs:
+                if jobs == 2 and not wanted("jobs"):
                     continue
                 _log(f"tbconvert --jobs {jobs} ({i + 1}/{args.repeat}) ...")
                 store = fresh_store(work, f"jobs{jobs}-{i}")
@@ -414,7 +440,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         # Per encoding: the same runs, TF1 only and TF2 only (a logdir of symlinks each).
         by_encoding: dict[str, dict[str, Any]] = {}
-        if not args.skip_breakdown:
+        if wanted("breakdown"):
             for encoding, label in (("tf1", "TF1 simple_value"), ("tf2", "TF2 tensor")):
                 count = manifest[f"{encoding}_scalar_events"]
                 if not count:
@@ -444,7 +470,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         # (2) EventAccumulator.
         ea_rate = 0.0
-        if not args.skip_ea:
+        if wanted("ea"):
             _log("EventAccumulator (size_guidance 0) ...")
             ea = measure(
                 [
@@ -513,58 +539,61 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "child": got,
             }
 
-        # (3) executemany ceiling, with the rows tbconvert stored.
-        _log("sqlite3 executemany ceiling ...")
-        manifest_path = dataset.root / "manifest.json"
-        ceiling = measure(
-            [
-                sys.executable,
-                str(TASKS),
-                "ceiling",
-                str(main_store),
-                str(work / "ceiling.db"),
-                str(manifest_path),
-            ]
-        )
-        got = ceiling.last_json()
-        ceiling_rate = 0.0
-        if ceiling.ok and got.get("work_wall"):
-            ceiling_rate = got["rows"] / got["work_wall"]
-            chunked_rate = got["rows"] / got["chunked_wall"]
-            if got.get("source") != "store":
-                report.notes.append(
-                    "CHECK: the ceiling's rows were synthesised (no tbconvert "
-                    "store to take them from)"
-                )
-        else:
-            chunked_rate = 0.0
-            report.notes.append(_failed("executemany ceiling", ceiling))
-        ratio = rate / ceiling_rate if ceiling_rate else 0.0
-        checks["vs_ceiling"] = bool(ceiling_rate) and ratio >= TARGET_VS_CEILING
-        report.row(
-            "3", "sqlite3.executemany ceiling (best of 3)", f"{_n(ceiling_rate)} rows/s", "", ""
-        )
-        report.row(
-            "",
-            "  insert wall / CPU",
-            f"{_s(got.get('work_wall', 0))} / "
-            f"{_s(got.get('work_cpu', 0))} for {_n(got.get('rows', 0))} rows",
-        )
-        report.row("", "  tbconvert's SQL (ON CONFLICT, 50k txns)", f"{_n(chunked_rate)} rows/s")
-        report.row(
-            "",
-            "  tbconvert / ceiling",
-            f"{ratio:.2f}",
-            f">= {TARGET_VS_CEILING:g}",
-            _verdict(checks["vs_ceiling"]),
-        )
-        results["executemany_ceiling"] = {
-            **ceiling.brief(),
-            "rows_per_s": ceiling_rate,
-            "tbconvert_sql_rows_per_s": chunked_rate,
-            "ratio": ratio,
-            "child": got,
-        }
+        if wanted("ceiling"):
+            # (3) executemany ceiling, with the rows tbconvert stored.
+            _log("sqlite3 executemany ceiling ...")
+            manifest_path = dataset.root / "manifest.json"
+            ceiling = measure(
+                [
+                    sys.executable,
+                    str(TASKS),
+                    "ceiling",
+                    str(main_store),
+                    str(work / "ceiling.db"),
+                    str(manifest_path),
+                ]
+            )
+            got = ceiling.last_json()
+            ceiling_rate = 0.0
+            if ceiling.ok and got.get("work_wall"):
+                ceiling_rate = got["rows"] / got["work_wall"]
+                chunked_rate = got["rows"] / got["chunked_wall"]
+                if got.get("source") != "store":
+                    report.notes.append(
+                        "CHECK: the ceiling's rows were synthesised (no tbconvert "
+                        "store to take them from)"
+                    )
+            else:
+                chunked_rate = 0.0
+                report.notes.append(_failed("executemany ceiling", ceiling))
+            ratio = rate / ceiling_rate if ceiling_rate else 0.0
+            checks["vs_ceiling"] = bool(ceiling_rate) and ratio >= TARGET_VS_CEILING
+            report.row(
+                "3", "sqlite3.executemany ceiling (best of 3)", f"{_n(ceiling_rate)} rows/s", "", ""
+            )
+            report.row(
+                "",
+                "  insert wall / CPU",
+                f"{_s(got.get('work_wall', 0))} / "
+                f"{_s(got.get('work_cpu', 0))} for {_n(got.get('rows', 0))} rows",
+            )
+            report.row(
+                "", "  tbconvert's SQL (ON CONFLICT, 50k txns)", f"{_n(chunked_rate)} rows/s"
+            )
+            report.row(
+                "",
+                "  tbconvert / ceiling",
+                f"{ratio:.2f}",
+                f">= {TARGET_VS_CEILING:g}",
+                _verdict(checks["vs_ceiling"]),
+            )
+            results["executemany_ceiling"] = {
+                **ceiling.brief(),
+                "rows_per_s": ceiling_rate,
+                "tbconvert_sql_rows_per_s": chunked_rate,
+                "ratio": ratio,
+                "child": got,
+            }
 
         # (4) jobs 2 vs jobs 1.
         if runs[2]:
@@ -593,64 +622,67 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "all_walls_s": [m.wall for m in runs[2]],
             }
 
-        # (5) start-up.
-        _log("tbconvert --help start-up ...")
-        measure([*tbconvert_cmd(), "--help"])  # warm-up: .pyc files, page cache
-        helps = [measure([*tbconvert_cmd(), "--help"]) for _ in range(HELP_RUNS)]
-        bare = [measure([sys.executable, "-c", "pass"]) for _ in range(HELP_RUNS)]
-        help_wall = statistics.median(m.wall for m in helps)
-        bare_wall = statistics.median(m.wall for m in bare)
-        checks["help"] = all(m.ok for m in helps) and help_wall < TARGET_HELP
-        if not helps[0].ok:
-            report.notes.append(_failed("tbconvert --help", helps[0]))
-        report.row(
-            "5",
-            f"tbconvert --help (median of {HELP_RUNS})",
-            _s(help_wall),
-            f"< {TARGET_HELP:g} s",
-            _verdict(checks["help"]),
-        )
-        report.row("", "  bare `python -c pass`", _s(bare_wall))
-        results["startup"] = {
-            "help_median_s": help_wall,
-            "python_median_s": bare_wall,
-            "help_walls_s": [m.wall for m in helps],
-        }
+        if wanted("startup"):
+            # (5) start-up.
+            _log("tbconvert --help start-up ...")
+            measure([*tbconvert_cmd(), "--help"])  # warm-up: .pyc files, page cache
+            helps = [measure([*tbconvert_cmd(), "--help"]) for _ in range(HELP_RUNS)]
+            bare = [measure([sys.executable, "-c", "pass"]) for _ in range(HELP_RUNS)]
+            help_wall = statistics.median(m.wall for m in helps)
+            bare_wall = statistics.median(m.wall for m in bare)
+            checks["help"] = all(m.ok for m in helps) and help_wall < TARGET_HELP
+            if not helps[0].ok:
+                report.notes.append(_failed("tbconvert --help", helps[0]))
+            report.row(
+                "5",
+                f"tbconvert --help (median of {HELP_RUNS})",
+                _s(help_wall),
+                f"< {TARGET_HELP:g} s",
+                _verdict(checks["help"]),
+            )
+            report.row("", "  bare `python -c pass`", _s(bare_wall))
+            results["startup"] = {
+                "help_median_s": help_wall,
+                "python_median_s": bare_wall,
+                "help_walls_s": [m.wall for m in helps],
+            }
 
-        # (6) no-change re-run over many small files.
-        files = small.manifest["files"]
-        _log(f"{files:,} small files: first conversion (untimed) ...")
-        small_store = fresh_store(work, "small")
-        first_small = convert(small.logdir, small_store)
-        _log(f"{files:,} small files: no-change re-run ...")
-        again = convert(small.logdir, small_store)
-        unchanged = again.extra.get("files", {}).get("unchanged") if again.extra else None
-        checks["nochange"] = (
-            first_small.ok and again.ok and unchanged == files and again.wall < TARGET_NOCHANGE
-        )
-        if not first_small.ok:
-            report.notes.append(_failed("small files, first conversion", first_small))
-        elif unchanged != files:
-            report.notes.append(f"CHECK: the re-run saw {unchanged} of {files} files unchanged")
-        report.row(
-            "6",
-            f"no-change re-run, {files:,} files",
-            _s(again.wall),
-            f"< {TARGET_NOCHANGE:g} s",
-            _verdict(checks["nochange"]),
-        )
-        report.row(
-            "",
-            "  convert() alone / first conversion",
-            f"{_s(again.extra.get('elapsed_seconds', 0))} / {_s(first_small.wall)}",
-        )
-        results["nochange"] = {
-            **again.brief(),
-            "files": files,
-            "unchanged": unchanged,
-            "convert_elapsed_s": again.extra.get("elapsed_seconds"),
-            "first_conversion": first_small.brief(),
-        }
+        if wanted("nochange"):
+            # (6) no-change re-run over many small files.
+            assert small is not None  # generated above when "nochange" is wanted
+            files = small.manifest["files"]
+            _log(f"{files:,} small files: first conversion (untimed) ...")
+            small_store = fresh_store(work, "small")
+            first_small = convert(small.logdir, small_store)
+            _log(f"{files:,} small files: no-change re-run ...")
+            again = convert(small.logdir, small_store)
+            unchanged = again.extra.get("files", {}).get("unchanged") if again.extra else None
+            checks["nochange"] = (
+                first_small.ok and again.ok and unchanged == files and again.wall < TARGET_NOCHANGE
+            )
+            if not first_small.ok:
+                report.notes.append(_failed("small files, first conversion", first_small))
+            elif unchanged != files:
+                report.notes.append(f"CHECK: the re-run saw {unchanged} of {files} files unchanged")
+            report.row(
+                "6",
+                f"no-change re-run, {files:,} files",
+                _s(again.wall),
+                f"< {TARGET_NOCHANGE:g} s",
+                _verdict(checks["nochange"]),
+            )
+            report.row(
+                "",
+                "  convert() alone / first conversion",
+                f"{_s(again.extra.get('elapsed_seconds', 0))} / {_s(first_small.wall)}",
+            )
+            results["nochange"] = {
+                **again.brief(),
+                "files": files,
+                "unchanged": unchanged,
+                "convert_elapsed_s": again.extra.get("elapsed_seconds"),
+                "first_conversion": first_small.brief(),
+            }
 
         # (7) peak RSS.
         rss = one.maxrss_mb
@@ -695,11 +727,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "events_per_s": big_events / measured.wall,
             }
         harness = sys.modules[__name__]
-        if not args.skip_sweep:
+        if wanted("sweep"):
             results["sweep"] = workloads.sweep(harness, args, work, report, checks, one)
-        if not args.skip_mixed:
+        if wanted("mixed"):
             results["mixed"] = workloads.mixed(harness, args, work, report, checks)
-        if not args.skip_pg:
+        if wanted("pg"):
             results["postgresql"] = workloads.server(
                 harness, args, dataset.logdir, events, one, report, checks
             )
@@ -819,10 +851,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip the TF1-only and TF2-only tbconvert runs",
     )
+    parser.add_argument(
+        "--only",
+        type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
+        help="run only these parts, comma-separated, of: "
+        + ", ".join(PARTS)
+        + " (the big logdir's conversion always runs: e.g. --only sweep,mixed)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the stores it wrote")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be >= 1")
+    unknown = set(args.only or ()) - set(PARTS)
+    if unknown:
+        parser.error(f"--only: unknown part(s) {', '.join(sorted(unknown))}")
     started = time.perf_counter()
     results = run(args)
     results["benchmark_seconds"] = round(time.perf_counter() - started, 1)

@@ -152,9 +152,9 @@ def timed_inserts() -> tuple[list[float], Callable[[], None]]:
     total = [0.0]
     insert = StoreWriter.insert_points
 
-    def timed(self: Any, table: str, rows: Any) -> None:
+    def timed(self: Any, table: str, rows: Any, **options: Any) -> None:
         started = time.process_time()
-        insert(self, table, rows)
+        insert(self, table, rows, **options)
         total[0] += time.process_time() - started
 
     StoreWriter.insert_points = timed  # type: ignore[method-assign]

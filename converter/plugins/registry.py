@@ -10,11 +10,13 @@ the store table and the rows' payload columns (the key columns are added by the 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-from converter.plugins import audio, histograms, hparams, images, scalars, tensors, text
+from converter.plugins import tensors
 from converter.plugins.base import Decoded, DecodeFailure
+from converter.plugins.names import DECODED_PLUGINS
 
 # Oneof field of Summary.Value -> plugin that owns it regardless of metadata.
 PRIMITIVE_PLUGINS = {
@@ -27,14 +29,27 @@ PRIMITIVE_PLUGINS = {
 
 Decoder = Callable[[Any, Any], Decoded]
 
-DECODERS: dict[str, Decoder] = {
-    "scalars": scalars.decode,
-    "images": images.decode,
-    "audio": audio.decode,
-    "histograms": histograms.decode,
-    "text": text.decode,
-    "hparams": hparams.decode,
-}
+
+class LazyDecoders:
+    """Plugin name -> its decoder, the plugin's module imported when first asked for: a
+    logdir of scalars never loads Pillow or the audio and hparams protos (a tenth of a
+    converter's start-up)."""
+
+    def __init__(self, plugins: tuple[str, ...]) -> None:
+        """Args: the plugins with a module ``converter.plugins.<name>`` of their own."""
+        self._plugins = frozenset(plugins)
+        self._loaded: dict[str, Decoder] = {}
+
+    def get(self, plugin: str) -> Decoder | None:
+        """The plugin's decoder, None for a plugin without one."""
+        found = self._loaded.get(plugin)
+        if found is None and plugin in self._plugins:
+            module = importlib.import_module(f"converter.plugins.{plugin}")
+            found = self._loaded[plugin] = module.decode
+        return found
+
+
+DECODERS = LazyDecoders(DECODED_PLUGINS)
 # Everything else (pr_curves, custom_scalars, mesh, graph sub-plugins, unknown plugins, and
 # values their own plugin cannot read) is kept raw by the generic tensor decoder.
 FALLBACK: Decoder = tensors.decode

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 _RECORD_BATCH = 8192
 # Images and audio make few points of many bytes: bound a chunk by bytes too.
 _CHUNK_BYTES = 64 << 20
+# Fewer bytes than this to read (a few hundred scalar events, as in each run of a sweep) are
+# decoded record by record: the block path would learn every key of the file first, and that
+# costs more than it saves on so few records (issue #14).
+_BY_RECORD_BYTES = 16 << 10
 
 # (run_path, context) -> tag -> metadata seen in earlier files of that (run, context).
 KnownMetadataByContext = dict[tuple[str, str], KnownMetadata]
@@ -151,7 +155,11 @@ def read_file(
         restart = replaces or task.from_start
         handle.seek(0)
         reader = RecordReader(handle, 0 if restart else task.offset, end=task.size)
-        decoder = EventDecoder(settings.selection, _known_metadata(task, carried))
+        decoder = EventDecoder(
+            settings.selection,
+            _known_metadata(task, carried),
+            by_record=task.size - (0 if restart else task.offset) < _BY_RECORD_BYTES,
+        )
         batches = reader.blocks(max(1, min(_RECORD_BATCH, settings.chunk_points)))
         first = True
         while True:

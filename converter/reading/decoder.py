@@ -72,10 +72,18 @@ class EventDecoder:
         stats: Counts and the file's wall-time span.
     """
 
-    def __init__(self, selection: Selection, known_metadata: KnownMetadata | None = None) -> None:
+    def __init__(
+        self,
+        selection: Selection,
+        known_metadata: KnownMetadata | None = None,
+        *,
+        by_record: bool = False,
+    ) -> None:
         """Args: what to keep, and the metadata remembered for tags of this (run, context)
         from earlier files or reads (used for tags whose first occurrence in this file is
-        not read now: TF1 writers send metadata only once per tag)."""
+        not read now: TF1 writers send metadata only once per tag); ``by_record``: decode
+        every record on its own, never a block at once (for a few hundred records, the
+        block path's learning of each key costs more than it saves)."""
         self.selection = selection
         self.buffer = RowBuffer()
         self.definitions: list[SeriesDefinition] = []
@@ -88,12 +96,13 @@ class EventDecoder:
         self.float_tensor_series: dict[str, int] = {}
         self._tag_ok: dict[str, bool] = {}
         self._blocks: BlockScalars | None = None
+        self._by_record = by_record
 
     def feed(self, batch: Block | list[tuple[int, bytes]]) -> None:
         """Decode a batch of records: (offset, payload) pairs, or a verified block."""
         if isinstance(batch, list):
             self.feed_records(batch)
-        elif len(batch) < _BLOCK_MIN:
+        elif self._by_record or len(batch) < _BLOCK_MIN:
             self.feed_records(batch.pairs())
         else:
             if self._blocks is None:

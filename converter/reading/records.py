@@ -389,8 +389,9 @@ def open_event_file(path: str) -> BinaryIO:
     Returns:
         A readable binary file object; a ``gzip.GzipFile`` for compressed files.
     """
-    with open(path, "rb") as raw:
-        magic = raw.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")  # the caller owns and closes it
+    raw = open(path, "rb")  # noqa: SIM115  (returned open: the caller closes it)
+    if raw.read(2) != b"\x1f\x8b":
+        raw.seek(0)
+        return raw
+    raw.close()
+    return gzip.GzipFile(path, "rb")  # type: ignore[return-value]

@@ -36,16 +36,21 @@ class Identities:
         self._new_in_transaction: list[tuple[Any, ...]] = []
         self.created_runs: set[int] = set()
         self.created_series: set[int] = set()
+        # Series made by the open transaction and not yet summarised: no summary row can
+        # exist for them, so the writer need not look one up (summaries.add_rows).
+        self.unsummarised: set[int] = set()
 
     def rolled_back(self) -> None:
         """Forget the ids made by the transaction that just rolled back."""
         for key in self._new_in_transaction:
             self._ids.pop(key, None)
         self._new_in_transaction.clear()
+        self.unsummarised.clear()
 
     def ended(self) -> None:
         """The transaction ended (either way): start a new list of what it made."""
         self._new_in_transaction.clear()
+        self.unsummarised.clear()
 
     def run_id(self, params: dict[str, Any]) -> int:
         """Get or create the run of ``params`` (source, run_path and the other columns)."""
@@ -124,7 +129,9 @@ class Identities:
             stored = self._stored_series(where)
             # Series are made under the run's lock (SQLite's write lock, a server's advisory
             # lock), so the ones missing before the insert are the ones it made.
-            self.created_series.update(stored[key] for key, _series in missing)
+            made = [stored[key] for key, _series in missing]
+            self.created_series.update(made)
+            self.unsummarised.update(made)
         for key in keys:
             self._remember(key, stored[key])
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 # The newest migration's revision: a store already there is used without importing Alembic
 # (a fifth of a converter's start-up).  A test checks it against the scripts.
 HEAD_REVISION = "0006"
+# What the migrations leave in an empty SQLite database, written by converter.store.snapshot.
+SNAPSHOT = Path(__file__).with_name("sqlite_schema.sql")
+SNAPSHOT_REVISION_LINE = "-- revision "
 # Objects the migrations manage with raw SQL, which autogenerate must not try to drop.
 _UNMANAGED_PREFIXES = ("v_", "sqlite_")
 
@@ -101,8 +105,6 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> Schem
     with engine.connect() as probe:
         if current_revision(probe) == head:
             return None
-    from alembic import command
-
     sqlite_file = sqlite_path(str(engine.url))
     if allow_upgrade is None:
         allow_upgrade = sqlite_file is not None
@@ -133,11 +135,59 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> Schem
                         )
                     if sqlite_file is not None:
                         backup = _backup_sqlite(sqlite_file, current)
-                command.upgrade(alembic_config(conn), "head")
+                _migrate(conn, current, head)
                 _check_foreign_keys(conn)
         finally:
             _foreign_keys(conn, on=True)
     return SchemaChange(current, head, backup)
+
+
+def _migrate(conn: Connection, current: str | None, head: str) -> None:
+    """Bring ``conn``'s database from ``current`` to ``head``: an empty SQLite database by
+    replaying the migrations' own result (no Alembic import), else by Alembic
+    (a database left with an empty version table by a downgrade too)."""
+    empty = current is None and not conn.dialect.has_table(conn, VERSION_TABLE)
+    script = snapshot_statements(head) if empty and conn.dialect.name == "sqlite" else None
+    if script is not None:
+        for statement in script:
+            conn.exec_driver_sql(statement)
+        return
+    from alembic import command
+
+    command.upgrade(alembic_config(conn), "head")
+
+
+def snapshot_statements(revision: str) -> tuple[str, ...] | None:
+    """The statements of the schema snapshot when it is of ``revision``, else None.
+
+    Importing Alembic and running every migration cost a fresh store about 0.3 CPU-s, a
+    third of a converter's start-up, paid again by every sweep or job converting into a new
+    file (issue #14); replaying the migrations' own result costs milliseconds.  The snapshot
+    is only ever made by running the migrations (``python -m converter.store.snapshot``
+    after adding one; a test fails until then), and one of another revision is not used.
+    """
+    found, script = _snapshot()
+    return script if found == revision and script else None
+
+
+@cache
+def _snapshot() -> tuple[str | None, tuple[str, ...]]:
+    try:
+        text = SNAPSHOT.read_text(encoding="utf-8")
+    except OSError:
+        return None, ()
+    revision = None
+    found: list[str] = []
+    pending = ""
+    for line in text.splitlines(keepends=True):
+        if not pending and line.startswith(SNAPSHOT_REVISION_LINE):
+            revision = line[len(SNAPSHOT_REVISION_LINE) :].strip()
+            continue
+        pending += line
+        if sqlite3.complete_statement(pending):
+            found.append(pending.strip())
+            pending = ""
+    return revision, tuple(found)
 
 
 def check(engine: Engine) -> None:

@@ -82,15 +82,23 @@ _UPSERT = (
 _FILE_PATH = "SELECT path FROM event_files WHERE id = :id"
 
 
-def add_rows(statements: Statements, table: str, rows: TableRows) -> None:
+def add_rows(
+    statements: Statements, table: str, rows: TableRows, unsummarised: set[int] | None = None
+) -> None:
     """Fold rows just inserted, all of them new and read from one file, into the stored
     summaries of their series (on the driver's cursor: this runs for every chunk of every
-    small file of a sweep)."""
+    small file of a sweep).  ``unsummarised``: series known to have no summary row yet
+    (made by the open transaction), whose look-up is skipped; they leave the set here."""
     if not len(rows):
         return
     file_id = int(rows.file_id if isinstance(rows, PackedRows) else rows[0][2])
     chunk = {summary.series_id: summary for summary in _aggregate(table, rows, file_id)}
-    stored = _stored(statements, table, chunk)
+    if unsummarised is not None and unsummarised.issuperset(chunk):
+        stored: dict[int, tuple[Summary, str]] = {}
+    else:
+        stored = _stored(statements, table, chunk)
+    if unsummarised:
+        unsummarised.difference_update(chunk)
     path: list[str] = []  # the chunk's file path, looked up once if a tie needs it
 
     def chunk_path() -> str:

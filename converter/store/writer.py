@@ -269,9 +269,11 @@ class StoreWriter:
         if "blob_id" in POINT_COLUMNS.get(table, ()):
             rows = self._with_blob_ids(table, rows)
         inserted = self.bulk.insert_points(self._dbapi(), table, rows, fresh)
+        unsummarised = self.identities.unsummarised
         if inserted == len(rows):
-            summaries.add_rows(self.statements, table, rows)
+            summaries.add_rows(self.statements, table, rows, unsummarised)
         elif inserted:
+            unsummarised.clear()  # recounted below: they may have summaries now
             summaries.recount(self.conn, summaries.series_of(table, rows), [table])
 
     def insert_blobs(self, blobs: dict[str, bytes]) -> None:
@@ -317,6 +319,7 @@ class StoreWriter:
                 ),
                 {"file_id": file_id},
             )
+        self.identities.unsummarised.clear()
         summaries.recount(self.conn, [int(row[0]) for row in series])
 
 

@@ -1,0 +1,92 @@
+"""Small files are decoded record by record (``chunks._BY_RECORD_BYTES``, issue #14): the
+block path's learning of every key costs more than it saves on a few hundred records.  The
+rows are the same either way (``test_records`` checks the block path against the general
+one); here, which path a file takes by the bytes left to read."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from converter.filters import Selection
+from converter.reading import chunks
+from converter.reading.blocks import Block
+from converter.reading.chunks import FileTask, ReadSettings, read_file
+from converter.reading.decoder import EventDecoder
+from tests.eventfiles import simple_value, summary_event, write_events
+
+
+def _task(path: Path, offset: int = 0) -> FileTask:
+    size = os.path.getsize(path)
+    return FileTask(
+        index=0,
+        path=str(path),
+        rel_path=path.name,
+        run_path=".",
+        context="",
+        size=size,
+        mtime_ns=0,
+        offset=offset,
+        stored_size=size if offset else None,
+        stored_digest=None,
+        known_metadata={},
+    )
+
+
+def _blocks_fed(task: FileTask, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+    """(records fed as blocks to the block path, scalar points read)."""
+    blocks = 0
+    feed = EventDecoder.feed
+
+    def counted(self: EventDecoder, batch: object) -> None:
+        nonlocal blocks
+        if isinstance(batch, Block) and not self._by_record:
+            blocks += len(batch)
+        feed(self, batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(EventDecoder, "feed", counted)
+    points = 0
+    for chunk in read_file(task, ReadSettings(Selection(), 100_000), {}):
+        points += len(chunk.rows.get("scalars", ()))
+    return blocks, points
+
+
+def _file(path: Path, steps: int) -> Path:
+    # Steps of two varint bytes each: every record has the same size.
+    return write_events(
+        path,
+        (
+            summary_event(step, 1e9 + step, [simple_value("loss", step)])
+            for step in range(1000, 1000 + steps)
+        ),
+    )
+
+
+def test_small_file_is_read_record_by_record(tmp_path: Path, monkeypatch) -> None:
+    path = _file(tmp_path / "events.out.tfevents.1.h", 200)
+    assert os.path.getsize(path) < chunks._BY_RECORD_BYTES
+    assert _blocks_fed(_task(path), monkeypatch) == (0, 200)
+
+
+def test_large_file_takes_the_block_path(tmp_path: Path, monkeypatch) -> None:
+    path = _file(tmp_path / "events.out.tfevents.1.h", 2000)
+    assert os.path.getsize(path) >= chunks._BY_RECORD_BYTES
+    blocks, points = _blocks_fed(_task(path), monkeypatch)
+    assert points == 2000 and blocks > 1000
+
+
+def test_a_few_new_bytes_of_a_large_file_are_read_record_by_record(
+    tmp_path: Path, monkeypatch
+) -> None:
+    path = _file(tmp_path / "events.out.tfevents.1.h", 2000)
+    size = os.path.getsize(path)
+    offset = size - chunks._BY_RECORD_BYTES // 2
+    # Start the read at a record boundary: after the whole records before ``offset``.
+    whole = _file(tmp_path / "head", 0)
+    boundary = os.path.getsize(whole)
+    record = (size - boundary) // 2000
+    offset = boundary + ((offset - boundary) // record) * record
+    blocks, points = _blocks_fed(_task(path, offset), monkeypatch)
+    assert blocks == 0 and points == (size - offset) // record
