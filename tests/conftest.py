@@ -26,6 +26,41 @@ pytest_plugins = ["pytester"]
 BACKENDS = ("sqlite", "postgresql")
 
 
+def _real_by_record_bytes() -> int:
+    from converter.reading import chunks
+
+    return chunks._BY_RECORD_BYTES
+
+
+_REAL_BY_RECORD_BYTES = _real_by_record_bytes()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _block_path_for_small_files() -> Iterator[None]:
+    """Files under 16 KiB are decoded record by record (``chunks._BY_RECORD_BYTES``), and
+    nearly every fixture file is that small: in this process they take the block path, as
+    they did before that switch, so the incremental, crash and invariant tests keep covering
+    it.  The protobuf path is the reference (``test_records``, ``test_oracle``), and the
+    subprocess tests keep the real switch.  ``by_record_switch`` tests see the real one."""
+    from converter.reading import chunks
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunks, "_BY_RECORD_BYTES", 0)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _by_record_switch(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.node.get_closest_marker("by_record_switch") is None:
+        yield
+        return
+    from converter.reading import chunks
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunks, "_BY_RECORD_BYTES", _REAL_BY_RECORD_BYTES)
+        yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def dangling_foreign_keys() -> Iterator[list[tuple[str, tuple[object, ...]]]]:
     """The converter's SQLite connection does not enforce foreign keys (for speed): every

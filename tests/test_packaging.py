@@ -30,6 +30,8 @@ def test_wheel_contains_migrations(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "converter/_migrations/env.py" in names
     assert "converter/_migrations/script.py.mako" in names
+    # What a fresh SQLite store replays instead of running the migrations (store.migrate).
+    assert "converter/store/sqlite_schema.sql" in names
     revisions = {
         ROOT / "migrations" / "versions" / path.name
         for path in (ROOT / "migrations" / "versions").glob("*.py")

@@ -17,6 +17,9 @@ from converter.reading.chunks import FileTask, ReadSettings, read_file
 from converter.reading.decoder import EventDecoder
 from tests.eventfiles import simple_value, summary_event, write_events
 
+# The suite reads small files by the block path (tests/conftest.py); these tests the switch.
+pytestmark = pytest.mark.by_record_switch
+
 
 def _task(path: Path, offset: int = 0) -> FileTask:
     size = os.path.getsize(path)
