@@ -18,6 +18,7 @@ from tensorboard.compat.proto.graph_pb2 import GraphDef
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc
+from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter.conversion import convert
 from converter.filters import Selection
@@ -266,3 +267,58 @@ def test_a_files_wall_time_span_covers_records_in_any_order(tmp_path: Path) -> N
     with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
         span = connection.execute("SELECT first_wall_time, last_wall_time FROM event_files")
         assert span.fetchall() == [(4e8, 7e8)]
+
+
+def _raw_events(path: Path, payloads: list[bytes]) -> Path:
+    """An event file of raw Event payloads after a file-version record, framed as TFRecords."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        writer.write(Event(wall_time=1e9, file_version="brain.Event:2").SerializeToString())
+        for payload in payloads:
+            writer.write(payload)
+    return path
+
+
+def test_a_record_whose_first_field_is_not_the_wall_time_is_read_as_protobuf_reads_it(
+    tmp_path: Path,
+) -> None:
+    # Record 100 starts with an unknown fixed64 field (tag 0x79, field 15) where the others
+    # have their wall time (0x09): protobuf reads wall time 0 and the same step and value.
+    payloads = [
+        summary_event(step, 1e9 + step, [simple_value("loss", step / 2)]).SerializeToString()
+        for step in range(300)
+    ]
+    payloads[100] = b"\x79" + payloads[100][1:]
+    odd = Event.FromString(payloads[100])
+    assert (odd.wall_time, odd.step, odd.summary.value[0].simple_value) == (0.0, 100, 50.0)
+    path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert whole == general
+    assert decoded_in_general < 40  # the block path did read the others
+    walls = {row[1]: row[5] for row in general["rows"]["scalars"]}
+    assert walls[100] == test_records.exact(0.0)
+    assert walls[99] == test_records.exact(1e9 + 99)
+
+
+def test_the_first_series_of_a_file_is_known_to_the_block_path_like_any_other(
+    tmp_path: Path,
+) -> None:
+    # The file's series are numbered from 0.  Two files of the same record sizes: in one,
+    # "loss" is series 0; in the other, the first record's tag is "lost" (series 0), so
+    # "loss" is series 1.  The general path decodes what the block path cannot: once per key
+    # (the other file has one key more) and the records near the buffer's end, which lie
+    # alike.  A known key must stay known in every block, whatever its series number.
+    def decoded(first_tag: str) -> int:
+        events = [
+            summary_event(step, 1e9 + step, [simple_value(first_tag if step == 0 else "loss", 1)])
+            for step in range(1000)
+        ]
+        path = write_events(tmp_path / first_tag / "events.out.tfevents.1.h", events)
+        general, _ = test_records.decode_file(path, whole=False)
+        whole, decoded_in_general = test_records.decode_file(path, whole=True, size=100)
+        assert whole == general
+        return decoded_in_general
+
+    assert decoded("lost") == decoded("loss") + 1
