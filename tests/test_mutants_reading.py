@@ -18,6 +18,8 @@ from tensorboard.compat.proto.graph_pb2 import GraphDef
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc
+from tensorboard.plugins.audio import metadata as audio_metadata
+from tensorboard.plugins.audio.plugin_data_pb2 import AudioPluginData
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter.conversion import convert
@@ -322,3 +324,41 @@ def test_the_first_series_of_a_file_is_known_to_the_block_path_like_any_other(
         return decoded_in_general
 
     assert decoded("lost") == decoded("loss") + 1
+
+
+def test_the_decoder_counts_the_events_that_are_not_summaries(tmp_path: Path) -> None:
+    log = Event(wall_time=2.0, step=1)
+    log.log_message.message = "hello"
+    session = Event(wall_time=3.0, step=2)
+    session.session_log.status = 1
+    events = [log, summary_event(3, 4.0, [simple_value("loss", 1.0)]), log, session, Event()]
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
+    decoded, _ = test_records.decode_file(path, whole=False)
+    other_events = decoded["stats"][4]
+    assert other_events == {"file_version": 1, "log_message": 2, "session_log": 1, "empty": 1}
+
+
+def test_later_audio_without_metadata_is_decoded_with_the_tags_first_metadata(
+    tmp_path: Path,
+) -> None:
+    # TF2 writes a tag's metadata with its first value only.  The first one declares WAV, so
+    # every clip of the tag is audio/wav, even bytes that do not start like a WAV file.
+    def clip(step: int, data: bytes, metadata: bool) -> Event:
+        tensor = TensorProto(dtype=7, string_val=[data, b"label"])
+        tensor.tensor_shape.dim.add(size=1)
+        tensor.tensor_shape.dim.add(size=2)
+        value = Summary.Value(tag="voice", tensor=tensor)
+        if metadata:
+            value.metadata.CopyFrom(
+                audio_metadata.create_summary_metadata("voice", "", AudioPluginData.WAV)
+            )
+        return summary_event(step, 1e9 + step, [value])
+
+    write_events(
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h",
+        [clip(1, b"pcm one", True), clip(2, b"pcm two", False)],
+    )
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        found = connection.execute("SELECT step, content_type FROM audio ORDER BY step")
+        assert found.fetchall() == [(1, "audio/wav"), (2, "audio/wav")]
