@@ -11,6 +11,7 @@ import sqlite3
 import struct
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tensorboard.compat.proto.event_pb2 import Event
@@ -26,6 +27,8 @@ from converter.conversion import convert
 from converter.filters import Selection
 from converter.reading import chunks, events, fastscalars, resync
 from converter.reading.chunks import FileTask, ReadSettings, read_file
+from converter.reading.decoder import EventDecoder
+from converter.reading.records import RecordReader, open_event_file
 from tests import test_records
 from tests.eventfiles import (
     append_events,
@@ -362,3 +365,48 @@ def test_later_audio_without_metadata_is_decoded_with_the_tags_first_metadata(
     with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
         found = connection.execute("SELECT step, content_type FROM audio ORDER BY step")
         assert found.fetchall() == [(1, "audio/wav"), (2, "audio/wav")]
+
+
+def test_the_general_path_decodes_a_known_scalar_without_its_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A tag's first simple_value or 4-byte DT_FLOAT tensor goes through its plugin's decoder;
+    # later ones of the same tag are appended directly (the converter's hot loop).
+    events = [
+        summary_event(
+            step,
+            1e9 + step,
+            [simple_value("loss", step / 2), tf2_scalar("acc", step / 4), tf2_scalar("lr", 1)],
+        )
+        for step in range(50)
+    ]
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
+    plugin_decoded: list[str] = []
+    decode_value = EventDecoder._decode_value
+
+    def counted(self: EventDecoder, value: Any, *args: Any) -> None:
+        plugin_decoded.append(value.tag)
+        decode_value(self, value, *args)
+
+    monkeypatch.setattr(EventDecoder, "_decode_value", counted)
+    decoded, general = test_records.decode_file(path, whole=False)
+    assert general == 51 and len(decoded["rows"]["scalars"]) == 150
+    assert plugin_decoded == ["loss", "acc", "lr"]
+
+
+def test_a_buffer_of_exactly_the_minimum_size_is_read_in_blocks(tmp_path: Path) -> None:
+    # 64 records of 48-byte payloads: 64 * (12 + 48 + 4) = 4096 bytes, the least the block
+    # path takes (records._WHOLE_MIN_BYTES).
+    path = tmp_path / "records"
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        for number in range(64):
+            writer.write(bytes([number]) * 48)
+    assert path.stat().st_size == 4096
+    with open_event_file(str(path)) as f:
+        reader = RecordReader(f, block_size=8 << 20)
+        items = list(reader.blocks(8192))
+    assert [type(item).__name__ for item in items] == ["Block"]
+    assert [bytes(payload) for _offset, payload in items[0].pairs()] == [
+        bytes([number]) * 48 for number in range(64)
+    ]
