@@ -410,3 +410,45 @@ def test_a_buffer_of_exactly_the_minimum_size_is_read_in_blocks(tmp_path: Path) 
     assert [bytes(payload) for _offset, payload in items[0].pairs()] == [
         bytes([number]) * 48 for number in range(64)
     ]
+
+
+def test_a_negative_zero_wall_time_next_to_a_zero_one_gives_the_general_paths_span(
+    tmp_path: Path,
+) -> None:
+    # Record 100's wall time is -0.0 (written: it is not proto3's default 0.0), record 101's
+    # is 0.0 (omitted).  The general path keeps the first of equal extremes, so the file's
+    # first wall time is -0.0; the block path must leave such records to it.
+    walls = [10.0 + step for step in range(300)]
+    walls[100], walls[101] = -0.0, 0.0
+    events = [
+        summary_event(step, wall, [simple_value("loss", 1.0)]) for step, wall in enumerate(walls)
+    ]
+    assert events[100].SerializeToString()[:1] == b"\x09"  # the -0.0 is written
+    assert events[101].SerializeToString()[:1] == b"\x10"  # the 0.0 is not
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events, version_wall_time=5)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert general["stats"][7] == test_records.exact(-0.0)  # first_wall_time, by its bits
+    assert whole == general
+    assert decoded_in_general < 40
+
+
+def test_records_the_template_rejects_are_never_learnt_as_one_key(tmp_path: Path) -> None:
+    # Values that also carry a node_name (field 7 after the value) are not the block path's
+    # template, though protobuf reads their tag, step and value as usual.  The rejected
+    # records all have the same (empty) key, so none may be learnt: "acc" would then be
+    # packed into "loss"'s series.
+    def value(step: int) -> Summary.Value:
+        if step in (150, 160):
+            tag = "loss" if step == 150 else "acc"
+            return Summary.Value(tag=tag, simple_value=step / 2, node_name="n")
+        return simple_value("loss", step / 2)
+
+    events = [summary_event(step, 1e9 + step, [value(step)]) for step in range(300)]
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=100)
+    assert [series[:2] for series in general["series"]] == [("loss", "scalars"), ("acc", "scalars")]
+    assert [row[0] for row in general["rows"]["scalars"]].count(1) == 1  # one point of acc
+    assert whole == general
+    assert decoded_in_general < 40
