@@ -452,3 +452,62 @@ def test_records_the_template_rejects_are_never_learnt_as_one_key(tmp_path: Path
     assert [row[0] for row in general["rows"]["scalars"]].count(1) == 1  # one point of acc
     assert whole == general
     assert decoded_in_general < 40
+
+
+def _length_whose_header_reads_as_a_template_start() -> int:
+    """A record length whose header, read from its first byte as an Event, starts like the
+    block path's template: length byte 0x09 (a wall-time field), then in the CRC a step
+    field (0x10) holding a two-byte varint, so that the template's summary field begins at
+    the record's payload."""
+    for k in range(1, 1 << 16):
+        raw = struct.pack("<Q", 9 + 256 * k)
+        crc = struct.pack("<I", tb_masked_crc(raw))
+        if crc[1] == 0x10 and crc[2] >= 0x80 and crc[3] < 0x80:
+            return 9 + 256 * k
+    raise AssertionError("no such length")
+
+
+def test_records_near_the_buffers_end_are_read_at_their_own_place(tmp_path: Path) -> None:
+    # The block path leaves a buffer's last ~640 bytes to the general path, and reads nothing
+    # for them.  Here the buffer's first record is built so that its header and payload, read
+    # as a template record, give exactly the key of the file's "loss" scalars (27-byte Events
+    # with two-byte steps): records read there instead of at their own place would be packed
+    # with the first record's bytes.
+    length = _length_whose_header_reads_as_a_template_start()
+    steps = range(200, 600)
+    loss = [summary_event(step, 1e9 + step, [simple_value("loss", step / 2)]) for step in steps]
+    summary_field = loss[0].SerializeToString()[12:]  # 2a 0d 0a 0b 0a 04 loss 15 <value>
+    assert len(loss[0].SerializeToString()) == 27 and summary_field[:2] == b"\x2a\x0d"
+    first = summary_field + b"\x00" * (length - len(summary_field))  # no Event: unparseable
+    path = tmp_path / "run" / "events.out.tfevents.1.h"
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        writer.write(first)
+        for event in loss:
+            writer.write(event.SerializeToString())
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert [row[1] for row in general["rows"]["scalars"]] == list(steps)
+    assert whole == general
+    assert decoded_in_general < 40
+
+
+def test_two_tags_whose_keys_hash_alike_stay_apart(tmp_path: Path) -> None:
+    # A key's hash is linear in its 8-byte words (word i times (i + 1) * a constant), so
+    # adding 3 to word 1 and taking 2 from word 2 keeps it.  Word 0 of these keys holds the
+    # width, the lengths and the tag's first two bytes; words 1 and 2 the tag's bytes 2 to 9
+    # and 10 to 17.  Tags whose byte 2 is 3 more and byte 10 2 less hash alike, and must
+    # still be two series.
+    first = "ab" + "a" + "cdefghi" + "c" + "1234567"
+    second = "ab" + "d" + "cdefghi" + "a" + "1234567"
+    assert len(first) == len(second) == 18
+    events = [
+        summary_event(step, 1e9 + step, [simple_value(first if step % 2 else second, step / 2)])
+        for step in range(300)
+    ]
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, _ = test_records.decode_file(path, whole=True, size=100)
+    assert [series[0] for series in general["series"]] == [second, first]
+    assert whole == general
