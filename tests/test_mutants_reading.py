@@ -6,6 +6,7 @@ protos and CRC, never from what the converter produced.
 
 from __future__ import annotations
 
+import io
 import random
 import sqlite3
 import struct
@@ -288,23 +289,50 @@ def _raw_events(path: Path, payloads: list[bytes]) -> Path:
 def test_a_record_whose_first_field_is_not_the_wall_time_is_read_as_protobuf_reads_it(
     tmp_path: Path,
 ) -> None:
-    # Record 100 starts with an unknown fixed64 field (tag 0x79, field 15) where the others
+    # Two records start with an unknown fixed64 field (tag 0x79, field 15) where the others
     # have their wall time (0x09): protobuf reads wall time 0 and the same step and value.
+    # One has step 100, the other step 0 (not written, so its summary is where a record
+    # without a step has it).
     payloads = [
         summary_event(step, 1e9 + step, [simple_value("loss", step / 2)]).SerializeToString()
         for step in range(300)
     ]
     payloads[100] = b"\x79" + payloads[100][1:]
-    odd = Event.FromString(payloads[100])
-    assert (odd.wall_time, odd.step, odd.summary.value[0].simple_value) == (0.0, 100, 50.0)
+    payloads[200] = (
+        b"\x79" + summary_event(0, 5e8, [simple_value("loss", 7.0)]).SerializeToString()[1:]
+    )
+    odd = [Event.FromString(payloads[at]) for at in (100, 200)]
+    assert [(e.wall_time, e.step, e.summary.value[0].simple_value) for e in odd] == [
+        (0.0, 100, 50.0),
+        (0.0, 0, 7.0),
+    ]
     path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
     general, _ = test_records.decode_file(path, whole=False)
     whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
     assert whole == general
     assert decoded_in_general < 40  # the block path did read the others
-    walls = {row[1]: row[5] for row in general["rows"]["scalars"]}
-    assert walls[100] == test_records.exact(0.0)
-    assert walls[99] == test_records.exact(1e9 + 99)
+    exact = test_records.exact
+    walls = {(row[1], row[6]): row[5] for row in general["rows"]["scalars"]}
+    assert walls[100, exact(50.0)] == walls[0, exact(7.0)] == exact(0.0)
+    assert walls[99, exact(49.5)] == exact(1e9 + 99)
+
+
+def test_a_record_whose_field_after_the_step_is_no_summary_is_no_scalar(tmp_path: Path) -> None:
+    # Record 100's summary field (0x2a, field 5) is a graph_def (0x22, field 4) of the same
+    # bytes: protobuf reads a graph, which is kept as one, not as a scalar.
+    payloads = [
+        summary_event(step, 1e9 + step, [simple_value("loss", step / 2)]).SerializeToString()
+        for step in range(300)
+    ]
+    at = payloads[100].index(b"\x2a\x0d")
+    payloads[100] = payloads[100][:at] + b"\x22" + payloads[100][at + 1 :]
+    assert Event.FromString(payloads[100]).WhichOneof("what") == "graph_def"
+    path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert whole == general
+    assert decoded_in_general < 40
+    assert 100 not in [row[1] for row in general["rows"]["scalars"]]
 
 
 def test_the_first_series_of_a_file_is_known_to_the_block_path_like_any_other(
@@ -511,3 +539,17 @@ def test_two_tags_whose_keys_hash_alike_stay_apart(tmp_path: Path) -> None:
     whole, _ = test_records.decode_file(path, whole=True, size=100)
     assert [series[0] for series in general["series"]] == [second, first]
     assert whole == general
+
+
+def test_a_stream_without_a_file_descriptor_is_read_to_its_end(tmp_path: Path) -> None:
+    # An in-memory stream has no fileno(): its size is found by seeking to its end, and the
+    # reader then starts where the stream stood.
+    stream = io.BytesIO()
+    writer = RecordWriter(stream)
+    payloads = [bytes([number]) * (number + 1) for number in range(20)]
+    for payload in payloads:
+        writer.write(payload)
+    stream.seek(0)
+    reader = RecordReader(stream)
+    assert [payload for batch in reader.batches() for _offset, payload in batch] == payloads
+    assert reader.consumed == len(stream.getvalue()) and not reader.torn
