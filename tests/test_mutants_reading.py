@@ -26,6 +26,7 @@ from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter.conversion import convert
 from converter.filters import Selection
+from converter.plugins._tensorproto import DT_FLOAT
 from converter.reading import chunks, events, fastscalars, resync
 from converter.reading.chunks import FileTask, ReadSettings, read_file
 from converter.reading.decoder import EventDecoder
@@ -553,3 +554,44 @@ def test_a_stream_without_a_file_descriptor_is_read_to_its_end(tmp_path: Path) -
     reader = RecordReader(stream)
     assert [payload for batch in reader.batches() for _offset, payload in batch] == payloads
     assert reader.consumed == len(stream.getvalue()) and not reader.torn
+
+
+_F32 = struct.Struct("<f")
+
+
+def _crafted_tensor_event(step: int, decoy: float, content: float) -> bytes:
+    """A TF2-style scalar of tag "w" whose DT_FLOAT tensor holds, between its dtype and its
+    4-byte tensor_content, 4 bytes that protobuf keeps as an unknown field (version_number,
+    an int32, with the wire type of bytes): ``decoy`` where a template record has its value,
+    ``content`` the value protobuf reads."""
+    tensor = b"\x08\x01\x1a\x04" + _F32.pack(decoy) + b"\x22\x04" + _F32.pack(content)
+    value = b"\x0a\x01w\x42" + bytes([len(tensor)]) + tensor
+    summary = b"\x0a" + bytes([len(value)]) + value
+    assert step < 128  # a one-byte varint
+    return (
+        (b"\x09" + struct.pack("<d", 1e9 + step) + b"\x10" + bytes([step]) + b"\x2a")
+        + bytes([len(summary)])
+        + summary
+    )
+
+
+def test_a_tensor_with_a_field_before_its_content_gives_protobufs_value(tmp_path: Path) -> None:
+    # The block path reads a tensor's value at a fixed place, so it must refuse one whose
+    # tensor_content is not there.  The first "w" carries the scalars metadata; the first
+    # crafted one reads alike both ways (so the block path could learn its key); the later
+    # ones hold another number where a template record has its value.
+    first = summary_event(0, 1e9, [tf2_scalar("w", 1.5)]).SerializeToString()
+    crafted = [_crafted_tensor_event(1, 1.5, 1.5)]
+    crafted += [_crafted_tensor_event(step, float(step), 1.5) for step in range(2, 100)]
+    read = Event.FromString(crafted[5]).summary.value[0].tensor
+    assert (read.dtype, read.tensor_content) == (DT_FLOAT, _F32.pack(1.5))
+    filler = [
+        summary_event(step, 1e9 + step, [simple_value("loss", 0.5)]).SerializeToString()
+        for step in range(100, 300)
+    ]
+    path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", [first, *crafted, *filler])
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, _ = test_records.decode_file(path, whole=True, size=8192)
+    exact = test_records.exact
+    assert [row[6] for row in general["rows"]["scalars"] if row[1] < 100] == [exact(1.5)] * 100
+    assert whole == general
