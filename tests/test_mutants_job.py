@@ -419,3 +419,16 @@ def test_a_files_wall_time_span_is_kept_over_appends(tmp_path: Path) -> None:
     append_events(path, _events("loss", range(5, 8), base=1e9))
     convert(logs, store)
     assert _query(store, span) == [(1e9 + 5, 3e9)]
+
+
+def test_lossy_records_add_up_over_files(tmp_path: Path) -> None:
+    # A tag that is not UTF-8 (0xff in place of "Q") makes its record lossy: one per file.
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    for run in ("a", "b", "c"):
+        payload = summary_event(1, 1e9, [simple_value("lossQ", 0.5)]).SerializeToString()
+        path = logs / run / FILE
+        path.parent.mkdir(parents=True)
+        with path.open("wb") as handle:
+            RecordWriter(handle).write(payload.replace(b"Q", b"\xff"))
+    summary = convert(logs, store)
+    assert summary.lossy_records == 3 and summary.points == {"scalars": 3}

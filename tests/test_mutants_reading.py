@@ -595,3 +595,49 @@ def test_a_tensor_with_a_field_before_its_content_gives_protobufs_value(tmp_path
     exact = test_records.exact
     assert [row[6] for row in general["rows"]["scalars"] if row[1] < 100] == [exact(1.5)] * 100
     assert whole == general
+
+
+def test_a_step_varint_with_a_zero_continuation_byte_is_read_whole(tmp_path: Path) -> None:
+    # Record 100's step varint is 80 followed by the bytes of a "loss" summary field: a
+    # varint byte 0x80 carries no bits but does continue, so protobuf reads the step on into
+    # the summary's bytes and no scalar; it is no record of the block path's template.
+    payloads = [
+        summary_event(step, 1e9 + step, [simple_value("loss", step / 2)]).SerializeToString()
+        for step in range(300)
+    ]
+    summary_field = payloads[1][payloads[1].index(b"\x2a\x0d") :]
+    payloads[100] = b"\x09" + struct.pack("<d", 1e9 + 100) + b"\x10\x80" + summary_field
+    path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert len(general["rows"]["scalars"]) == 299
+    assert whole == general
+    assert decoded_in_general < 40
+
+
+def test_audio_appended_after_its_first_metadata_is_decoded_with_the_stored_metadata(
+    tmp_path: Path,
+) -> None:
+    # The second conversion reads on from the stored offset, past the tag's metadata: the
+    # store's copy of it (plugin content included) says WAV, so the new clip is audio/wav
+    # too, though its bytes do not start like a WAV file.
+    def clip(step: int, data: bytes, metadata: bool) -> Event:
+        tensor = TensorProto(dtype=7, string_val=[data, b"label"])
+        tensor.tensor_shape.dim.add(size=1)
+        tensor.tensor_shape.dim.add(size=2)
+        value = Summary.Value(tag="voice", tensor=tensor)
+        if metadata:
+            value.metadata.CopyFrom(
+                audio_metadata.create_summary_metadata("voice", "", AudioPluginData.WAV)
+            )
+        return summary_event(step, 1e9 + step, [value])
+
+    path = write_events(
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h", [clip(1, b"pcm one", True)]
+    )
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    append_events(path, [clip(2, b"pcm two", False)])
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        found = connection.execute("SELECT step, content_type FROM audio ORDER BY step")
+        assert found.fetchall() == [(1, "audio/wav"), (2, "audio/wav")]
