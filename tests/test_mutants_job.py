@@ -20,6 +20,7 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter.conversion import convert
+from converter.conversion import groups as groups_module
 from converter.conversion import job as job_module
 from converter.conversion import plan as plan_module
 from converter.rows import SeriesDefinition
@@ -432,3 +433,59 @@ def test_lossy_records_add_up_over_files(tmp_path: Path) -> None:
             RecordWriter(handle).write(payload.replace(b"Q", b"\xff"))
     summary = convert(logs, store)
     assert summary.lossy_records == 3 and summary.points == {"scalars": 3}
+
+
+def test_a_group_also_closes_at_its_number_of_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Whatever their points, a group takes at most _GROUP_FILES files (1000; 3 here).
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    for run in range(7):
+        write_events(logs / f"run_{run}" / FILE, _events("loss", range(2)))
+    monkeypatch.setattr(groups_module, "_GROUP_FILES", 3)
+    original = StoreWriter.transaction
+    after_commits: list[int] = []
+
+    @contextmanager
+    def counted(writer: StoreWriter) -> Iterator[None]:
+        with original(writer):
+            yield
+        after_commits.append(_query(store, "SELECT count(*) FROM scalars")[0][0])
+
+    monkeypatch.setattr(StoreWriter, "transaction", counted)
+    convert(logs, store, chunk_points=1000)
+    assert sorted(set(after_commits)) == [0, 6, 12, 14]
+
+
+def test_a_file_with_no_valid_record_is_invalid_and_one_damaged_at_its_start_is_not(
+    tmp_path: Path,
+) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    (logs / "a").mkdir(parents=True)
+    (logs / "a" / FILE).write_bytes(b"not an event file\n" * 20)
+    good = write_events(tmp_path / "good" / FILE, _events("loss", range(5)))
+    (logs / "b").mkdir()
+    (logs / "b" / FILE).write_bytes(b"\xff" * 40 + good.read_bytes())  # damage at offset 0
+    summary = convert(logs, store)
+    assert _query(store, "SELECT path, status FROM event_files ORDER BY path") == [
+        ("a/" + FILE, "invalid"),
+        ("b/" + FILE, "damaged"),
+    ]
+    assert [(p.path, p.message) for p in summary.problems if "not an event" in p.message] == [
+        ("a/" + FILE, "not an event file (no valid record)")
+    ]
+    assert summary.points == {"scalars": 5}
+
+
+def test_a_file_marked_gone_records_when(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    gone = write_events(logs / "a" / FILE, _events("loss", range(3)))
+    write_events(logs / "b" / FILE, _events("loss", range(3)))
+    convert(logs, store)
+    gone.unlink()
+    before = time.time()
+    assert convert(logs, store).files_gone == 1
+    [(status, updated_at)] = _query(
+        store, f"SELECT status, updated_at FROM event_files WHERE path = 'a/{FILE}'"
+    )
+    assert status == "gone" and before <= updated_at <= time.time()
