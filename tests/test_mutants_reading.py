@@ -363,7 +363,16 @@ def test_the_decoder_counts_the_events_that_are_not_summaries(tmp_path: Path) ->
     log.log_message.message = "hello"
     session = Event(wall_time=3.0, step=2)
     session.session_log.status = 1
-    events = [log, summary_event(3, 4.0, [simple_value("loss", 1.0)]), log, session, Event()]
+    empty_summary = Event(wall_time=5.0, step=4, summary=Summary())  # nothing to keep or count
+    assert empty_summary.SerializeToString().endswith(b"\x2a\x00")
+    events = [
+        log,
+        summary_event(3, 4.0, [simple_value("loss", 1.0)]),
+        log,
+        session,
+        Event(),
+        empty_summary,
+    ]
     path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
     decoded, _ = test_records.decode_file(path, whole=False)
     other_events = decoded["stats"][4]
@@ -641,3 +650,43 @@ def test_audio_appended_after_its_first_metadata_is_decoded_with_the_stored_meta
     with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
         found = connection.execute("SELECT step, content_type FROM audio ORDER BY step")
         assert found.fetchall() == [(1, "audio/wav"), (2, "audio/wav")]
+
+
+def test_a_moved_file_read_in_several_chunks_is_one_move(tmp_path: Path) -> None:
+    # --flat makes group/run/train a run of its own: its file moves there, and is read again
+    # from its start in three chunks of 10 points; only the first one says so.
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    write_events(
+        logs / "group" / "run" / "train" / "events.out.tfevents.1.h",
+        [summary_event(step, 1e9 + step, [simple_value("loss", 0.5)]) for step in range(30)],
+    )
+    convert(logs, store, chunk_points=10)
+    flat = convert(logs, store, flat=True, chunk_points=10)
+    assert (flat.files_moved, flat.files_read, flat.records_read) == (1, 1, 31)
+    assert flat.points == {"scalars": 30}
+
+
+def test_known_good_lengths_keep_a_clean_file_on_the_fast_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Records of 60 different lengths: each new length's CRC is checked on the fast path and
+    # remembered; the record-by-record path is only asked to start and at the end.
+    path = tmp_path / "records"
+    payloads = [bytes([number]) * (number + 1) for number in range(60)]
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        for payload in payloads:
+            writer.write(payload)
+    slow_calls: list[int] = []
+    slow = RecordReader._slow
+
+    def counted(self: RecordReader, pos: int) -> int | None:
+        slow_calls.append(pos)
+        return slow(self, pos)
+
+    monkeypatch.setattr(RecordReader, "_slow", counted)
+    with open_event_file(str(path)) as f:
+        reader = RecordReader(f, block_size=8 << 20)
+        read = [payload for batch in reader.batches(1000) for _offset, payload in batch]
+    assert read == payloads
+    assert slow_calls == [0, path.stat().st_size]  # to fill the buffer, and at its end
