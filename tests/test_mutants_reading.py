@@ -553,16 +553,21 @@ def test_two_tags_whose_keys_hash_alike_stay_apart(tmp_path: Path) -> None:
 
 def test_a_stream_without_a_file_descriptor_is_read_to_its_end(tmp_path: Path) -> None:
     # An in-memory stream has no fileno(): its size is found by seeking to its end, and the
-    # reader then starts where the stream stood.
+    # reader then starts where the stream stood.  That size is a snapshot, as a file's is: a
+    # record appended after the reader was made is not read.
     stream = io.BytesIO()
     writer = RecordWriter(stream)
     payloads = [bytes([number]) * (number + 1) for number in range(20)]
     for payload in payloads:
         writer.write(payload)
+    size = stream.tell()
     stream.seek(0)
     reader = RecordReader(stream)
+    stream.seek(0, io.SEEK_END)
+    writer.write(b"appended later")
+    stream.seek(0)
     assert [payload for batch in reader.batches() for _offset, payload in batch] == payloads
-    assert reader.consumed == len(stream.getvalue()) and not reader.torn
+    assert reader.consumed == size and not reader.torn
 
 
 _F32 = struct.Struct("<f")
