@@ -65,6 +65,7 @@ TESTS = {
     "converter.reading.decoder": _DECODING,
     "converter.store.writer": _CONVERSION,
     "converter.conversion.job": _CONVERSION,
+    "converter.conversion.groups": _CONVERSION,
 }
 
 

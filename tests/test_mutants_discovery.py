@@ -157,3 +157,35 @@ def test_depths_and_roles(tmp_path: Path) -> None:
     # With --flat a/b/c holds a run (ctx), so it is a group and its own file an orphan.
     assert flat.groups == ("a", "a/b/c")
     assert flat.orphans == (f"a/b/c/{FILE}",)
+
+
+def test_a_link_to_a_file_that_is_no_event_file_is_ignored_without_a_warning(
+    tmp_path: Path,
+) -> None:
+    logdir = tmp_path / "logs"
+    _event_file(logdir / "run")
+    (tmp_path / "notes.txt").write_text("hello\n")
+    (logdir / "run" / "notes").symlink_to(tmp_path / "notes.txt")
+    result = classify(logdir)
+    assert [f.rel_path for f in result.files] == [f"run/{FILE}"]
+    assert result.warnings == ()
+
+
+def test_a_context_keeps_every_character_of_its_name(tmp_path: Path) -> None:
+    # Only the "/" after the run's path is taken off (characters such as X stay).
+    logdir = tmp_path / "logs"
+    for context in ("XXtrain", "X"):
+        _event_file(logdir / "run" / context)
+    result = classify(logdir)
+    assert [(f.run_path, f.context) for f in result.files] == [("run", "X"), ("run", "XXtrain")]
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_the_classification_says_whether_orphans_are_skipped(tmp_path: Path, skip: bool) -> None:
+    logdir = tmp_path / "logs"
+    _event_file(logdir / "group" / "run" / "train")
+    _event_file(logdir / "group")  # an orphan in the group
+    result = classify(logdir, skip_orphans=skip)
+    assert result.skip_orphans is skip
+    assert result.orphans == (f"group/{FILE}",)
+    assert len(result.files) == (1 if skip else 2)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -17,6 +20,9 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter.conversion import convert
+from converter.conversion import groups as groups_module
+from converter.conversion import job as job_module
+from converter.conversion import plan as plan_module
 from converter.rows import SeriesDefinition
 from converter.store import migrate
 from converter.store.engine import create_store_engine, store_url
@@ -314,3 +320,172 @@ def test_a_store_another_process_is_writing_to_is_waited_for_and_said_so(tmp_pat
         holder.close()
     assert said == ["another process is writing to the store; waiting for it to finish ..."]
     assert summary.files_read == 1 and summary.points == {"scalars": 2}
+
+
+def test_small_files_commit_together_once_their_points_fill_a_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ten files of 3 points, 10 points a chunk: a group takes files until it holds 10 points
+    # or more, so they commit as 4 + 4 + 2 files.  Counted from outside the job, as
+    # tests/crashpoints.py does: the points in the store after each commit.
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    for run in range(10):
+        write_events(logs / f"run_{run}" / FILE, _events("loss", range(3)))
+    original = StoreWriter.transaction
+    after_commits: list[int] = []
+
+    @contextmanager
+    def counted(writer: StoreWriter) -> Iterator[None]:
+        with original(writer):
+            yield
+        with closing(sqlite3.connect(store)) as connection:
+            after_commits.append(connection.execute("SELECT count(*) FROM scalars").fetchone()[0])
+
+    monkeypatch.setattr(StoreWriter, "transaction", counted)
+    summary = convert(logs, store, chunk_points=10)
+    assert summary.points == {"scalars": 30}
+    grew = sorted(set(after_commits))
+    assert grew == [0, 12, 24, 30]
+
+
+def test_a_file_that_cannot_be_statted_is_a_problem_and_the_files_after_it_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    bad = write_events(logs / "a" / FILE, _events("loss", range(4)))
+    write_events(logs / "b" / FILE, _events("acc", range(3)))
+    real_stat = os.stat
+
+    def guarded(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if str(path) == str(bad):  # root ignores chmod: refuse the way the OS would
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(plan_module.os, "stat", guarded)
+    summary = convert(logs, store)
+    assert [(p.path, p.message) for p in summary.problems] == [
+        ("a/" + FILE, "cannot read: Permission denied")
+    ]
+    assert summary.points == {"scalars": 3} and summary.files_read == 1
+
+
+def test_a_file_another_converter_read_further_since_the_plan_is_left_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    grown = write_events(logs / "a" / FILE, _events("loss", range(5)))
+    write_events(logs / "b" / FILE, _events("acc", range(3)))
+    convert(logs, store)
+    append_events(grown, _events("loss", range(5, 10)))
+    planned = job_module.plan_files
+    other: list[Any] = []
+
+    def plan_then_another_converter_reads(*args: Any, **kwargs: Any) -> list[Any]:
+        plans = list(planned(*args, **kwargs))
+        if not other:  # once: the other converter plans too
+            other.append(None)
+            other.append(convert(logs, store))  # reads a's 5 new points first
+        return plans
+
+    monkeypatch.setattr(job_module, "plan_files", plan_then_another_converter_reads)
+    late = convert(logs, store)
+    assert other[1].points == {"scalars": 5} and other[1].files_read == 1
+    # a was planned from offset X, but the store says X + 5 records: it is left alone and
+    # counted unchanged, as b (unchanged at plan time) is.
+    assert (late.files_read, late.files_unchanged) == (0, 2)
+    assert not late.points and late.records_read == 0
+    assert _query(store, "SELECT count(*) FROM scalars") == [(13,)]
+
+
+def test_a_full_reread_counts_damaged_records_afresh(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    path = write_events(logs / "run" / FILE, _events("loss", range(10)))
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x55  # one record's CRC fails
+    path.write_bytes(bytes(data))
+    first = convert(logs, store)
+    again = convert(logs, store, full=True)
+    assert first.damaged_records == again.damaged_records == 1
+    assert _query(store, "SELECT status, damaged_records FROM event_files") == [("damaged", 1)]
+
+
+def test_a_files_wall_time_span_is_kept_over_appends(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    path = write_events(
+        logs / "run" / FILE, _events("loss", range(5), base=2e9), version_wall_time=3e9
+    )
+    convert(logs, store)
+    span = "SELECT first_wall_time, last_wall_time FROM event_files"
+    assert _query(store, span) == [(2e9, 3e9)]
+    append_events(path, _events("loss", range(5, 8), base=1e9))
+    convert(logs, store)
+    assert _query(store, span) == [(1e9 + 5, 3e9)]
+
+
+def test_lossy_records_add_up_over_files(tmp_path: Path) -> None:
+    # A tag that is not UTF-8 (0xff in place of "Q") makes its record lossy: one per file.
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    for run in ("a", "b", "c"):
+        payload = summary_event(1, 1e9, [simple_value("lossQ", 0.5)]).SerializeToString()
+        path = logs / run / FILE
+        path.parent.mkdir(parents=True)
+        with path.open("wb") as handle:
+            RecordWriter(handle).write(payload.replace(b"Q", b"\xff"))
+    summary = convert(logs, store)
+    assert summary.lossy_records == 3 and summary.points == {"scalars": 3}
+
+
+def test_a_group_also_closes_at_its_number_of_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Whatever their points, a group takes at most _GROUP_FILES files (1000; 3 here).
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    for run in range(7):
+        write_events(logs / f"run_{run}" / FILE, _events("loss", range(2)))
+    monkeypatch.setattr(groups_module, "_GROUP_FILES", 3)
+    original = StoreWriter.transaction
+    after_commits: list[int] = []
+
+    @contextmanager
+    def counted(writer: StoreWriter) -> Iterator[None]:
+        with original(writer):
+            yield
+        after_commits.append(_query(store, "SELECT count(*) FROM scalars")[0][0])
+
+    monkeypatch.setattr(StoreWriter, "transaction", counted)
+    convert(logs, store, chunk_points=1000)
+    assert sorted(set(after_commits)) == [0, 6, 12, 14]
+
+
+def test_a_file_with_no_valid_record_is_invalid_and_one_damaged_at_its_start_is_not(
+    tmp_path: Path,
+) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    (logs / "a").mkdir(parents=True)
+    (logs / "a" / FILE).write_bytes(b"not an event file\n" * 20)
+    good = write_events(tmp_path / "good" / FILE, _events("loss", range(5)))
+    (logs / "b").mkdir()
+    (logs / "b" / FILE).write_bytes(b"\xff" * 40 + good.read_bytes())  # damage at offset 0
+    summary = convert(logs, store)
+    assert _query(store, "SELECT path, status FROM event_files ORDER BY path") == [
+        ("a/" + FILE, "invalid"),
+        ("b/" + FILE, "damaged"),
+    ]
+    assert [(p.path, p.message) for p in summary.problems if "not an event" in p.message] == [
+        ("a/" + FILE, "not an event file (no valid record)")
+    ]
+    assert summary.points == {"scalars": 5}
+
+
+def test_a_file_marked_gone_records_when(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    gone = write_events(logs / "a" / FILE, _events("loss", range(3)))
+    write_events(logs / "b" / FILE, _events("loss", range(3)))
+    convert(logs, store)
+    gone.unlink()
+    before = time.time()
+    assert convert(logs, store).files_gone == 1
+    [(status, updated_at)] = _query(
+        store, f"SELECT status, updated_at FROM event_files WHERE path = 'a/{FILE}'"
+    )
+    assert status == "gone" and before <= updated_at <= time.time()

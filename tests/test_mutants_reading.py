@@ -6,11 +6,13 @@ protos and CRC, never from what the converter produced.
 
 from __future__ import annotations
 
+import io
 import random
 import sqlite3
 import struct
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tensorboard.compat.proto.event_pb2 import Event
@@ -18,11 +20,17 @@ from tensorboard.compat.proto.graph_pb2 import GraphDef
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc
+from tensorboard.plugins.audio import metadata as audio_metadata
+from tensorboard.plugins.audio.plugin_data_pb2 import AudioPluginData
+from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter.conversion import convert
 from converter.filters import Selection
+from converter.plugins._tensorproto import DT_FLOAT
 from converter.reading import chunks, events, fastscalars, resync
 from converter.reading.chunks import FileTask, ReadSettings, read_file
+from converter.reading.decoder import EventDecoder
+from converter.reading.records import RecordReader, open_event_file
 from tests import test_records
 from tests.eventfiles import (
     append_events,
@@ -266,3 +274,424 @@ def test_a_files_wall_time_span_covers_records_in_any_order(tmp_path: Path) -> N
     with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
         span = connection.execute("SELECT first_wall_time, last_wall_time FROM event_files")
         assert span.fetchall() == [(4e8, 7e8)]
+
+
+def _raw_events(path: Path, payloads: list[bytes]) -> Path:
+    """An event file of raw Event payloads after a file-version record, framed as TFRecords."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        writer.write(Event(wall_time=1e9, file_version="brain.Event:2").SerializeToString())
+        for payload in payloads:
+            writer.write(payload)
+    return path
+
+
+def test_a_record_whose_first_field_is_not_the_wall_time_is_read_as_protobuf_reads_it(
+    tmp_path: Path,
+) -> None:
+    # Two records start with an unknown fixed64 field (tag 0x79, field 15) where the others
+    # have their wall time (0x09): protobuf reads wall time 0 and the same step and value.
+    # One has step 100, the other step 0 (not written, so its summary is where a record
+    # without a step has it).
+    payloads = [
+        summary_event(step, 1e9 + step, [simple_value("loss", step / 2)]).SerializeToString()
+        for step in range(300)
+    ]
+    payloads[100] = b"\x79" + payloads[100][1:]
+    payloads[200] = (
+        b"\x79" + summary_event(0, 5e8, [simple_value("loss", 7.0)]).SerializeToString()[1:]
+    )
+    odd = [Event.FromString(payloads[at]) for at in (100, 200)]
+    assert [(e.wall_time, e.step, e.summary.value[0].simple_value) for e in odd] == [
+        (0.0, 100, 50.0),
+        (0.0, 0, 7.0),
+    ]
+    path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert whole == general
+    assert decoded_in_general < 40  # the block path did read the others
+    exact = test_records.exact
+    walls = {(row[1], row[6]): row[5] for row in general["rows"]["scalars"]}
+    assert walls[100, exact(50.0)] == walls[0, exact(7.0)] == exact(0.0)
+    assert walls[99, exact(49.5)] == exact(1e9 + 99)
+
+
+def test_a_record_whose_field_after_the_step_is_no_summary_is_no_scalar(tmp_path: Path) -> None:
+    # Record 100's summary field (0x2a, field 5) is a graph_def (0x22, field 4) of the same
+    # bytes: protobuf reads a graph, which is kept as one, not as a scalar.
+    payloads = [
+        summary_event(step, 1e9 + step, [simple_value("loss", step / 2)]).SerializeToString()
+        for step in range(300)
+    ]
+    at = payloads[100].index(b"\x2a\x0d")
+    payloads[100] = payloads[100][:at] + b"\x22" + payloads[100][at + 1 :]
+    assert Event.FromString(payloads[100]).WhichOneof("what") == "graph_def"
+    path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert whole == general
+    assert decoded_in_general < 40
+    assert 100 not in [row[1] for row in general["rows"]["scalars"]]
+
+
+def test_the_first_series_of_a_file_is_known_to_the_block_path_like_any_other(
+    tmp_path: Path,
+) -> None:
+    # The file's series are numbered from 0.  Two files of the same record sizes: in one,
+    # "loss" is series 0; in the other, the first record's tag is "lost" (series 0), so
+    # "loss" is series 1.  The general path decodes what the block path cannot: once per key
+    # (the other file has one key more) and the records near the buffer's end, which lie
+    # alike.  A known key must stay known in every block, whatever its series number.
+    def decoded(first_tag: str) -> int:
+        events = [
+            summary_event(step, 1e9 + step, [simple_value(first_tag if step == 0 else "loss", 1)])
+            for step in range(1000)
+        ]
+        path = write_events(tmp_path / first_tag / "events.out.tfevents.1.h", events)
+        general, _ = test_records.decode_file(path, whole=False)
+        whole, decoded_in_general = test_records.decode_file(path, whole=True, size=100)
+        assert whole == general
+        return decoded_in_general
+
+    assert decoded("lost") == decoded("loss") + 1
+
+
+def test_the_decoder_counts_the_events_that_are_not_summaries(tmp_path: Path) -> None:
+    log = Event(wall_time=2.0, step=1)
+    log.log_message.message = "hello"
+    session = Event(wall_time=3.0, step=2)
+    session.session_log.status = 1
+    empty_summary = Event(wall_time=5.0, step=4, summary=Summary())  # nothing to keep or count
+    assert empty_summary.SerializeToString().endswith(b"\x2a\x00")
+    events = [
+        log,
+        summary_event(3, 4.0, [simple_value("loss", 1.0)]),
+        log,
+        session,
+        Event(),
+        empty_summary,
+    ]
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
+    decoded, _ = test_records.decode_file(path, whole=False)
+    other_events = decoded["stats"][4]
+    assert other_events == {"file_version": 1, "log_message": 2, "session_log": 1, "empty": 1}
+
+
+def test_later_audio_without_metadata_is_decoded_with_the_tags_first_metadata(
+    tmp_path: Path,
+) -> None:
+    # TF2 writes a tag's metadata with its first value only.  The first one declares WAV, so
+    # every clip of the tag is audio/wav, even bytes that do not start like a WAV file.
+    def clip(step: int, data: bytes, metadata: bool) -> Event:
+        tensor = TensorProto(dtype=7, string_val=[data, b"label"])
+        tensor.tensor_shape.dim.add(size=1)
+        tensor.tensor_shape.dim.add(size=2)
+        value = Summary.Value(tag="voice", tensor=tensor)
+        if metadata:
+            value.metadata.CopyFrom(
+                audio_metadata.create_summary_metadata("voice", "", AudioPluginData.WAV)
+            )
+        return summary_event(step, 1e9 + step, [value])
+
+    write_events(
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h",
+        [clip(1, b"pcm one", True), clip(2, b"pcm two", False)],
+    )
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        found = connection.execute("SELECT step, content_type FROM audio ORDER BY step")
+        assert found.fetchall() == [(1, "audio/wav"), (2, "audio/wav")]
+
+
+def test_the_general_path_decodes_a_known_scalar_without_its_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A tag's first simple_value or 4-byte DT_FLOAT tensor goes through its plugin's decoder;
+    # later ones of the same tag are appended directly (the converter's hot loop).
+    events = [
+        summary_event(
+            step,
+            1e9 + step,
+            [simple_value("loss", step / 2), tf2_scalar("acc", step / 4), tf2_scalar("lr", 1)],
+        )
+        for step in range(50)
+    ]
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
+    plugin_decoded: list[str] = []
+    decode_value = EventDecoder._decode_value
+
+    def counted(self: EventDecoder, value: Any, *args: Any) -> None:
+        plugin_decoded.append(value.tag)
+        decode_value(self, value, *args)
+
+    monkeypatch.setattr(EventDecoder, "_decode_value", counted)
+    decoded, general = test_records.decode_file(path, whole=False)
+    assert general == 51 and len(decoded["rows"]["scalars"]) == 150
+    assert plugin_decoded == ["loss", "acc", "lr"]
+
+
+def test_a_buffer_of_exactly_the_minimum_size_is_read_in_blocks(tmp_path: Path) -> None:
+    # 64 records of 48-byte payloads: 64 * (12 + 48 + 4) = 4096 bytes, the least the block
+    # path takes (records._WHOLE_MIN_BYTES).
+    path = tmp_path / "records"
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        for number in range(64):
+            writer.write(bytes([number]) * 48)
+    assert path.stat().st_size == 4096
+    with open_event_file(str(path)) as f:
+        reader = RecordReader(f, block_size=8 << 20)
+        items = list(reader.blocks(8192))
+    assert [type(item).__name__ for item in items] == ["Block"]
+    assert [bytes(payload) for _offset, payload in items[0].pairs()] == [
+        bytes([number]) * 48 for number in range(64)
+    ]
+
+
+def test_a_negative_zero_wall_time_next_to_a_zero_one_gives_the_general_paths_span(
+    tmp_path: Path,
+) -> None:
+    # Record 100's wall time is -0.0 (written: it is not proto3's default 0.0), record 101's
+    # is 0.0 (omitted).  The general path keeps the first of equal extremes, so the file's
+    # first wall time is -0.0; the block path must leave such records to it.
+    walls = [10.0 + step for step in range(300)]
+    walls[100], walls[101] = -0.0, 0.0
+    events = [
+        summary_event(step, wall, [simple_value("loss", 1.0)]) for step, wall in enumerate(walls)
+    ]
+    assert events[100].SerializeToString()[:1] == b"\x09"  # the -0.0 is written
+    assert events[101].SerializeToString()[:1] == b"\x10"  # the 0.0 is not
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events, version_wall_time=5)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert general["stats"][7] == test_records.exact(-0.0)  # first_wall_time, by its bits
+    assert whole == general
+    assert decoded_in_general < 40
+
+
+def test_records_the_template_rejects_are_never_learnt_as_one_key(tmp_path: Path) -> None:
+    # Values that also carry a node_name (field 7 after the value) are not the block path's
+    # template, though protobuf reads their tag, step and value as usual.  The rejected
+    # records all have the same (empty) key, so none may be learnt: "acc" would then be
+    # packed into "loss"'s series.
+    def value(step: int) -> Summary.Value:
+        if step in (150, 160):
+            tag = "loss" if step == 150 else "acc"
+            return Summary.Value(tag=tag, simple_value=step / 2, node_name="n")
+        return simple_value("loss", step / 2)
+
+    events = [summary_event(step, 1e9 + step, [value(step)]) for step in range(300)]
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=100)
+    assert [series[:2] for series in general["series"]] == [("loss", "scalars"), ("acc", "scalars")]
+    assert [row[0] for row in general["rows"]["scalars"]].count(1) == 1  # one point of acc
+    assert whole == general
+    assert decoded_in_general < 40
+
+
+def _length_whose_header_reads_as_a_template_start() -> int:
+    """A record length whose header, read from its first byte as an Event, starts like the
+    block path's template: length byte 0x09 (a wall-time field), then in the CRC a step
+    field (0x10) holding a two-byte varint, so that the template's summary field begins at
+    the record's payload."""
+    for k in range(1, 1 << 16):
+        raw = struct.pack("<Q", 9 + 256 * k)
+        crc = struct.pack("<I", tb_masked_crc(raw))
+        if crc[1] == 0x10 and crc[2] >= 0x80 and crc[3] < 0x80:
+            return 9 + 256 * k
+    raise AssertionError("no such length")
+
+
+def test_records_near_the_buffers_end_are_read_at_their_own_place(tmp_path: Path) -> None:
+    # The block path leaves a buffer's last ~640 bytes to the general path, and reads nothing
+    # for them.  Here the buffer's first record is built so that its header and payload, read
+    # as a template record, give exactly the key of the file's "loss" scalars (27-byte Events
+    # with two-byte steps): records read there instead of at their own place would be packed
+    # with the first record's bytes.
+    length = _length_whose_header_reads_as_a_template_start()
+    steps = range(200, 600)
+    loss = [summary_event(step, 1e9 + step, [simple_value("loss", step / 2)]) for step in steps]
+    summary_field = loss[0].SerializeToString()[12:]  # 2a 0d 0a 0b 0a 04 loss 15 <value>
+    assert len(loss[0].SerializeToString()) == 27 and summary_field[:2] == b"\x2a\x0d"
+    first = summary_field + b"\x00" * (length - len(summary_field))  # no Event: unparseable
+    path = tmp_path / "run" / "events.out.tfevents.1.h"
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        writer.write(first)
+        for event in loss:
+            writer.write(event.SerializeToString())
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert [row[1] for row in general["rows"]["scalars"]] == list(steps)
+    assert whole == general
+    assert decoded_in_general < 40
+
+
+def test_two_tags_whose_keys_hash_alike_stay_apart(tmp_path: Path) -> None:
+    # A key's hash is linear in its 8-byte words (word i times (i + 1) * a constant), so
+    # adding 3 to word 1 and taking 2 from word 2 keeps it.  Word 0 of these keys holds the
+    # width, the lengths and the tag's first two bytes; words 1 and 2 the tag's bytes 2 to 9
+    # and 10 to 17.  Tags whose byte 2 is 3 more and byte 10 2 less hash alike, and must
+    # still be two series.
+    first = "ab" + "a" + "cdefghi" + "c" + "1234567"
+    second = "ab" + "d" + "cdefghi" + "a" + "1234567"
+    assert len(first) == len(second) == 18
+    events = [
+        summary_event(step, 1e9 + step, [simple_value(first if step % 2 else second, step / 2)])
+        for step in range(300)
+    ]
+    path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, _ = test_records.decode_file(path, whole=True, size=100)
+    assert [series[0] for series in general["series"]] == [second, first]
+    assert whole == general
+
+
+def test_a_stream_without_a_file_descriptor_is_read_to_its_end(tmp_path: Path) -> None:
+    # An in-memory stream has no fileno(): its size is found by seeking to its end, and the
+    # reader then starts where the stream stood.  That size is a snapshot, as a file's is: a
+    # record appended after the reader was made is not read.
+    stream = io.BytesIO()
+    writer = RecordWriter(stream)
+    payloads = [bytes([number]) * (number + 1) for number in range(20)]
+    for payload in payloads:
+        writer.write(payload)
+    size = stream.tell()
+    stream.seek(0)
+    reader = RecordReader(stream)
+    stream.seek(0, io.SEEK_END)
+    writer.write(b"appended later")
+    stream.seek(0)
+    assert [payload for batch in reader.batches() for _offset, payload in batch] == payloads
+    assert reader.consumed == size and not reader.torn
+
+
+_F32 = struct.Struct("<f")
+
+
+def _crafted_tensor_event(step: int, decoy: float, content: float) -> bytes:
+    """A TF2-style scalar of tag "w" whose DT_FLOAT tensor holds, between its dtype and its
+    4-byte tensor_content, 4 bytes that protobuf keeps as an unknown field (version_number,
+    an int32, with the wire type of bytes): ``decoy`` where a template record has its value,
+    ``content`` the value protobuf reads."""
+    tensor = b"\x08\x01\x1a\x04" + _F32.pack(decoy) + b"\x22\x04" + _F32.pack(content)
+    value = b"\x0a\x01w\x42" + bytes([len(tensor)]) + tensor
+    summary = b"\x0a" + bytes([len(value)]) + value
+    assert step < 128  # a one-byte varint
+    return (
+        (b"\x09" + struct.pack("<d", 1e9 + step) + b"\x10" + bytes([step]) + b"\x2a")
+        + bytes([len(summary)])
+        + summary
+    )
+
+
+def test_a_tensor_with_a_field_before_its_content_gives_protobufs_value(tmp_path: Path) -> None:
+    # The block path reads a tensor's value at a fixed place, so it must refuse one whose
+    # tensor_content is not there.  The first "w" carries the scalars metadata; the first
+    # crafted one reads alike both ways (so the block path could learn its key); the later
+    # ones hold another number where a template record has its value.
+    first = summary_event(0, 1e9, [tf2_scalar("w", 1.5)]).SerializeToString()
+    crafted = [_crafted_tensor_event(1, 1.5, 1.5)]
+    crafted += [_crafted_tensor_event(step, float(step), 1.5) for step in range(2, 100)]
+    read = Event.FromString(crafted[5]).summary.value[0].tensor
+    assert (read.dtype, read.tensor_content) == (DT_FLOAT, _F32.pack(1.5))
+    filler = [
+        summary_event(step, 1e9 + step, [simple_value("loss", 0.5)]).SerializeToString()
+        for step in range(100, 300)
+    ]
+    path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", [first, *crafted, *filler])
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, _ = test_records.decode_file(path, whole=True, size=8192)
+    exact = test_records.exact
+    assert [row[6] for row in general["rows"]["scalars"] if row[1] < 100] == [exact(1.5)] * 100
+    assert whole == general
+
+
+def test_a_step_varint_with_a_zero_continuation_byte_is_read_whole(tmp_path: Path) -> None:
+    # Record 100's step varint is 80 followed by the bytes of a "loss" summary field: a
+    # varint byte 0x80 carries no bits but does continue, so protobuf reads the step on into
+    # the summary's bytes and no scalar; it is no record of the block path's template.
+    payloads = [
+        summary_event(step, 1e9 + step, [simple_value("loss", step / 2)]).SerializeToString()
+        for step in range(300)
+    ]
+    summary_field = payloads[1][payloads[1].index(b"\x2a\x0d") :]
+    payloads[100] = b"\x09" + struct.pack("<d", 1e9 + 100) + b"\x10\x80" + summary_field
+    path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
+    general, _ = test_records.decode_file(path, whole=False)
+    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    assert len(general["rows"]["scalars"]) == 299
+    assert whole == general
+    assert decoded_in_general < 40
+
+
+def test_audio_appended_after_its_first_metadata_is_decoded_with_the_stored_metadata(
+    tmp_path: Path,
+) -> None:
+    # The second conversion reads on from the stored offset, past the tag's metadata: the
+    # store's copy of it (plugin content included) says WAV, so the new clip is audio/wav
+    # too, though its bytes do not start like a WAV file.
+    def clip(step: int, data: bytes, metadata: bool) -> Event:
+        tensor = TensorProto(dtype=7, string_val=[data, b"label"])
+        tensor.tensor_shape.dim.add(size=1)
+        tensor.tensor_shape.dim.add(size=2)
+        value = Summary.Value(tag="voice", tensor=tensor)
+        if metadata:
+            value.metadata.CopyFrom(
+                audio_metadata.create_summary_metadata("voice", "", AudioPluginData.WAV)
+            )
+        return summary_event(step, 1e9 + step, [value])
+
+    path = write_events(
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h", [clip(1, b"pcm one", True)]
+    )
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    append_events(path, [clip(2, b"pcm two", False)])
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        found = connection.execute("SELECT step, content_type FROM audio ORDER BY step")
+        assert found.fetchall() == [(1, "audio/wav"), (2, "audio/wav")]
+
+
+def test_a_moved_file_read_in_several_chunks_is_one_move(tmp_path: Path) -> None:
+    # --flat makes group/run/train a run of its own: its file moves there, and is read again
+    # from its start in three chunks of 10 points; only the first one says so.
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    write_events(
+        logs / "group" / "run" / "train" / "events.out.tfevents.1.h",
+        [summary_event(step, 1e9 + step, [simple_value("loss", 0.5)]) for step in range(30)],
+    )
+    convert(logs, store, chunk_points=10)
+    flat = convert(logs, store, flat=True, chunk_points=10)
+    assert (flat.files_moved, flat.files_read, flat.records_read) == (1, 1, 31)
+    assert flat.points == {"scalars": 30}
+
+
+def test_known_good_lengths_keep_a_clean_file_on_the_fast_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Records of 60 different lengths: each new length's CRC is checked on the fast path and
+    # remembered; the record-by-record path is only asked to start and at the end.
+    path = tmp_path / "records"
+    payloads = [bytes([number]) * (number + 1) for number in range(60)]
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        for payload in payloads:
+            writer.write(payload)
+    slow_calls: list[int] = []
+    slow = RecordReader._slow
+
+    def counted(self: RecordReader, pos: int) -> int | None:
+        slow_calls.append(pos)
+        return slow(self, pos)
+
+    monkeypatch.setattr(RecordReader, "_slow", counted)
+    with open_event_file(str(path)) as f:
+        reader = RecordReader(f, block_size=8 << 20)
+        read = [payload for batch in reader.batches(1000) for _offset, payload in batch]
+    assert read == payloads
+    assert slow_calls == [0, path.stat().st_size]  # to fill the buffer, and at its end
