@@ -489,3 +489,33 @@ def test_a_file_marked_gone_records_when(tmp_path: Path) -> None:
         store, f"SELECT status, updated_at FROM event_files WHERE path = 'a/{FILE}'"
     )
     assert status == "gone" and before <= updated_at <= time.time()
+
+
+@pytest.mark.parametrize("chunk_points", [10, 100_000])
+def test_bytes_read_are_the_bytes_of_this_read_however_many_chunks_it_takes(
+    tmp_path: Path, chunk_points: int
+) -> None:
+    """A file read again from its start counts all its bytes, a grown one its new bytes; only
+    the read's first chunk says it restarted (found by the seed-17 sample, docs/mutation.md)."""
+    logdir = tmp_path / "logs"
+    path = logdir / "run" / "events.out.tfevents.1.host"
+    store = str(tmp_path / "store.db")
+
+    def events(count: int, scale: float) -> list[Any]:
+        return [summary_event(s, 1e9 + s, [simple_value("loss", scale * s)]) for s in range(count)]
+
+    def read(**options: Any) -> int:
+        summary = convert(logdir, store, chunk_points=chunk_points, progress=False, **options)
+        return summary.bytes_read
+
+    write_events(path, events(40, 1.0))
+    assert read() == os.path.getsize(path)
+    assert read(full=True) == os.path.getsize(path)
+    before = os.path.getsize(path)
+    append_events(
+        path, [summary_event(s, 1e9 + s, [simple_value("loss", s)]) for s in range(40, 75)]
+    )
+    assert read() == os.path.getsize(path) - before
+    path.unlink()
+    write_events(path, events(45, 2.0))  # replaced: its first record changed
+    assert read() == os.path.getsize(path)

@@ -55,13 +55,15 @@ class Group:
 
 @dataclass
 class OpenFile:
-    """The file whose chunks are being applied: its state, store ids of its series, and
-    whether none of its rows read now can be stored yet (so a server may skip the check)."""
+    """The file whose chunks are being applied: its state, store ids of its series,
+    whether none of its rows read now can be stored yet (so a server may skip the check),
+    and the offset this read began at (only its first chunk says whether it restarted)."""
 
     state: FileState
     ids: list[int]
     base_records: int
     fresh: bool = False
+    read_from: int = 0
 
 
 @dataclass

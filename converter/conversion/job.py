@@ -190,7 +190,8 @@ class Job:
                 position.left_to_another, position.open_file = task.index, None
                 outcome.elsewhere = True
                 return outcome
-            current = OpenFile(state, [], state.records, fresh)
+            read_from = 0 if chunk.restart else task.offset
+            current = OpenFile(state, [], state.records, fresh, read_from)
         else:
             current = replace(open_file, ids=list(open_file.ids))
         outcome.before = current.state.offset_consumed
@@ -217,7 +218,7 @@ class Job:
         self.summary.add_damage(task.rel_path, chunk.damage)
         advance(max(outcome.file.state.offset_consumed - outcome.before, 0))
         if chunk.done:
-            self._finish_file(task, chunk, outcome.file.state, outcome.file.ids)
+            self._finish_file(task, chunk, outcome.file)
 
     def _open_state(self, task: FileTask, chunk: Chunk) -> tuple[FileState, bool, bool]:
         """The file's state for its first chunk of this read, with what has to go gone.
@@ -308,11 +309,12 @@ class Job:
             )
         )
 
-    def _finish_file(self, task: FileTask, chunk: Chunk, state: FileState, ids: list[int]) -> None:
+    def _finish_file(self, task: FileTask, chunk: Chunk, read: OpenFile) -> None:
         stats = chunk.stats
         summary = self.summary
+        state, ids = read.state, read.ids
         summary.files_read += 1
-        summary.bytes_read += max(chunk.consumed - (0 if chunk.restart else task.offset), 0)
+        summary.bytes_read += max(chunk.consumed - read.read_from, 0)
         summary.records_read += chunk.records
         if stats is not None:
             summary.points.update(stats.points)
