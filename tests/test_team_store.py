@@ -226,10 +226,19 @@ def test_readme_team_commands_run_against_a_server(pg_server, tmp_path: Path) ->
     url = pg_server.new_database("readme").replace("postgresql+psycopg://", "postgresql://")
     logdir = write_logdir(tmp_path / "tb", scale=1.0)
     # Server administration and installation are the reader's; the rest runs as written.
+    admin, machines = block.split("# On every machine that has logs.", 1)
     commands = [
-        line for line in block.splitlines() if line.startswith(("export ", "tbconvert ", "psql "))
+        line
+        for line in machines.splitlines()
+        if line.startswith(("export ", "tbconvert ", "psql "))
     ]
     assert len(commands) == 4
+    # The admin's grant (the keys checked per chunk, store.keys) is valid as written.
+    (grant,) = [line for line in admin.splitlines() if "GRANT" in line]
+    pg_server.execute("CREATE ROLE tb LOGIN")
+    pg_server.execute(grant.split("'")[1])
+    allowed = "SELECT has_parameter_privilege('tb', 'session_replication_role', 'SET')"
+    assert pg_server.execute(allowed) == [(True,)]
     script = (
         "\n".join(["set -e", *commands]).replace(example_url, url).replace("/data/tb", str(logdir))
     )
