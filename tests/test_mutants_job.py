@@ -331,6 +331,15 @@ def test_small_files_commit_together_once_their_points_fill_a_chunk(
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     for run in range(10):
         write_events(logs / f"run_{run}" / FILE, _events("loss", range(3)))
+    after_commits = _points_after_each_commit(store, monkeypatch)
+    summary = convert(logs, store, chunk_points=10)
+    assert summary.points == {"scalars": 30}
+    assert sorted(set(after_commits)) == [0, 12, 24, 30]
+
+
+def _points_after_each_commit(store: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The scalars in the store after each of the writer's transactions (filled as they end),
+    counted from outside the job."""
     original = StoreWriter.transaction
     after_commits: list[int] = []
 
@@ -338,14 +347,10 @@ def test_small_files_commit_together_once_their_points_fill_a_chunk(
     def counted(writer: StoreWriter) -> Iterator[None]:
         with original(writer):
             yield
-        with closing(sqlite3.connect(store)) as connection:
-            after_commits.append(connection.execute("SELECT count(*) FROM scalars").fetchone()[0])
+        after_commits.append(_query(store, "SELECT count(*) FROM scalars")[0][0])
 
     monkeypatch.setattr(StoreWriter, "transaction", counted)
-    summary = convert(logs, store, chunk_points=10)
-    assert summary.points == {"scalars": 30}
-    grew = sorted(set(after_commits))
-    assert grew == [0, 12, 24, 30]
+    return after_commits
 
 
 def test_a_file_that_cannot_be_statted_is_a_problem_and_the_files_after_it_are_read(
@@ -443,16 +448,7 @@ def test_a_group_also_closes_at_its_number_of_files(
     for run in range(7):
         write_events(logs / f"run_{run}" / FILE, _events("loss", range(2)))
     monkeypatch.setattr(groups_module, "_GROUP_FILES", 3)
-    original = StoreWriter.transaction
-    after_commits: list[int] = []
-
-    @contextmanager
-    def counted(writer: StoreWriter) -> Iterator[None]:
-        with original(writer):
-            yield
-        after_commits.append(_query(store, "SELECT count(*) FROM scalars")[0][0])
-
-    monkeypatch.setattr(StoreWriter, "transaction", counted)
+    after_commits = _points_after_each_commit(store, monkeypatch)
     convert(logs, store, chunk_points=1000)
     assert sorted(set(after_commits)) == [0, 6, 12, 14]
 

@@ -379,25 +379,27 @@ def test_the_decoder_counts_the_events_that_are_not_summaries(tmp_path: Path) ->
     assert other_events == {"file_version": 1, "log_message": 2, "session_log": 1, "empty": 1}
 
 
+def _voice_clip(step: int, data: bytes, metadata: bool) -> Event:
+    """One clip of the audio tag "voice"; with ``metadata``, the tag's WAV metadata too."""
+    tensor = TensorProto(dtype=7, string_val=[data, b"label"])
+    tensor.tensor_shape.dim.add(size=1)
+    tensor.tensor_shape.dim.add(size=2)
+    value = Summary.Value(tag="voice", tensor=tensor)
+    if metadata:
+        value.metadata.CopyFrom(
+            audio_metadata.create_summary_metadata("voice", "", AudioPluginData.WAV)
+        )
+    return summary_event(step, 1e9 + step, [value])
+
+
 def test_later_audio_without_metadata_is_decoded_with_the_tags_first_metadata(
     tmp_path: Path,
 ) -> None:
     # TF2 writes a tag's metadata with its first value only.  The first one declares WAV, so
     # every clip of the tag is audio/wav, even bytes that do not start like a WAV file.
-    def clip(step: int, data: bytes, metadata: bool) -> Event:
-        tensor = TensorProto(dtype=7, string_val=[data, b"label"])
-        tensor.tensor_shape.dim.add(size=1)
-        tensor.tensor_shape.dim.add(size=2)
-        value = Summary.Value(tag="voice", tensor=tensor)
-        if metadata:
-            value.metadata.CopyFrom(
-                audio_metadata.create_summary_metadata("voice", "", AudioPluginData.WAV)
-            )
-        return summary_event(step, 1e9 + step, [value])
-
     write_events(
         tmp_path / "logs" / "run" / "events.out.tfevents.1.h",
-        [clip(1, b"pcm one", True), clip(2, b"pcm two", False)],
+        [_voice_clip(1, b"pcm one", True), _voice_clip(2, b"pcm two", False)],
     )
     convert(tmp_path / "logs", tmp_path / "s.db")
     with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
@@ -635,22 +637,11 @@ def test_audio_appended_after_its_first_metadata_is_decoded_with_the_stored_meta
     # The second conversion reads on from the stored offset, past the tag's metadata: the
     # store's copy of it (plugin content included) says WAV, so the new clip is audio/wav
     # too, though its bytes do not start like a WAV file.
-    def clip(step: int, data: bytes, metadata: bool) -> Event:
-        tensor = TensorProto(dtype=7, string_val=[data, b"label"])
-        tensor.tensor_shape.dim.add(size=1)
-        tensor.tensor_shape.dim.add(size=2)
-        value = Summary.Value(tag="voice", tensor=tensor)
-        if metadata:
-            value.metadata.CopyFrom(
-                audio_metadata.create_summary_metadata("voice", "", AudioPluginData.WAV)
-            )
-        return summary_event(step, 1e9 + step, [value])
-
     path = write_events(
-        tmp_path / "logs" / "run" / "events.out.tfevents.1.h", [clip(1, b"pcm one", True)]
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h", [_voice_clip(1, b"pcm one", True)]
     )
     convert(tmp_path / "logs", tmp_path / "s.db")
-    append_events(path, [clip(2, b"pcm two", False)])
+    append_events(path, [_voice_clip(2, b"pcm two", False)])
     convert(tmp_path / "logs", tmp_path / "s.db")
     with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
         found = connection.execute("SELECT step, content_type FROM audio ORDER BY step")
