@@ -285,17 +285,24 @@ def test_filtered_values_and_unreadable_records_add_up_over_files(tmp_path: Path
                 for s in range(count)
             ],
         )
-    # A record whose CRCs verify but whose payload is no Event, even read leniently.
-    with (logs / "a" / FILE).open("ab") as handle:
-        RecordWriter(handle).write(b"\x0a\xff\xff\xff\xff\x0f")
+    # Records whose CRCs verify but whose payload is no Event, even read leniently: one in
+    # a, two in b.
+    for run, bad in (("a", 1), ("b", 2)):
+        with (logs / run / FILE).open("ab") as handle:
+            for _ in range(bad):
+                RecordWriter(handle).write(b"\x0a\xff\xff\xff\xff\x0f")
     before = time.time()
     summary = convert(logs, store, tags=["loss"])
     after = time.time()
     assert summary.filtered_values == 4 + 6
     assert summary.points == {"scalars": 10}
-    offset = (logs / "a" / FILE).stat().st_size - (12 + 6 + 4)
+    assert summary.damaged_records == 1 + 2
+    ends = {run: (logs / run / FILE).stat().st_size for run in ("a", "b")}
+    bad_record = 12 + 6 + 4
     assert [str(problem) for problem in summary.problems] == [
-        f"a/{FILE}: at byte {offset}: record is not an Event"
+        f"a/{FILE}: at byte {ends['a'] - bad_record}: record is not an Event",
+        f"b/{FILE}: at byte {ends['b'] - 2 * bad_record}: record is not an Event",
+        f"b/{FILE}: at byte {ends['b'] - bad_record}: record is not an Event",
     ]
     (low, high), *_ = _query(store, "SELECT min(updated_at), max(updated_at) FROM event_files")
     assert before <= low <= high <= after

@@ -21,7 +21,7 @@ from tests.eventfiles import simple_value, summary_event, write_events
 pytestmark = pytest.mark.by_record_switch
 
 
-def _task(path: Path, offset: int = 0) -> FileTask:
+def _task(path: Path, offset: int = 0, from_start: bool = False) -> FileTask:
     size = os.path.getsize(path)
     return FileTask(
         index=0,
@@ -35,6 +35,7 @@ def _task(path: Path, offset: int = 0) -> FileTask:
         stored_size=size if offset else None,
         stored_digest=None,
         known_metadata={},
+        from_start=from_start,
     )
 
 
@@ -93,3 +94,33 @@ def test_a_few_new_bytes_of_a_large_file_are_read_record_by_record(
     offset = boundary + ((offset - boundary) // record) * record
     blocks, points = _blocks_fed(_task(path, offset), monkeypatch)
     assert blocks == 0 and points == (size - offset) // record
+
+
+def test_a_large_file_read_again_from_its_start_takes_the_block_path(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # Its stored offset leaves a few bytes, but the read restarts at 0: every byte is read.
+    path = _file(tmp_path / "events.out.tfevents.1.h", 2000)
+    offset = os.path.getsize(path) - 100
+    blocks, points = _blocks_fed(_task(path, offset, from_start=True), monkeypatch)
+    assert points == 2000 and blocks > 1000
+
+
+def test_exactly_the_switch_size_takes_the_block_path(tmp_path: Path, monkeypatch) -> None:
+    # Fewer bytes than the switch are read record by record; as many, by blocks.  The file is
+    # brought to the exact size by the tag length of one last record.
+    path = tmp_path / "events.out.tfevents.1.h"
+    steps = 1
+    while os.path.getsize(_file(path, steps)) < chunks._BY_RECORD_BYTES - 120:
+        steps += 1
+    events = [
+        summary_event(step, 1e9 + step, [simple_value("loss", step)])
+        for step in range(1000, 1000 + steps)
+    ]
+    for width in range(1, 100):
+        last = summary_event(2000, 1e9, [simple_value("x" * width, 0.0)])
+        if os.path.getsize(write_events(path, [*events, last])) >= chunks._BY_RECORD_BYTES:
+            break
+    assert os.path.getsize(path) == chunks._BY_RECORD_BYTES
+    blocks, points = _blocks_fed(_task(path, 0, from_start=True), monkeypatch)
+    assert points == steps + 1 and blocks > 0
