@@ -269,22 +269,15 @@ def sweep(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any], bi
     """The sweep against EventAccumulator, and the per-file overhead against ``big`` (the
     median big-logdir conversion of this run)."""
     dataset = h.generated(generate.ensure_scalars, QUICK_SWEEP if args.quick else SWEEP)
-    h.warm_page_cache(dataset.logdir)
     events, files = dataset.manifest["scalar_events"], dataset.manifest["files"]
     h._log(f"sweep: {files} files, tbconvert and EventAccumulator x {args.repeat} ...")
-    ours, theirs = alternate(
-        args.repeat,
-        lambda i: h.convert(dataset.logdir, h.fresh_store(work, f"sweep-{i}")),
-        lambda i: h.measure(accumulator_cmd(dataset, h.TASKS)),
-    )
-    one, ea = median_by_wall(ours), median_by_wall(theirs)
-    stored = one.extra.get("points", {}) if one.extra else {}
+    race = _race(h, args, work, dataset, "sweep")
+    ours, theirs, one, ea, stored = race.ours, race.theirs, race.one, race.ea, race.stored
+    ratio, cpu_ratio = race.ratio, race.cpu_ratio
     if stored.get("scalars") != events:
         report.notes.append(f"CHECK: sweep: tbconvert stored {stored}, the data holds {events:,}")
     if ea.last_json().get("scalar_events") != events:
         report.notes.append("CHECK: sweep: EventAccumulator did not read every scalar event")
-    ratio = ea.wall / one.wall if one.ok and ea.ok else 0.0
-    cpu_ratio = ea.cpu / one.cpu if one.cpu else 0.0
     checks["sweep_vs_ea"] = one.ok and ratio >= TARGET_SWEEP_VS_EA
     big_events = big.extra.get("points", {}).get("scalars", 0) if big.extra else 0
     # What the sweep's events would cost at the big logdir's rate; the rest is per file.
@@ -316,6 +309,39 @@ def sweep(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any], bi
     }
 
 
+@dataclass
+class _Race:
+    """tbconvert and EventAccumulator on one logdir, taking turns: every measurement, the
+    medians, the points tbconvert stored and the ratios (wall and CPU; 0 when one failed)."""
+
+    ours: list[Any]
+    theirs: list[Any]
+    one: Any
+    ea: Any
+    stored: dict[str, int]
+    ratio: float
+    cpu_ratio: float
+
+
+def _race(h: Any, args: Any, work: Path, dataset: generate.Dataset, name: str) -> _Race:
+    h.warm_page_cache(dataset.logdir)
+    ours, theirs = alternate(
+        args.repeat,
+        lambda i: h.convert(dataset.logdir, h.fresh_store(work, f"{name}-{i}")),
+        lambda i: h.measure(accumulator_cmd(dataset, h.TASKS)),
+    )
+    one, ea = median_by_wall(ours), median_by_wall(theirs)
+    return _Race(
+        ours,
+        theirs,
+        one,
+        ea,
+        stored=one.extra.get("points", {}) if one.extra else {},
+        ratio=ea.wall / one.wall if one.ok and ea.ok else 0.0,
+        cpu_ratio=ea.cpu / one.cpu if one.cpu else 0.0,
+    )
+
+
 def _against_accumulator(
     h: Any, report: Any, ea: Any, theirs: list[Any], ratio: float, cpu_ratio: float, target: float
 ) -> None:
@@ -337,17 +363,12 @@ def _against_accumulator(
 def mixed(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any]) -> dict:
     """Scalars, histograms, text and images against EventAccumulator."""
     dataset = h.generated(ensure_mixed, QUICK_MIXED if args.quick else MixedParams())
-    h.warm_page_cache(dataset.logdir)
     expected = mixed_points(dataset)
     records = dataset.manifest["records"] - dataset.manifest["files"]  # less file_version
     h._log(f"mixed plugins: tbconvert and EventAccumulator x {args.repeat} ...")
-    ours, theirs = alternate(
-        args.repeat,
-        lambda i: h.convert(dataset.logdir, h.fresh_store(work, f"mixed-{i}")),
-        lambda i: h.measure(accumulator_cmd(dataset, h.TASKS)),
-    )
-    one, ea = median_by_wall(ours), median_by_wall(theirs)
-    stored = one.extra.get("points", {}) if one.extra else {}
+    race = _race(h, args, work, dataset, "mixed")
+    ours, theirs, one, ea, stored = race.ours, race.theirs, race.one, race.ea, race.stored
+    ratio, cpu_ratio = race.ratio, race.cpu_ratio
     if stored != expected:
         report.notes.append(f"CHECK: mixed: tbconvert stored {stored}, the data holds {expected}")
     got = ea.last_json()
@@ -355,7 +376,6 @@ def mixed(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any]) ->
     read += got.get("images", 0)
     if read != records:
         report.notes.append(f"CHECK: mixed: EventAccumulator read {read} of {records} events")
-    ratio = ea.wall / one.wall if one.ok and ea.ok else 0.0
     checks["mixed_vs_ea"] = one.ok and ratio >= TARGET_MIXED_VS_EA
     summary = ", ".join(f"{count:,} {table}" for table, count in sorted(expected.items()))
     report.row(
@@ -363,7 +383,6 @@ def mixed(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any]) ->
         "mixed plugins (" + summary + ")",
         f"{h._n(records / one.wall)} events/s ({h._s(one.wall)})" + spread(ours),
     )
-    cpu_ratio = ea.cpu / one.cpu if one.cpu else 0.0
     _against_accumulator(h, report, ea, theirs, ratio, cpu_ratio, TARGET_MIXED_VS_EA)
     return {
         "events": records,

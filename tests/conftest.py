@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from converter.reading import chunks
 from converter.store.writer import StoreWriter
 from tests.pgserver import PostgresServer, find_bindir
 from tests.snapshots import StoreFactory
@@ -25,14 +26,8 @@ pytest_plugins = ["pytester"]
 
 BACKENDS = ("sqlite", "postgresql")
 
-
-def _real_by_record_bytes() -> int:
-    from converter.reading import chunks
-
-    return chunks._BY_RECORD_BYTES
-
-
-_REAL_BY_RECORD_BYTES = _real_by_record_bytes()
+# The size below which files are read record by record, before the suite sets it to 0.
+_REAL_BY_RECORD_BYTES = chunks._BY_RECORD_BYTES
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -42,8 +37,6 @@ def _block_path_for_small_files() -> Iterator[None]:
     they did before that switch, so the incremental, crash and invariant tests keep covering
     it.  The protobuf path is the reference (``test_records``, ``test_oracle``), and the
     subprocess tests keep the real switch.  ``by_record_switch`` tests see the real one."""
-    from converter.reading import chunks
-
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(chunks, "_BY_RECORD_BYTES", 0)
         yield
@@ -54,8 +47,6 @@ def _by_record_switch(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.node.get_closest_marker("by_record_switch") is None:
         yield
         return
-    from converter.reading import chunks
-
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(chunks, "_BY_RECORD_BYTES", _REAL_BY_RECORD_BYTES)
         yield
