@@ -63,6 +63,7 @@ from tensorboard.plugins.hparams import plugin_data_pb2 as hparams_pb2
 from tensorboard.util import tensor_util
 
 import converter
+from converter.reading import chunks, scalarkeys
 from tests.snapshots import StoreFactory, connect, is_server
 
 W0 = 1_795_100_000.0
@@ -501,9 +502,21 @@ class Converted(NamedTuple):
     summary: Any
 
 
+@pytest.fixture(scope="module", params=["blocks", "records"])
+def reading(request: pytest.FixtureRequest) -> Iterator[str]:
+    """How the files are decoded: by the block path, or record by record (as files under
+    ``chunks._BY_RECORD_BYTES`` are) through the key cache (``scalarkeys``), emptied first so
+    that the conversion learns its keys itself."""
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "records":
+            patch.setattr(chunks, "_BY_RECORD_BYTES", 1 << 40)
+            patch.setattr(scalarkeys, "KNOWN", {})
+        yield request.param
+
+
 @pytest.fixture(scope="module")
 def converted(
-    tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory
+    tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory, reading: str
 ) -> Iterator[Converted]:
     root = tmp_path_factory.mktemp("oracle")
     logdir = root / "logdir"
@@ -511,6 +524,8 @@ def converted(
     expected = read_expected(written)
     store = make_store(root)
     summary = converter.convert(logdir, store, chunk_points=CHUNK_POINTS, progress=False)
+    if reading == "records":
+        assert scalarkeys.KNOWN, "the key cache learnt no key"
     with closing(connect(store)) as conn:
         yield Converted(expected, store, conn, not is_server(store), summary)
 

@@ -775,3 +775,29 @@ def test_same_bytes_under_another_logdir_give_the_same_points(
             "ORDER BY run_path, tag, step, wall_time, value"
         )
         assert rows(conn, query) == rows(original, query)
+
+
+@pytest.mark.parametrize("dtype, content", [(1, b"\x00\x00"), (2, b"\x00" * 12), (1, b"\x00" * 6)])
+def test_scalar_tensor_of_a_partial_element_is_kept_raw(dtype: int, content: bytes) -> None:
+    """Content bytes that are no whole number of elements: the value is kept as a raw tensor
+    and counted as undecodable, and the file's other records are read (found by
+    tests/test_scalar_keys.py)."""
+    from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+    from tensorboard.compat.proto.tensor_pb2 import TensorProto
+
+    from converter.filters import Selection
+    from converter.reading.decoder import EventDecoder
+
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
+    odd = Summary.Value(
+        tag="odd", metadata=metadata, tensor=TensorProto(dtype=dtype, tensor_content=content)
+    )
+    records = [
+        (0, summary_event(1, 1e9, [odd]).SerializeToString()),
+        (100, summary_event(2, 1e9, [simple_value("loss", 0.5)]).SerializeToString()),
+    ]
+    decoder = EventDecoder(Selection(), {})
+    decoder.feed_records(records)
+    rows, _ = decoder.take()
+    assert decoder.stats.undecodable == Counter({("scalars", "odd"): 1})
+    assert len(rows["tensors"]) == 1 and [row[6] for row in rows["scalars"]] == [0.5]

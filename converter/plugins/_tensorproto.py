@@ -68,7 +68,11 @@ def tensor_to_array(tensor: Any) -> np.ndarray:
     if not content and elements > _MAX_FILL:
         raise DecodeFailure(f"tensor declares {elements} elements without packed content")
     packed = _PACKED.get(tensor.dtype) if content else None
-    if packed is not None and min(shape, default=0) >= 0:
+    if (
+        packed is not None
+        and min(shape, default=0) >= 0
+        and len(content) % np.dtype(packed).itemsize == 0
+    ):
         # What make_ndarray does for packed floats, without its per-call overhead (a third
         # of a histogram's decoding); anything else, a size mismatch too, is left to it.
         flat = np.frombuffer(content, dtype=packed)

@@ -18,6 +18,7 @@ from google.protobuf.message import DecodeError
 from converter.filters import Selection
 from converter.plugins._tensorproto import DT_FLOAT
 from converter.plugins.registry import DECODERS, FALLBACK, Decoded, DecodeFailure, plugin_for
+from converter.reading import scalarkeys
 from converter.reading.events import Event, UnparseableEvent, parse_event
 from converter.rows import RowBuffer, SeriesDefinition, TableRows
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from converter.reading.fastscalars import BlockScalars
 
 _FLOAT32 = struct.Struct("<f")
+_FLOAT64 = struct.Struct("<d")
 # Smaller blocks cost less one record at a time than NumPy's fixed cost per call.
 _BLOCK_MIN = 64
 
@@ -117,13 +119,43 @@ class EventDecoder:
         simple = self.simple_series
         float_tensors = self.float_tensor_series
         unpack_float = _FLOAT32.unpack
+        float_at = _FLOAT32.unpack_from
+        double_at = _FLOAT64.unpack_from
         append = self.buffer.table("scalars").append
         stats = self.stats
         from_string = Event.FromString
+        known_keys = scalarkeys.KNOWN
+        split = scalarkeys.split
+        learn = scalarkeys.learn
         inf = float("inf")
         first = inf if stats.first_wall_time is None else stats.first_wall_time
         last = -inf if stats.last_wall_time is None else stats.last_wall_time
         for offset, payload in records:
+            parts = split(payload)
+            if parts is not None:
+                known = known_keys.get(parts[0])
+                if known is not None:
+                    series = (simple if known[1] else float_tensors).get(known[0])
+                    if series is not None:
+                        wall_time = double_at(payload, 1)[0]
+                        if wall_time > last:
+                            last = wall_time
+                        if wall_time < first:
+                            first = wall_time
+                        value_at = parts[2]
+                        append(
+                            (
+                                series,
+                                parts[1],
+                                0,
+                                offset,
+                                0,
+                                wall_time,
+                                float_at(payload, value_at)[0],
+                            )
+                        )
+                        continue
+                    parts = None  # known: nothing to learn from this record
             try:
                 event = from_string(payload)
             except DecodeError:
@@ -147,6 +179,8 @@ class EventDecoder:
                     series = simple.get(value.tag)
                     if series is not None:
                         append((series, step, 0, offset, index, wall_time, value.simple_value))
+                        if parts is not None:
+                            learn(parts, payload, True)
                         continue
                 elif kind == "tensor":
                     # TF2 scalars: a rank-0 DT_FLOAT in 4 bytes of tensor_content.
@@ -166,6 +200,8 @@ class EventDecoder:
                                     unpack_float(content)[0],
                                 )
                             )
+                            if parts is not None:
+                                learn(parts, payload, False)
                             continue
                 self._decode_value(value, kind, step, wall_time, offset, index)
         stats.first_wall_time = None if first == inf else first
