@@ -1,8 +1,9 @@
 """Records of one event file to rows: the protobuf path, the plugin dispatch and filters.
 
 Rows follow ``converter.rows``: local series numbers, file id 0.  ``simple_value`` scalars and
-TF2 float scalars, by far the most common records, take a fast path with no plugin call; whole
-blocks of them skip protobuf too (``fastscalars.BlockScalars``, which learns from this path).
+TF2 float scalars, by far the most common records, take a fast path with no plugin call; once
+their key is known they skip protobuf too, one at a time (``scalarkeys``) or a whole block at
+once (``fastscalars.BlockScalars``), both learning from this path.
 """
 
 from __future__ import annotations
