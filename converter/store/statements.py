@@ -49,10 +49,10 @@ UPDATE_FILE = (
     "WHERE id = :id"
 )
 BLOB_ID = "SELECT id FROM blobs WHERE sha256 = :sha"
-# The subquery's ORDER BY is kept (a sorted subquery is never pulled up into the outer one),
-# so the locks are taken in key order.
+# The sorted subquery is never pulled up into the outer query, so the locks are taken in
+# key order.
 LOCK = (
-    "SELECT count(pg_advisory_xact_lock(key)) FROM "
+    "SELECT pg_advisory_xact_lock(key) FROM "
     "(SELECT key FROM unnest(CAST(:keys AS BIGINT[])) AS key ORDER BY key) AS ordered"
 )
 

@@ -3,7 +3,9 @@ per-file incremental state and point inserts, all inside chunk transactions.
 
 Dialect-neutral: what differs between SQLite and PostgreSQL (bulk inserts, locks, text
 rules) is in ``store.bulk``.  ``ON CONFLICT DO NOTHING`` on the point tables' keys (source
-file and byte offset) makes re-reading the same bytes a no-op.
+file and byte offset) makes re-reading the same bytes a no-op.  The points and new states
+of a transaction's files are staged and written when it ends (:meth:`StoreWriter.flush`):
+a group of small files then costs one insert per table and one update of their states.
 """
 
 from __future__ import annotations
