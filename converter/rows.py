@@ -220,11 +220,108 @@ class PackedRows:
 TableRows = list[Row] | PackedRows
 
 
-def remap_to_store_ids(rows: TableRows, series_ids: Sequence[int], file_id: int) -> TableRows:
-    """A table's rows as decoded (local series numbers, file id 0) in the store's ids."""
+class LocalRows:
+    """One file's rows as decoded (local series numbers, file id 0) with the store ids they
+    map to, mapped as they are consumed: a group holds thousands of files' rows until it
+    commits, and mapped copies held that long cost the garbage collector more than the
+    mapping itself.
+
+    Attributes:
+        rows: The decoded rows.
+        series_ids: Store id of each local series number (a list that may only grow).
+        file_id: The file's store id.
+    """
+
+    __slots__ = ("file_id", "rows", "series_ids")
+
+    def __init__(self, rows: list[Row], series_ids: Sequence[int], file_id: int) -> None:
+        """Args: see the class."""
+        self.rows, self.series_ids, self.file_id = rows, series_ids, file_id
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[Row]:
+        ids, file_id = self.series_ids, self.file_id
+        return ((ids[row[0]], row[1], file_id, *row[3:]) for row in self.rows)
+
+
+# One file's rows in store ids, or to be mapped to them.
+StoreRows = TableRows | LocalRows
+
+
+class RowBatch:
+    """The rows of one table read from several files, inserted together: a group's (issue
+    #14).  Iterable any number of times and sized, like the rows of one file."""
+
+    __slots__ = ("_count", "parts")
+
+    def __init__(self, parts: Sequence[StoreRows] = ()) -> None:
+        """Args: each file's rows, in the order they were read."""
+        self.parts: list[StoreRows] = list(parts)
+        self._count = sum(len(part) for part in self.parts)
+
+    def add(self, rows: StoreRows) -> None:
+        """Append one file's rows."""
+        self.parts.append(rows)
+        self._count += len(rows)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Row]:
+        return chain.from_iterable(self.parts)
+
+    def general_rows(self) -> Iterator[Row]:
+        """The rows made as tuples (whole rows), of every file."""
+        return chain.from_iterable(
+            part.general_rows() if isinstance(part, PackedRows) else part for part in self.parts
+        )
+
+    def packed(self) -> bool:
+        """True when some rows are packed runs (of the block path)."""
+        return any(isinstance(part, PackedRows) for part in self.parts)
+
+    def block_rows(self) -> Iterator[Row]:
+        """The other rows, as ``(series_id, step, file_id, record_offset, wall_time, value)``:
+        unlike one file's, they do not share a file id."""
+        return chain.from_iterable(
+            _BATCH_ROW.iter_unpack(_with_file(packed, part.file_id))
+            for part in self.parts
+            if isinstance(part, PackedRows)
+            for packed in part.parts()
+            if isinstance(packed, bytes)
+        )
+
+
+_BATCH_ROW = struct.Struct("<qqqqdd")
+
+
+def _with_file(packed: bytes, file_id: int) -> bytes:
+    import numpy as np
+
+    rows = np.frombuffer(packed, dtype=_packed_dtype())
+    table = np.empty(
+        len(rows),
+        dtype=[(name, "<i8") for name in ("series", "step", "file", "offset")]
+        + [("wall_time", "<f8"), ("value", "<f8")],
+    )
+    for name in _PACKED_FIELDS:
+        table[name] = rows[name]
+    table["file"] = file_id
+    return table.tobytes()
+
+
+# What the store inserts at once: one file's rows, or a group's.
+InsertRows = StoreRows | RowBatch
+
+
+def remap_to_store_ids(rows: TableRows, series_ids: Sequence[int], file_id: int) -> StoreRows:
+    """A table's rows as decoded (local series numbers, file id 0) in the store's ids
+    (tuples mapped only as they are consumed, see :class:`LocalRows`)."""
     if isinstance(rows, PackedRows):
         return rows.with_store_ids(series_ids, file_id)
-    return _remap_tuples(rows, series_ids, file_id)
+    return LocalRows(rows, series_ids, file_id)
 
 
 def _remap_tuples(rows: list[Row], series_ids: Sequence[int], file_id: int) -> list[Row]:

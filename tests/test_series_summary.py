@@ -108,9 +108,9 @@ def test_chunk_aggregates_equal_a_plain_count(generated: list[tuple[Any, ...]], 
             s.min_value,
             s.max_value,
         )
-        for s in summaries._aggregate("scalars", data, 7)
+        for s in summaries._aggregate("scalars", data)
     }
-    assert all(s.last_file_id == 7 for s in summaries._aggregate("scalars", data, 7))
+    assert all(s.last_file_id == 7 for s in summaries._aggregate("scalars", data))
     assert got == _brute(list(data))
 
 

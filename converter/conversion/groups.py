@@ -4,10 +4,13 @@ A sweep is thousands of files of a few hundred points each; a transaction per fi
 than its points (issue #14).  Chunks are therefore collected, in the order they arrive, until
 they hold a chunk's worth of points (or of blob bytes, or a stop is asked for), and then
 applied in one transaction.  A big file's chunk fills a group by itself, so its commits stay
-as they were.  Every file's new state is saved in the transaction that holds its rows, so
-SPEC §7's promise (a chunk's points and the file's offset commit together) holds for every
-file of the group; a server's deadlock victim rolls the whole group back and applies it
-again, from the states of the last commit.
+as they were.  Inside the transaction the files' points are staged and inserted at its end,
+one insert and one summary update per table for the whole group, and the files' new states
+saved by one statement (``StoreWriter.flush``).  Every file's new state is saved in the
+transaction that holds its rows, so SPEC §7's promise (a chunk's points and the file's
+offset commit together) holds for every file of the group; a server's deadlock victim rolls
+the whole group back and applies it again, from the states of the last commit.  The group's
+runs are locked first, all together in key order (``StoreWriter.lock_runs``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ class Group:
         self.entries.append((task, chunk))
         self._points += sum(len(rows) for rows in chunk.rows.values())
         self._blob_bytes += sum(len(data) for data in chunk.blobs.values())
+
+    def run_paths(self) -> set[str]:
+        """The runs the group writes to (each locked before the group writes anything)."""
+        return {task.run_path for task, chunk in self.entries if chunk.error is None}
 
     def full(self) -> bool:
         """True when the group should commit now."""

@@ -160,6 +160,7 @@ class Job:
             position = replace(self._position)
             try:
                 with self.writer.transaction():
+                    self.writer.lock_runs(self.origin.source, group.run_paths())
                     applied = [
                         self._apply_chunk(task, chunk, position) for task, chunk in group.entries
                     ]
@@ -181,7 +182,6 @@ class Job:
         open_file = position.open_file
         if open_file is not None and open_file.state.path != task.rel_path:
             open_file = None
-        self.writer.lock_run(self.origin.source, task.run_path)
         if open_file is None:
             try:
                 state, outcome.replaced, fresh = self._open_state(task, chunk)
@@ -288,8 +288,11 @@ class Job:
         file_id = state.id
         assert file_id is not None  # the file's row was saved when its first chunk began
         for table, rows in chunk.rows.items():
-            writer.insert_points(
-                table, remap_to_store_ids(rows, ids, file_id), fresh=open_file.fresh
+            writer.stage_points(
+                table,
+                remap_to_store_ids(rows, ids, file_id),
+                fresh=open_file.fresh,
+                path=state.path,
             )
         invalid = (
             chunk.done

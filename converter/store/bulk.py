@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, Double, Integer, LargeBinary, Text
 from sqlalchemy.engine import Connection, Engine
 
-from converter.rows import POINT_COLUMNS, PackedRows, Row, TableRows
+from converter.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch
 from converter.store import keys
 from converter.store.engine import advisory_key, sqlite_path
 from converter.store.statements import LOCK, Statements
@@ -63,7 +63,7 @@ class SqliteBulk:
         """SQLite keeps any text as it is."""
         return value
 
-    def lock_run(self, statements: Statements, source: str, run_path: str) -> None:
+    def lock_runs(self, statements: Statements, source: str, run_paths: Collection[str]) -> None:
         """Nothing to do: SQLite's write lock, taken when the transaction begins, covers it."""
 
     def notices(self) -> list[str]:
@@ -87,11 +87,12 @@ class SqliteBulk:
         finally:
             probe.close()
 
-    def insert_points(self, dbapi: Any, table: str, rows: TableRows, fresh: bool = False) -> int:
+    def insert_points(self, dbapi: Any, table: str, rows: InsertRows, fresh: bool = False) -> int:
         """Insert point rows, ignoring rows already stored from the same bytes (whether
         ``fresh`` or not: SQLite checks the key either way); returns how many were new."""
         columns = POINT_COLUMNS[table]
         inserted = 0
+        whole: Iterable[Row] = rows
         if isinstance(rows, PackedRows):
             # Rows of (series_id, step, record_offset, wall_time, value): the chunk's file id
             # and value index 0 are literals of the statement, two parameters fewer a row.
@@ -102,14 +103,23 @@ class SqliteBulk:
                 "ON CONFLICT DO NOTHING",
                 rows.block_rows(),
             )
-            rows = rows.general_rows()
-            if not rows:
+            whole = rows.general_rows()
+            if not whole:
                 return inserted
+        elif isinstance(rows, RowBatch):
+            if rows.packed():  # of several files: the file id is a parameter
+                inserted = _executemany(
+                    dbapi,
+                    f"INSERT INTO scalars ({', '.join(columns)}) VALUES (?, ?, ?, ?, 0, ?, ?) "
+                    "ON CONFLICT DO NOTHING",
+                    rows.block_rows(),
+                )
+            whole = rows.general_rows()
         marks = ", ".join(["?"] * len(columns))
         return inserted + _executemany(
             dbapi,
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) ON CONFLICT DO NOTHING",
-            rows,
+            whole,
         )
 
     def insert_blobs(self, dbapi: Any, blobs: Sequence[tuple[str, int, bytes]]) -> None:
@@ -144,10 +154,13 @@ class PostgresBulk:
         """PostgreSQL text cannot hold U+0000: see :func:`server_text`."""
         return server_text(value)
 
-    def lock_run(self, statements: Statements, source: str, run_path: str) -> None:
-        """Hold the run until the transaction ends: concurrent converters then never
-        interleave inside one run's rows."""
-        statements.run(LOCK, {"key": advisory_key("run", source, run_path)})
+    def lock_runs(self, statements: Statements, source: str, run_paths: Collection[str]) -> None:
+        """Hold the runs until the transaction ends: concurrent converters then never
+        interleave inside one run's rows.  In key order, one statement: two converters then
+        never hold one run each while waiting for the other's."""
+        keys = sorted({advisory_key("run", source, run_path) for run_path in run_paths})
+        if keys:
+            statements.run(LOCK, {"keys": keys})
 
     def notices(self) -> list[str]:
         """How to make the server faster, when it checked keys row by row."""
@@ -159,7 +172,7 @@ class PostgresBulk:
         """Never: converters on a server wait on row and advisory locks, not the store."""
         return False
 
-    def insert_points(self, dbapi: Any, table: str, rows: TableRows, fresh: bool = False) -> int:
+    def insert_points(self, dbapi: Any, table: str, rows: InsertRows, fresh: bool = False) -> int:
         """Insert point rows through COPY; unless ``fresh`` (none can be stored yet), through
         a staging table that skips stored ones.  Returns how many were new."""
         if not rows:

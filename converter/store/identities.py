@@ -39,6 +39,8 @@ class Identities:
         # Series made by the open transaction and not yet summarised: no summary row can
         # exist for them, so the writer need not look one up (summaries.add_rows).
         self.unsummarised: set[int] = set()
+        # Runs made by the open transaction: nothing of theirs can be stored before it.
+        self._made_runs: set[int] = set()
 
     def rolled_back(self) -> None:
         """Forget the ids made by the transaction that just rolled back."""
@@ -46,11 +48,13 @@ class Identities:
             self._ids.pop(key, None)
         self._new_in_transaction.clear()
         self.unsummarised.clear()
+        self._made_runs.clear()
 
     def ended(self) -> None:
         """The transaction ended (either way): start a new list of what it made."""
         self._new_in_transaction.clear()
         self.unsummarised.clear()
+        self._made_runs.clear()
 
     def run_id(self, params: dict[str, Any]) -> int:
         """Get or create the run of ``params`` (source, run_path and the other columns)."""
@@ -63,9 +67,15 @@ class Identities:
             found = self._statements.scalar(sql.INSERT_RUN, params)
             if found is not None:
                 self.created_runs.add(int(found))
+                self._made_runs.add(int(found))
             else:  # made by another converter since the look-up
                 found = self._statements.scalar(sql.RUN_ID, params)
         return self._remember(key, int(found))
+
+    def made_now(self, run_id: int) -> bool:
+        """True when the open transaction made the run (it has no files or series yet but
+        those this transaction made)."""
+        return run_id in self._made_runs
 
     def context_id(self, name: str) -> int:
         """Get or create the context called ``name``."""
@@ -103,7 +113,11 @@ class Identities:
         keys: list[tuple[Any, ...]],
     ) -> None:
         where = {"run_id": run_id, "context_id": context_id}
-        stored = self._stored_series(where)
+        # A run this transaction made has only the series it made, all of them cached.
+        if run_id in self._made_runs:
+            stored = {key: self._ids[key] for key in keys if key in self._ids}
+        else:
+            stored = self._stored_series(where)
         missing = [
             (key, series)
             for key, series in zip(keys, definitions, strict=True)

@@ -26,7 +26,7 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
-from converter.rows import POINT_COLUMNS, PackedRows, Row, TableRows, packed_columns
+from converter.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch, packed_columns
 
 # SET ON PARAMETER exists from PostgreSQL 15; before it only a superuser may set the role.
 _GRANTABLE_FROM = 150_000
@@ -48,7 +48,7 @@ def may_check_per_chunk(dbapi: Any) -> tuple[bool, str]:
     return bool(allowed), str(role)
 
 
-def lock_parents(cursor: Any, table: str, rows: TableRows) -> bool:
+def lock_parents(cursor: Any, table: str, rows: InsertRows) -> bool:
     """Lock the distinct parents of ``rows`` as the key triggers would and, when every one of
     them exists, switch the triggers off until :func:`checks_back_on`; returns whether it did."""
     conditions = []
@@ -94,7 +94,9 @@ def _parents(table: str) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _distinct(table: str, rows: TableRows, column: str) -> set[int]:
+def _distinct(table: str, rows: InsertRows, column: str) -> set[int]:
+    if isinstance(rows, RowBatch):
+        return set().union(*(_distinct(table, part, column) for part in rows.parts))
     position = POINT_COLUMNS[table].index(column)
     if not isinstance(rows, PackedRows):
         return _distinct_in(rows, position)

@@ -49,7 +49,12 @@ UPDATE_FILE = (
     "WHERE id = :id"
 )
 BLOB_ID = "SELECT id FROM blobs WHERE sha256 = :sha"
-LOCK = "SELECT pg_advisory_xact_lock(:key)"
+# The sorted subquery is never pulled up into the outer query, so the locks are taken in
+# key order.
+LOCK = (
+    "SELECT pg_advisory_xact_lock(key) FROM "
+    "(SELECT key FROM unnest(CAST(:keys AS BIGINT[])) AS key ORDER BY key) AS ordered"
+)
 
 _NAMED = re.compile(r"(?<![:\w]):(\w+)")
 

@@ -10,9 +10,11 @@ a scan of the points.
 Two ways keep them exact, both inside the writer's transaction:
 
 * **Added rows.**  When every row of an insert was new (the driver's row count says so), the
-  chunk's own aggregates fold into the stored row: NumPy over the chunk, then one select and
-  one upsert per table.  An insert that stored nothing (the same bytes read again) changes
-  nothing.
+  insert's own aggregates fold into the stored row: NumPy over its rows, then one select and
+  one upsert per table.  An insert holds the rows of a whole group of small files (issue
+  #14), so a series may get rows of several files at once: the last point among them is
+  found by the same order as above, the files ranked by path.  An insert that stored
+  nothing (the same bytes read again) changes nothing.
 * **Anything else** (an insert that stored only part of its rows, points deleted with a
   replaced or moved file) recounts the series concerned from the point table, by SQL.
 
@@ -22,13 +24,23 @@ NaN is NULL in the point tables (``v_scalars``), so the aggregates here skip it,
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
+from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from converter.rows import POINT_TABLES, PackedRows, Row, TableRows, packed_columns
+from converter.rows import (
+    POINT_TABLES,
+    InsertRows,
+    LocalRows,
+    PackedRows,
+    Row,
+    RowBatch,
+    packed_columns,
+)
 from converter.store.statements import Statements
 
 if TYPE_CHECKING:
@@ -83,32 +95,36 @@ _FILE_PATH = "SELECT path FROM event_files WHERE id = :id"
 
 
 def add_rows(
-    statements: Statements, table: str, rows: TableRows, unsummarised: set[int] | None = None
+    statements: Statements,
+    table: str,
+    rows: InsertRows,
+    unsummarised: set[int] | None = None,
+    paths: Mapping[int, str] | None = None,
 ) -> None:
-    """Fold rows just inserted, all of them new and read from one file, into the stored
-    summaries of their series (on the driver's cursor: this runs for every chunk of every
-    small file of a sweep).  ``unsummarised``: series known to have no summary row yet
-    (made by the open transaction), whose look-up is skipped; they leave the set here."""
+    """Fold rows just inserted, all of them new, into the stored summaries of their series:
+    one file's rows or a group's, in one aggregation whatever the number of files (on the
+    driver's cursor: this runs for every group of a sweep).  ``unsummarised``: series known
+    to have no summary row yet (made by the open transaction), whose look-up is skipped; they
+    leave the set here.  ``paths``: the paths of the rows' files, where known (a tie on the
+    last step between files is broken by path); the others are looked up when needed."""
     if not len(rows):
         return
-    file_id = int(rows.file_id if isinstance(rows, PackedRows) else rows[0][2])
-    chunk = {summary.series_id: summary for summary in _aggregate(table, rows, file_id)}
-    if unsummarised is not None and unsummarised.issuperset(chunk):
-        stored: dict[int, tuple[Summary, str]] = {}
-    else:
-        stored = _stored(statements, table, chunk)
+    known: dict[int, str] = dict(paths or {})
+
+    def path_of(file_id: int) -> str:
+        if file_id not in known:
+            known[file_id] = statements.scalar(_FILE_PATH, {"id": file_id})
+        return known[file_id]
+
+    batch = {summary.series_id: summary for summary in _aggregate(table, rows, path_of)}
     if unsummarised:
-        unsummarised.difference_update(chunk)
-    path: list[str] = []  # the chunk's file path, looked up once if a tie needs it
-
-    def chunk_path() -> str:
-        if not path:
-            path.append(statements.scalar(_FILE_PATH, {"id": file_id}))
-        return path[0]
-
+        stored = _stored(statements, table, [i for i in batch if i not in unsummarised])
+        unsummarised.difference_update(batch)
+    else:
+        stored = _stored(statements, table, list(batch))
     merged = [
-        _merge(stored[series_id], summary, chunk_path) if series_id in stored else summary
-        for series_id, summary in chunk.items()
+        _merge(stored[series_id], summary, path_of) if series_id in stored else summary
+        for series_id, summary in batch.items()
     ]
     statements.many(_UPSERT, [summary._asdict() for summary in merged])
 
@@ -162,7 +178,7 @@ def recount_sql(
     return statements
 
 
-def series_of(table: str, rows: TableRows) -> set[int]:
+def series_of(table: str, rows: InsertRows) -> set[int]:
     """The series ids of some rows."""
     return {int(series_id) for series_id in set(_columns(table, rows)[0].tolist())}
 
@@ -175,9 +191,11 @@ def forget(conn: Connection, series_ids: Collection[int]) -> None:
 
 
 def _stored(
-    statements: Statements, table: str, chunk: dict[int, Summary]
+    statements: Statements, table: str, series_ids: list[int]
 ) -> dict[int, tuple[Summary, str]]:
-    marks = ", ".join(str(int(i)) for i in chunk)
+    if not series_ids:
+        return {}
+    marks = ", ".join(str(int(i)) for i in series_ids)
     found = statements.all(
         f"SELECT {', '.join('m.' + column for column in SUMMARY_COLUMNS)}, f.path "
         "FROM series_summaries AS m JOIN event_files AS f ON f.id = m.last_file_id "
@@ -187,7 +205,7 @@ def _stored(
     return {row[0]: (Summary(*row[:-1]), row[-1]) for row in found}
 
 
-def _merge(stored: tuple[Summary, str], new: Summary, new_path: Any) -> Summary:
+def _merge(stored: tuple[Summary, str], new: Summary, path_of: Callable[[int], str]) -> Summary:
     old, old_path = stored
     if new.last_step != old.last_step:
         newer = new.last_step > old.last_step
@@ -197,7 +215,7 @@ def _merge(stored: tuple[Summary, str], new: Summary, new_path: Any) -> Summary:
             old.last_value_index,
         )
     else:
-        newer = new_path().encode() > old_path.encode()
+        newer = path_of(new.last_file_id).encode() > old_path.encode()
     last = new if newer else old
     return Summary(
         old.series_id,
@@ -223,26 +241,34 @@ def _pick(extreme: Any, old: float | None, new: float | None) -> float | None:
     return old if new is None else extreme(old, new)
 
 
-def _aggregate(table: str, rows: TableRows, file_id: int) -> list[Summary]:
-    """Per series of the rows: the summary of those rows alone."""
+def _aggregate(
+    table: str, rows: InsertRows, path_of: Callable[[int], str] | None = None
+) -> list[Summary]:
+    """Per series of the rows: the summary of those rows alone.  Rows of several files (a
+    group's) rank the files by path, as ``v_last_scalars`` does, so ``path_of`` is asked for
+    the path of each file only then."""
     import numpy as np
 
-    series, step, offset, index, wall, value = _columns(table, rows)
+    series, step, file, offset, index, wall, value = _columns(table, rows)
     order = np.argsort(series, kind="stable")
-    series, step, offset, index, wall = (
-        series[order],
-        step[order],
-        offset[order],
-        index[order],
-        wall[order],
+    series, step, file, offset, index, wall = (
+        column[order] for column in (series, step, file, offset, index, wall)
     )
     starts = np.flatnonzero(np.concatenate(([True], series[1:] != series[:-1])))
     counts = np.diff(np.append(starts, len(series)))
     last_step = np.maximum.reduceat(step, starts)
     segment = np.repeat(np.arange(len(starts)), counts)
-    # The last point: among the rows at the highest step, the highest (offset, index).
+    # The last point: among the rows at the highest step, the highest (path, offset, index).
     at_last = np.flatnonzero(step == last_step[segment])
-    ranked = at_last[np.lexsort((index[at_last], offset[at_last], segment[at_last]))]
+    keys = [index[at_last], offset[at_last]]
+    files = np.unique(file[at_last])
+    if len(files) > 1:
+        assert path_of is not None, "rows of several files need their paths"
+        by_path = np.argsort([path_of(int(i)).encode() for i in files.tolist()], kind="stable")
+        rank = np.empty(len(files), dtype=np.int64)
+        rank[by_path] = np.arange(len(files))
+        keys.append(rank[np.searchsorted(files, file[at_last])])
+    ranked = at_last[np.lexsort((*keys, segment[at_last]))]
     ends = np.append(segment[ranked][1:] != segment[ranked][:-1], True)
     last = ranked[ends]
     columns: list[Any] = [
@@ -252,6 +278,7 @@ def _aggregate(table: str, rows: TableRows, file_id: int) -> list[Summary]:
         last_step,
         _finite(np.fmin.reduceat(wall, starts)),
         _finite(np.fmax.reduceat(wall, starts)),
+        file[last],
         offset[last],
         index[last],
         _finite(wall[last]),
@@ -267,8 +294,8 @@ def _aggregate(table: str, rows: TableRows, file_id: int) -> list[Summary]:
         ]
     lists = [column.tolist() if hasattr(column, "tolist") else column for column in columns]
     return [
-        Summary(s, table, n, first, final, w0, w1, file_id, off, idx, w_last, v_last, low, high)
-        for s, n, first, final, w0, w1, off, idx, w_last, v_last, low, high in zip(
+        Summary(s, table, n, first, final, w0, w1, f, off, idx, w_last, v_last, low, high)
+        for s, n, first, final, w0, w1, f, off, idx, w_last, v_last, low, high in zip(
             *lists, strict=True
         )
     ]
@@ -280,37 +307,61 @@ def _finite(values: np.ndarray) -> list[float | None]:
     return [None if v != v else v for v in values.tolist()]
 
 
-def _columns(
-    table: str, rows: TableRows
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """(series, step, offset, value index, wall time, value or None) as NumPy columns."""
+def _columns(table: str, rows: InsertRows) -> tuple[Any, ...]:
+    """(series, step, file, offset, value index, wall time, value or None) as NumPy columns."""
     import numpy as np
 
+    tuples: list[list[Row]] = []
+    local: list[LocalRows] = []
     parts: list[tuple[np.ndarray, ...]] = []
-    tuples: Iterable[list[Row] | bytes]
-    tuples = rows.parts() if isinstance(rows, PackedRows) else [rows]
-    for part in tuples:
-        if isinstance(part, bytes):
-            parts.append(packed_columns(part))
-        elif part:
-            parts.append(_tuple_columns(table, part))
+    for rows_of_file in rows.parts if isinstance(rows, RowBatch) else [rows]:
+        if isinstance(rows_of_file, LocalRows):
+            local.append(rows_of_file)
+        elif not isinstance(rows_of_file, PackedRows):
+            tuples.append(rows_of_file)
+        else:
+            for part in rows_of_file.parts():
+                if isinstance(part, list):
+                    tuples.append(part)
+                    continue
+                series, step, offset, index, wall, value = packed_columns(part)
+                file = np.full(len(series), rows_of_file.file_id, dtype=np.int64)
+                parts.append((series, step, file, offset, index, wall, value))
+    if any(tuples):
+        parts.append(_tuple_columns(table, _joined(tuples)))
+    if any(local):
+        parts.append(_local_columns(table, [part for part in local if part.rows]))
     merged = [np.concatenate(column) for column in zip(*parts, strict=True)]
-    value = merged[5] if table == "scalars" else None
-    return merged[0], merged[1], merged[2], merged[3], merged[4], value
+    return (*merged[:6], merged[6] if table == "scalars" else None)
+
+
+def _local_columns(table: str, local: list[LocalRows]) -> tuple[np.ndarray, ...]:
+    """The columns of files' rows still in local series numbers, mapped to store ids."""
+    import numpy as np
+
+    columns = list(_tuple_columns(table, _joined([part.rows for part in local])))
+    sizes = [len(part.rows) for part in local]
+    ids = [np.asarray(part.series_ids, dtype=np.int64) for part in local]
+    bases = np.cumsum([0] + [len(known) for known in ids[:-1]])
+    columns[0] = np.concatenate(ids)[np.repeat(bases, sizes) + columns[0]]
+    columns[2] = np.repeat(np.array([part.file_id for part in local], dtype=np.int64), sizes)
+    return tuple(columns)
+
+
+def _joined(lists: list[list[Row]]) -> list[Row]:
+    return lists[0] if len(lists) == 1 else list(chain.from_iterable(lists))
 
 
 def _tuple_columns(table: str, rows: list[Row]) -> tuple[np.ndarray, ...]:
+    # Column by column: zip(*rows) over a group's rows walks every row at each step.
     import numpy as np
 
-    columns = list(zip(*rows, strict=True))
-    as_float = np.float64
-    wall = np.array(columns[5], dtype=as_float)  # None (NaN's NULL) becomes NaN
-    value = np.array(columns[6], dtype=as_float) if table == "scalars" else wall
-    return (
-        np.array(columns[0], dtype=np.int64),
-        np.array(columns[1], dtype=np.int64),
-        np.array(columns[3], dtype=np.int64),
-        np.array(columns[4], dtype=np.int64),
-        wall,
-        value,
-    )
+    def column(position: int, dtype: Any) -> np.ndarray:
+        try:
+            return np.fromiter(map(itemgetter(position), rows), dtype=dtype, count=len(rows))
+        except TypeError:  # None (NaN's NULL) in a float column becomes NaN
+            return np.array(list(map(itemgetter(position), rows)), dtype=dtype)
+
+    wall = column(5, np.float64)
+    value = column(6, np.float64) if table == "scalars" else wall
+    return (*(column(position, np.int64) for position in range(5)), wall, value)

@@ -3,14 +3,16 @@ per-file incremental state and point inserts, all inside chunk transactions.
 
 Dialect-neutral: what differs between SQLite and PostgreSQL (bulk inserts, locks, text
 rules) is in ``store.bulk``.  ``ON CONFLICT DO NOTHING`` on the point tables' keys (source
-file and byte offset) makes re-reading the same bytes a no-op.
+file and byte offset) makes re-reading the same bytes a no-op.  The points and new states
+of a transaction's files are staged and written when it ends (:meth:`StoreWriter.flush`):
+a group of small files then costs one insert per table and one update of their states.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -18,7 +20,17 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from converter.rows import POINT_COLUMNS, POINT_TABLES, SeriesDefinition, TableRows, TagMetadata
+from converter.rows import (
+    POINT_COLUMNS,
+    POINT_TABLES,
+    InsertRows,
+    LocalRows,
+    PackedRows,
+    RowBatch,
+    SeriesDefinition,
+    StoreRows,
+    TagMetadata,
+)
 from converter.store import statements as sql
 from converter.store import summaries
 from converter.store.bulk import bulk_for
@@ -51,6 +63,10 @@ class StoreWriter:
         self.identities = Identities(self.statements, self.bulk.text_value)
         self.created_runs = self.identities.created_runs
         self.created_series = self.identities.created_series
+        # What the open transaction applies at its end (see stage_points and save_file).
+        self._staged: dict[tuple[str, bool], RowBatch] = {}
+        self._file_updates: dict[int, dict[str, Any]] = {}
+        self._paths: dict[int, str] = {}
 
     def is_busy(self) -> bool:
         """True when another process holds the store's write lock right now (SQLite only)."""
@@ -71,11 +87,25 @@ class StoreWriter:
         try:
             with self.conn.begin():
                 yield
+                self.flush()
         except BaseException:
             self.identities.rolled_back()
             raise
         finally:
+            self._staged, self._file_updates, self._paths = {}, {}, {}
             self.identities.ended()
+
+    def flush(self) -> None:
+        """Write what the open transaction staged: the points, one insert per table (and
+        per ``fresh``), and the files' states, one statement for all of them."""
+        staged, self._staged = self._staged, {}
+        for (table, fresh), batch in staged.items():
+            self.insert_points(
+                table, batch.parts[0] if len(batch.parts) == 1 else batch, fresh=fresh
+            )
+        updates, self._file_updates = self._file_updates, {}
+        if updates:
+            self.statements.many(sql.UPDATE_FILE, list(updates.values()))
 
     def run_id(
         self, source: str, run_path: str, *, host: str, logdir: str, group_path: str, name: str
@@ -92,10 +122,11 @@ class StoreWriter:
             }
         )
 
-    def lock_run(self, source: str, run_path: str) -> None:
-        """Hold the run until the transaction ends (PostgreSQL; SQLite's write lock already
-        does): concurrent converters then never interleave inside one run's rows."""
-        self.bulk.lock_run(self.statements, source, run_path)
+    def lock_runs(self, source: str, run_paths: Collection[str]) -> None:
+        """Hold the runs until the transaction ends (PostgreSQL; SQLite's write lock already
+        does): concurrent converters then never interleave inside one run's rows.  All at
+        once, in one order every converter uses, so two of them never wait on each other."""
+        self.bulk.lock_runs(self.statements, source, run_paths)
 
     def hosts_of_source(self, source: str) -> set[str]:
         """The hosts that wrote the runs of a source so far."""
@@ -131,17 +162,20 @@ class StoreWriter:
 
     def file_state(self, run_id: int, path: str) -> FileState | None:
         """The stored state of a file of a run, or None when the file is new to the store."""
+        if self.identities.made_now(run_id):
+            return None  # no file of a run this transaction made can be stored elsewhere
         row = self.statements.one(sql.FILE_STATE, {"run_id": run_id, "path": path})
         return None if row is None else FileState(*row)
 
     def save_file(self, state: FileState) -> FileState:
-        """Insert or update a file's state; returns it with its id."""
+        """Insert a file's state, or stage its update for the end of the transaction (the
+        files of a group then cost one statement); returns it with its id."""
         values = {column: _finite_or_none(getattr(state, column)) for column in FILE_COLUMNS}
         values["updated_at"] = time.time()
         if state.id is None:
             return replace(state, id=int(self.statements.scalar(sql.INSERT_FILE, values)))
         values["id"] = state.id
-        self.statements.run(sql.UPDATE_FILE, values)
+        self._file_updates[state.id] = values
         return state
 
     def file_states_of_source(self, source: str) -> dict[str, KnownFile]:
@@ -177,6 +211,7 @@ class StoreWriter:
     def delete_file(self, file_id: int) -> tuple[int, int] | None:
         """Delete a file's points and row (it moved to another (run, context)); returns the
         (run_id, context_id) it was filed under, None when another converter took it away."""
+        self.flush()  # what it reads must include what the transaction staged
         row = self.conn.execute(
             text("SELECT run_id, context_id FROM event_files WHERE id = :id"), {"id": file_id}
         ).one_or_none()
@@ -190,6 +225,7 @@ class StoreWriter:
         """Delete the series of a (run, context) left without points, then the run if nothing
         is left of it.  Contexts stay: they are shared by every run and source, other
         converters may hold their ids, and no view shows one without points."""
+        self.flush()
         unused = " AND ".join(
             f"NOT EXISTS (SELECT 1 FROM {table} AS p WHERE p.series_id = s.id)"
             for table in POINT_TABLES
@@ -261,17 +297,26 @@ class StoreWriter:
             [{"id": file_id, "now": now} for file_id in file_ids],
         )
 
-    def insert_points(self, table: str, rows: TableRows, *, fresh: bool = False) -> None:
-        """Insert point rows of one file, ignoring rows already stored from the same bytes,
-        and keep their series' summaries exact.  ``fresh``: none can be stored yet (read past
-        the file's committed offset under the run's lock, or after its points were deleted),
-        which a server can take without checking."""
+    def stage_points(self, table: str, rows: StoreRows, *, fresh: bool, path: str) -> None:
+        """Insert point rows of one file (store ids) at the end of the transaction, with the
+        rows of the other files of its group (see :meth:`insert_points`); ``path``: the
+        file's, which orders the last points of a series between files."""
+        if not rows:
+            return
+        self._staged.setdefault((table, fresh), RowBatch()).add(rows)
+        self._paths[rows.file_id if isinstance(rows, PackedRows | LocalRows) else rows[0][2]] = path
+
+    def insert_points(self, table: str, rows: InsertRows, *, fresh: bool = False) -> None:
+        """Insert point rows now (of one file or several), ignoring rows already stored from
+        the same bytes, and keep their series' summaries exact.  ``fresh``: none can be stored
+        yet (read past the file's committed offset under the run's lock, or after its points
+        were deleted), which a server can take without checking."""
         if "blob_id" in POINT_COLUMNS.get(table, ()):
             rows = self._with_blob_ids(table, rows)
         inserted = self.bulk.insert_points(self._dbapi(), table, rows, fresh)
         unsummarised = self.identities.unsummarised
         if inserted == len(rows):
-            summaries.add_rows(self.statements, table, rows, unsummarised)
+            summaries.add_rows(self.statements, table, rows, unsummarised, self._paths)
         elif inserted:
             unsummarised.clear()  # recounted below: they may have summaries now
             summaries.recount(self.conn, summaries.series_of(table, rows), [table])
@@ -290,7 +335,7 @@ class StoreWriter:
         for sha in missing:
             self.identities.remember_blob(sha)
 
-    def _with_blob_ids(self, table: str, rows: TableRows) -> list[tuple[Any, ...]]:
+    def _with_blob_ids(self, table: str, rows: InsertRows) -> list[tuple[Any, ...]]:
         position = POINT_COLUMNS[table].index("blob_id")
         ids = self.identities.blob_id
         return [(*row[:position], ids(row[position]), *row[position + 1 :]) for row in rows]
@@ -301,6 +346,7 @@ class StoreWriter:
     def delete_file_points(self, file_id: int) -> None:
         """Remove every point read from one file (it was replaced or is read again in full),
         and summarise the series of its (run, context) again."""
+        self.flush()
         series = self.conn.execute(
             text(
                 "SELECT s.id FROM series AS s JOIN event_files AS f ON f.run_id = s.run_id "
