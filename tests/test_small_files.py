@@ -124,3 +124,26 @@ def test_exactly_the_switch_size_takes_the_block_path(tmp_path: Path, monkeypatc
     assert os.path.getsize(path) == chunks._BY_RECORD_BYTES
     blocks, points = _blocks_fed(_task(path, 0, from_start=True), monkeypatch)
     assert points == steps + 1 and blocks > 0
+
+
+def test_collector_runs_rarely_while_converting(tmp_path: Path, monkeypatch) -> None:
+    """The cyclic collector's thresholds are raised for the conversion and restored after."""
+    import gc
+
+    from converter.conversion import convert
+    from converter.conversion.job import Job
+
+    seen = []
+    run = Job.run
+
+    def watched(self: Job, *args: object, **kwargs: object) -> None:
+        seen.append(gc.get_threshold())
+        run(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Job, "run", watched)
+    _file(tmp_path / "logs" / "events.out.tfevents.1.h", 20)
+    before = gc.get_threshold()
+    summary = convert(tmp_path / "logs", str(tmp_path / "store.db"), progress=False)
+    assert summary.exit_code == 0 and summary.points["scalars"] == 20
+    assert gc.get_threshold() == before
+    assert seen and seen[0][0] >= 100_000 and seen[0][0] > before[0]
