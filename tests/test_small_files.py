@@ -147,3 +147,16 @@ def test_collector_runs_rarely_while_converting(tmp_path: Path, monkeypatch) -> 
     assert summary.exit_code == 0 and summary.points["scalars"] == 20
     assert gc.get_threshold() == before
     assert seen and seen[0][0] >= 100_000 and seen[0][0] > before[0]
+
+
+def test_small_file_is_checked_record_by_record(tmp_path: Path, monkeypatch) -> None:
+    """Its checksums too: NumPy's check of a whole buffer costs more than it saves here."""
+    from converter.reading import blocks
+
+    walked = []
+    walk = blocks.walk
+    monkeypatch.setattr(blocks, "walk", lambda *args: walked.append(1) or walk(*args))
+    small = _file(tmp_path / "events.out.tfevents.1.h", 200)
+    large = _file(tmp_path / "events.out.tfevents.2.h", 2000)
+    assert _blocks_fed(_task(small), monkeypatch) == (0, 200) and not walked
+    assert _blocks_fed(_task(large), monkeypatch)[1] == 2000 and walked

@@ -155,12 +155,13 @@ def read_file(
         restart = replaces or task.from_start
         handle.seek(0)
         reader = RecordReader(handle, 0 if restart else task.offset, end=task.size)
+        by_record = task.size - (0 if restart else task.offset) < _BY_RECORD_BYTES
         decoder = EventDecoder(
-            settings.selection,
-            _known_metadata(task, carried),
-            by_record=task.size - (0 if restart else task.offset) < _BY_RECORD_BYTES,
+            settings.selection, _known_metadata(task, carried), by_record=by_record
         )
-        batches = reader.blocks(max(1, min(_RECORD_BATCH, settings.chunk_points)))
+        size = max(1, min(_RECORD_BATCH, settings.chunk_points))
+        # Checked record by record too: NumPy's checks of a whole buffer cost more on so few.
+        batches = reader.batches(size) if by_record else reader.blocks(size)
         first = True
         while True:
             chunk = _next_chunk(settings, reader, batches, decoder)
