@@ -143,18 +143,8 @@ class EventDecoder:
                             last = wall_time
                         if wall_time < first:
                             first = wall_time
-                        value_at = parts[2]
-                        append(
-                            (
-                                series,
-                                parts[1],
-                                0,
-                                offset,
-                                0,
-                                wall_time,
-                                float_at(payload, value_at)[0],
-                            )
-                        )
+                        value = float_at(payload, parts[2])[0]
+                        append((series, parts[1], 0, offset, 0, wall_time, value))
                         continue
                     parts = None  # known: nothing to learn from this record
             try:

@@ -59,7 +59,7 @@ def split(payload: bytes) -> tuple[bytes, int, int] | None:
         i = 9
     if (
         i + 6 > n
-        or False
+        or payload[i] != 0x2A
         or payload[i + 1] != n - i - 2
         or payload[i + 2] != 0x0A
         or payload[i + 3] != n - i - 4
