@@ -27,7 +27,7 @@ pytest_plugins = ["pytester"]
 BACKENDS = ("sqlite", "postgresql")
 
 # The size below which files are read record by record, before the suite sets it to 0.
-_REAL_BY_RECORD_BYTES = chunks._BY_RECORD_BYTES
+REAL_BY_RECORD_BYTES = chunks._BY_RECORD_BYTES
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -48,7 +48,7 @@ def _by_record_switch(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chunks, "_BY_RECORD_BYTES", _REAL_BY_RECORD_BYTES)
+        patch.setattr(chunks, "_BY_RECORD_BYTES", REAL_BY_RECORD_BYTES)
         yield
 
 

@@ -37,7 +37,9 @@ from hypothesis.stateful import (
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from converter.conversion import convert
+from converter.reading import chunks
 from converter.store.writer import StoreWriter
+from tests.conftest import REAL_BY_RECORD_BYTES
 from tests.eventfiles import file_version_event, simple_value, summary_event
 from tests.snapshots import (
     StoreFactory,
@@ -221,11 +223,21 @@ class History(RuleBasedStateMachine):
         jobs=st.sampled_from([1, 1, 2]),
         crash=st.none() | st.integers(1, 40),
         full=st.booleans(),
+        batches=st.booleans(),
     )
     def convert_some_way(
-        self, selection: dict[str, Any], flat: bool, jobs: int, crash: int | None, full: bool
+        self,
+        selection: dict[str, Any],
+        flat: bool,
+        jobs: int,
+        crash: int | None,
+        full: bool,
+        batches: bool,
     ) -> None:
-        with crash_after(crash):
+        # Small files read in batches (smallfiles), or each on its own as the suite does.
+        by_record_bytes = REAL_BY_RECORD_BYTES if batches else chunks._BY_RECORD_BYTES
+        with crash_after(crash), pytest.MonkeyPatch.context() as patch:
+            patch.setattr(chunks, "_BY_RECORD_BYTES", by_record_bytes)
             convert(
                 self.logdir,
                 self.store,

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from converter.cli import cli
-from converter.conversion import convert, workers
+from converter.conversion import convert
 from converter.errors import ConverterError
 from converter.reading import chunks
 from tests.eventfiles import (
@@ -103,10 +103,10 @@ def test_a_worker_killed_midway_is_an_error_not_a_hang(
             os._exit(9)  # as the kernel's OOM killer would end it: no exception, no message
         yield from read_file(task, settings, carried)
 
-    monkeypatch.setattr(workers, "read_file", killed_at_run_3)  # inherited by forked workers
+    monkeypatch.setattr(chunks, "read_file", killed_at_run_3)  # inherited by forked workers
     with pytest.raises(ConverterError, match=r"worker exited \(code 9\)"):
         convert(logdir, tmp_path / "s.db", jobs=2)
     # Files before it were committed; a run without the fault completes the store.
-    monkeypatch.setattr(workers, "read_file", read_file)
+    monkeypatch.setattr(chunks, "read_file", read_file)
     convert(logdir, tmp_path / "s.db", jobs=2)
     assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))

@@ -15,13 +15,8 @@ from typing import Any
 
 from converter.conversion import stopping
 from converter.errors import ConverterError
-from converter.reading.chunks import (
-    Chunk,
-    FileTask,
-    KnownMetadataByContext,
-    ReadSettings,
-    read_file,
-)
+from converter.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
+from converter.reading.smallfiles import read_files
 
 # Chunks a worker may hold ready before the writer takes them (bounds memory).
 _QUEUE_CHUNKS = 4
@@ -34,10 +29,7 @@ def decode_all(
 ) -> Iterator[tuple[FileTask, Chunk]]:
     """Chunks of every task, in task order; ``jobs > 1`` reads ahead in worker processes."""
     if jobs <= 1 or len(tasks) <= 1:
-        carried: KnownMetadataByContext = {}
-        for task in tasks:
-            for chunk in read_file(task, settings, carried):
-                yield task, chunk
+        yield from read_files(tasks, settings, {})
         return
     yield from _decode_in_workers(tasks, settings, jobs)
 
@@ -160,8 +152,7 @@ def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
     stopping.ignore_in_worker()
     carried: KnownMetadataByContext = {}
     try:
-        for task in tasks:
-            for chunk in read_file(task, settings, carried):
-                queue.put(chunk)
+        for _task, chunk in read_files(tasks, settings, carried):
+            queue.put(chunk)
     except BaseException as error:
         queue.put(error)

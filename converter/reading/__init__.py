@@ -7,7 +7,7 @@ torn tails, damage and resynchronisation; ``crc`` holds the masked CRC, ``blocks
 whole buffers at once) -> ``events`` (payloads to Event messages, tolerating bad UTF-8) ->
 ``decoder`` (Events to rows through the plugins; ``fastscalars`` decodes blocks of
 single-scalar Events with NumPy) -> ``chunks`` (one file into chunks of rows and the offset
-they reach).
+they reach; ``smallfiles`` reads many small files as one batch, making the same chunks).
 
 Nothing here imports SQLAlchemy, Alembic or ``converter.store``.
 """

@@ -145,19 +145,12 @@ def read_file(
         return
     with handle:
         digest = head_digest(handle)
-        replaces = settings.full or (
-            task.stored_size is not None
-            and (
-                task.size < task.offset
-                or (task.stored_digest is not None and digest != task.stored_digest)
-            )
-        )
-        restart = replaces or task.from_start
+        restart, replaces = restart_of(task, settings, digest)
         handle.seek(0)
         reader = RecordReader(handle, 0 if restart else task.offset, end=task.size)
         by_record = task.size - (0 if restart else task.offset) < _BY_RECORD_BYTES
         decoder = EventDecoder(
-            settings.selection, _known_metadata(task, carried), by_record=by_record
+            settings.selection, known_metadata(task, carried), by_record=by_record
         )
         size = max(1, min(_RECORD_BATCH, settings.chunk_points))
         # Checked record by record too: NumPy's checks of a whole buffer cost more on so few.
@@ -176,7 +169,20 @@ def read_file(
                 return
 
 
-def _known_metadata(task: FileTask, carried: KnownMetadataByContext) -> KnownMetadata:
+def restart_of(task: FileTask, settings: ReadSettings, digest: str | None) -> tuple[bool, bool]:
+    """Whether the task reads its file from 0, and whether the points stored from it go first
+    (replaced, shrank, or ``--full``), given the digest of its first record now."""
+    replaces = settings.full or (
+        task.stored_size is not None
+        and (
+            task.size < task.offset
+            or (task.stored_digest is not None and digest != task.stored_digest)
+        )
+    )
+    return replaces or task.from_start, replaces
+
+
+def known_metadata(task: FileTask, carried: KnownMetadataByContext) -> KnownMetadata:
     """Metadata the store remembers for the task's (run, context), as protobuf messages,
     updated with what earlier files of this conversion carried."""
     from tensorboard.compat.proto.summary_pb2 import SummaryMetadata

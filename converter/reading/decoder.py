@@ -198,6 +198,29 @@ class EventDecoder:
         stats.first_wall_time = None if first == inf else first
         stats.last_wall_time = None if last == -inf else last
 
+    def define_scalar(self, tag: str, simple: bool, own: Any) -> int | None:
+        """The series the general path would define from a single-scalar record of ``tag``
+        (``simple``: a simple_value, else a float32 tensor; ``own``: the record's metadata
+        or None) that it would then take its fast path for, when that follows from the
+        record alone: nothing about the tag seen or remembered yet, and the selection keeps
+        it.  None otherwise (the general path must decode the record)."""
+        plugin = plugin_for("simple_value" if simple else "tensor", own)
+        if (
+            not tag
+            or plugin != "scalars"
+            or tag in self._metadata
+            or tag in self._known
+            or (tag, plugin) in self._series
+            or not self._accepts_tag(tag)
+            or not self.selection.accepts_plugin(plugin)
+        ):
+            return None
+        if own is not None:
+            self._metadata[tag] = own
+        series = self._series[(tag, plugin)] = self._define(tag, plugin, "float32", own)
+        (self.simple_series if simple else self.float_tensor_series)[tag] = series
+        return series
+
     def take(self) -> tuple[dict[str, TableRows], dict[str, bytes]]:
         """Hand over the rows (and blobs they point to) decoded so far; start afresh."""
         rows, blobs = self.buffer.take()

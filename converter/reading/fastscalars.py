@@ -47,7 +47,7 @@ _WORDS = _KEY_WIDTH // 8
 # Every index the template reads lies within this many bytes of a record's start (the lengths
 # are single bytes): records closer to the end of the buffer are left to the general path, so
 # no index needs clipping.
-_REACH = 640
+REACH = 640
 _HASH_FACTORS = np.arange(1, _WORDS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -86,7 +86,7 @@ class Parsed:
 def parse(block: Block) -> Parsed:
     """Read the template from every record of ``block``."""
     data = np.frombuffer(block.buf, dtype=np.uint8)
-    ok = (block.lengths >= 20) & (block.starts <= len(data) - _REACH)
+    ok = (block.lengths >= 20) & (block.starts <= len(data) - REACH)
     start = np.where(ok, block.starts + 12, 0)
     end = start + block.lengths
     ok &= data[start] == 0x09
@@ -202,7 +202,7 @@ class ScalarKeys:
         # Equal hashes are not enough: the keys themselves must be equal (the first byte
         # holds the width, so the words past a narrower block's width need no comparing).
         known = parsed.ok & (self._hashes[index] == parsed.hashes)
-        known &= _equal(self._keys[:, : parsed.keys.shape[1]][index], parsed.keys)
+        known &= equal_keys(self._keys[:, : parsed.keys.shape[1]][index], parsed.keys)
         return np.where(known, self._series[index], -1)
 
     def add(self, parsed: Parsed, record: int, series_id: int) -> None:
@@ -224,7 +224,7 @@ class ScalarKeys:
         self._hashes, self._keys, self._series = hashes[order], keys[order], series[order]
 
 
-def _equal(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
+def equal_keys(keys: np.ndarray, others: np.ndarray) -> np.ndarray:
     """Row-wise equality of two arrays of keys (column by column: faster than ``all(axis=1)``)."""
     equal: np.ndarray = keys[:, 0] == others[:, 0]
     for word in range(1, keys.shape[1]):
@@ -289,7 +289,7 @@ class BlockScalars:
         # Equal hashes are not enough: a record whose key differs from its hash's first
         # record's is left to the general path.
         keys = parsed.keys[unknown]
-        learnable = parsed.ok[unknown] & _equal(keys, keys[firsts[key_numbers]])
+        learnable = parsed.ok[unknown] & equal_keys(keys, keys[firsts[key_numbers]])
         learnt_keys: dict[int, int] = {}  # key number -> series
         tried: set[int] = set()
         waiting: list[tuple[int, bytes]] = []  # consecutive unknown records, decoded together
