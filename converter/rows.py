@@ -12,6 +12,7 @@ insert: 40 bytes a row between processes, and no tuple built before the driver n
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -80,7 +81,9 @@ PACKED_ROW = struct.Struct("<qqqdd")
 _PACKED_FIELDS = ("series", "step", "offset", "wall_time", "value")
 
 
-def _packed_dtype() -> np.dtype[Any]:
+@functools.cache
+def packed_dtype() -> np.dtype[Any]:
+    """The NumPy dtype of one packed row (``PACKED_ROW``)."""
     import numpy as np
 
     return np.dtype(
@@ -104,7 +107,7 @@ def pack_rows(
     """Scalars rows of the block path packed, for :class:`PackedRows`."""
     import numpy as np
 
-    table = np.empty(len(series), dtype=_packed_dtype())
+    table = np.empty(len(series), dtype=packed_dtype())
     table["series"], table["step"], table["offset"] = series, step, offset
     table["wall_time"], table["value"] = wall_time, value
     return table.tobytes()
@@ -115,7 +118,7 @@ def packed_columns(packed: bytes) -> tuple[np.ndarray, ...]:
     (always 0), wall time, value."""
     import numpy as np
 
-    table = np.frombuffer(packed, dtype=_packed_dtype())
+    table = np.frombuffer(packed, dtype=packed_dtype())
     zeros = np.zeros(len(table), dtype=np.int64)
     return (
         table["series"],
@@ -174,7 +177,7 @@ class PackedRows:
             if isinstance(part, list):
                 parts.append(_remap_tuples(part, series_ids, file_id))
                 continue
-            table = np.frombuffer(part, dtype=_packed_dtype()).copy()
+            table = np.frombuffer(part, dtype=packed_dtype()).copy()
             table["series"] = lookup[table["series"]]
             parts.append(table.tobytes())
         return PackedRows(parts, self._count, file_id)
@@ -204,7 +207,7 @@ class PackedRows:
     def _whole_rows(self, part: bytes) -> Iterator[Row]:
         import numpy as np
 
-        packed = np.frombuffer(part, dtype=_packed_dtype())
+        packed = np.frombuffer(part, dtype=packed_dtype())
         table = np.zeros(
             len(packed),
             dtype=[(name, "<i8") for name in ("series", "step", "file", "offset", "index")]
@@ -300,7 +303,7 @@ _BATCH_ROW = struct.Struct("<qqqqdd")
 def _with_file(packed: bytes, file_id: int) -> bytes:
     import numpy as np
 
-    rows = np.frombuffer(packed, dtype=_packed_dtype())
+    rows = np.frombuffer(packed, dtype=packed_dtype())
     table = np.empty(
         len(rows),
         dtype=[(name, "<i8") for name in ("series", "step", "file", "offset")]

@@ -93,16 +93,24 @@ def _read_batch(
 
 @dataclass
 class _File:
-    """One file of a batch, read whole; its records are ``first:stop`` of the batch's."""
+    """One file of a batch, read whole from ``start``: bytes ``base:end`` of the batch's
+    buffer, records ``first:stop`` of its records (set by ``_Batch.check``)."""
 
     task: FileTask
     restart: bool
     replaces: bool
     digest: str
-    first: int
-    stop: int
-    shift: int  # file offset minus batch index, for each of its records
-    damaged: bool = False
+    data: bytes
+    start: int
+    base: int
+    first: int = 0
+    stop: int = 0
+    damaged: bool = False  # torn, damaged or past its end: read_file finds out how
+
+    @property
+    def shift(self) -> int:
+        """File offset minus buffer index, for each of its records."""
+        return self.start - self.base
 
 
 class _Batch:
@@ -110,15 +118,13 @@ class _Batch:
 
     def __init__(self, settings: ReadSettings) -> None:
         self.settings = settings
-        self._regions: list[bytes] = []
         self._size = 0
-        self._starts = array("q")
         # Set by check():
         self.buf = b""
         self._parts: _Parts | None = None
 
     def load(self, task: FileTask) -> _File | None:
-        """Read ``task``'s file and find its records; None when ``read_file`` must read it."""
+        """Read ``task``'s file; None when ``read_file`` must read it."""
         try:
             with open(task.path, "rb") as handle:
                 data = handle.read(task.size)
@@ -131,45 +137,36 @@ class _Batch:
             return None
         restart, replaces = chunks.restart_of(task, self.settings, digest)
         start = 0 if restart else task.offset
-        starts = self._starts
-        first = len(starts)
-        shift = start - self._size
-        i, n = start, len(data)
-        unpack = _U64.unpack_from
-        # Nothing is checked yet: check() verifies every record of the batch at once.
-        while i + 16 <= n:
-            starts.append(i - shift)
-            i += unpack(data, i)[0] + 16
-        stop = len(starts)
-        if i != n:
-            del starts[first:]  # torn, damaged or past the end
+        if start > len(data):
             return None
-        self._regions.append(data[start:])
-        self._size += n - start
-        return _File(task, restart, replaces, digest, first, stop, shift)
+        file = _File(task, restart, replaces, digest, data, start, self._size)
+        self._size += len(data) - start
+        return file
 
-    def check(self, files: list[_File | None]) -> None:
-        """Verify every record's checksums and read the template from all of them.  When
-        some record is damaged, each file is verified on its own, and those that fail are
-        marked ``damaged`` (read one by one: the per-record reader finds the damage)."""
-        import numpy as np
+    def check(self, loaded: list[_File | None]) -> None:
+        """Find every file's records, verify their checksums and read the template from all
+        of them.  A file whose records do not end exactly at its end, or (when some record
+        of the batch is damaged) whose own records fail, is marked ``damaged``."""
 
         from converter.reading import blocks, fastscalars
 
+        files = [file for file in loaded if file is not None]
+        data = b"".join(memoryview(file.data)[file.start :] for file in files)
+        starts = _walk(data, files)
+        for file in files:
+            file.data = b""  # in ``buf`` now
         # Padded so that the template's reach covers the last records too.
-        self.buf = b"".join(self._regions) + bytes(fastscalars.REACH)
-        self._regions = []
-        starts = np.frombuffer(self._starts, dtype=np.int64)
-        if not len(starts):
+        self.buf = data + bytes(fastscalars.REACH)
+        files = [file for file in files if file.stop > file.first]
+        if not files:
             return
         lengths = blocks.lengths_at(self.buf, starts)
         if not blocks.verify(self.buf, starts, lengths):
             for file in files:
-                if file is not None and file.stop > file.first:
-                    part = slice(file.first, file.stop)
-                    file.damaged = not blocks.verify(self.buf, starts[part], lengths[part])
+                part = slice(file.first, file.stop)
+                file.damaged = not blocks.verify(self.buf, starts[part], lengths[part])
         # The lengths of a damaged file's records still tile it: parse() stays in bounds.
-        self._parts = _Parts(self.buf, starts, lengths)
+        self._parts = _Parts(self.buf, starts, lengths, files)
 
     def chunk(self, file: _File, carried: KnownMetadataByContext) -> Chunk | None:
         """The file's one chunk, or None when ``read_file`` must read it."""
@@ -203,16 +200,17 @@ class _Batch:
 class _Parts:
     """The template read from every record of a batch, and which records need the decoder."""
 
-    def __init__(self, buf: bytes, starts: Any, lengths: Any) -> None:
+    def __init__(self, buf: bytes, starts: Any, lengths: Any, files: list[_File]) -> None:
+        """Args: the batch's buffer, records and files with records, in buffer order."""
         import numpy as np
 
         from converter.reading import fastscalars
         from converter.reading.blocks import Block
+        from converter.rows import packed_dtype
 
         self.buf, self.starts, self.lengths = buf, starts, lengths
         block = Block(buf, 0, starts, lengths)
         parsed = self.parsed = fastscalars.parse(block)
-        self.values = fastscalars.values(block, parsed)
         # Each record's key number (-1: not of the template, or not in the key cache).
         self.key = np.full(len(starts), -1, dtype=np.int64)
         self.tags: list[tuple[str, bool, Any]] = []
@@ -232,6 +230,20 @@ class _Parts:
                     numbering[n] = len(self.tags)
                     self.tags.append(tag)
             self.key[candidates[usable]] = numbering[numbers[usable]]
+        counts = [file.stop - file.first for file in files]
+        file_of = np.repeat(np.arange(len(files)), counts)
+        # Records that may need the decoder: those of unknown keys and the first of each key
+        # in each file (which defines its series, through ``define_scalar`` where it can).
+        self.general = self.key < 0
+        known = np.flatnonzero(~self.general)
+        firsts = np.unique(file_of[known] * len(self.tags) + self.key[known], return_index=True)[1]
+        self.general[known[firsts]] = True
+        # Every record as a packed row, its series to be set per file.
+        self.rows = np.empty(len(starts), dtype=packed_dtype())
+        self.rows["step"] = parsed.step
+        self.rows["offset"] = starts + np.repeat([file.shift for file in files], counts)
+        self.rows["wall_time"] = parsed.wall_time
+        self.rows["value"] = fastscalars.values(block, parsed)
 
     def _cached_tag(self, record: int) -> tuple[str, bool, Any] | None:
         """The (tag, simple) the key cache holds for the record's key, if any (the key's
@@ -259,11 +271,7 @@ class _Parts:
         import numpy as np
 
         key = self.key[file.first : file.stop]
-        # Records that may need the decoder: those of unknown keys and the first of each key
-        # (which defines its series, through ``define_scalar`` where it can).
-        general = key < 0
-        numbers, firsts = np.unique(key, return_index=True)
-        general[firsts[numbers >= 0]] = True
+        general = self.general[file.first : file.stop].copy()
         series_of = np.full(max(len(self.tags), 1), -1, dtype=np.int64)
         waiting: list[tuple[int, bytes]] = []
         packed_from = 0  # file-local index of the first record not packed or decoded yet
@@ -315,27 +323,41 @@ class _Parts:
         """Pack the file's records ``start:stop`` (file-local) that are not ``general``."""
         import numpy as np
 
-        from converter.rows import pack_rows
-
         index = np.flatnonzero(~general[start:stop]) + (file.first + start)
         if not len(index):
             return
-        parsed = self.parsed
-        wall_time = parsed.wall_time[index]
-        decoder.buffer.add_packed(
-            pack_rows(
-                series_of[self.key[index]],
-                parsed.step[index],
-                self.starts[index] + file.shift,
-                wall_time,
-                self.values[index],
-            ),
-            len(index),
-        )
+        rows = self.rows[index]
+        rows["series"] = series_of[self.key[index]]
+        decoder.buffer.add_packed(rows.tobytes(), len(index))
         # As the general path: NaN wall times are kept in rows, left out of the span.
+        wall_time = rows["wall_time"]
         low, high = float(np.fmin.reduce(wall_time)), float(np.fmax.reduce(wall_time))
         if low == low:
             decoder.stats.widen_span(low, high)
+
+
+def _walk(data: bytes, files: list[_File]) -> Any:
+    """The header index of every record of the files laid end to end in ``data``, setting
+    each file's ``first:stop`` (``damaged`` when its records overrun its end: nothing is
+    checked yet)."""
+    import numpy as np
+
+    # Python follows the lengths faster than blocks.walk here: the sizes of records do not
+    # repeat across files long enough for its guesses to pay.
+    bounds = [file.base for file in files] + [len(data)]
+    found = array("q")
+    unpack = _U64.unpack_from
+    for file, base, limit in zip(files, bounds[:-1], bounds[1:], strict=True):
+        file.first = len(found)
+        i = base
+        while i + 16 <= limit:
+            found.append(i)
+            i += unpack(data, i)[0] + 16
+        if i != limit:
+            del found[file.first :]
+            file.damaged = True
+        file.stop = len(found)
+    return np.frombuffer(found, dtype=np.int64)
 
 
 def _head_digest(data: bytes) -> str | None:
