@@ -17,6 +17,10 @@ DEFAULT_STORE = "tbconvert.db"
 # Alembic's version table under our name: what makes a database a tbconvert store.
 VERSION_TABLE = "tbconvert_alembic_version"
 BUSY_TIMEOUT_MS = 60_000
+# SQLite's page cache per connection (its default is 2 MiB): a conversion inserts into the
+# point tables' B-trees all over, and a cache that holds their hot pages took 10-25% off the
+# sweep and 1M-event benchmarks (issue #14).  Filled only as pages are read.
+PAGE_CACHE_KIB = 32 << 10
 
 
 def expand_path(path: str | os.PathLike[str]) -> str:
@@ -144,6 +148,7 @@ def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> No
             with contextlib.suppress(sqlite3.OperationalError):
                 cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
     finally:
         cursor.close()
 
