@@ -93,8 +93,8 @@ def _read_batch(
 
 @dataclass
 class _File:
-    """One file of a batch, read whole from ``start``: bytes ``base:end`` of the batch's
-    buffer, records ``first:stop`` of its records (set by ``_Batch.check``)."""
+    """One file of a batch: its bytes from ``start`` lie from ``base`` in the batch's
+    buffer, and its records are ``first:stop`` of the batch's (set by ``_Batch.check``)."""
 
     task: FileTask
     restart: bool
