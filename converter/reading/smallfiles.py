@@ -258,10 +258,10 @@ class _Parts:
         if cached is None:
             return None
         try:
-            value = Event.FromString(self.buf[end - int(self.lengths[record]) : end])
+            event = Event.FromString(self.buf[end - int(self.lengths[record]) : end])
         except DecodeError:
             return None
-        (value,) = value.summary.value  # the key cache holds keys of one value only
+        (value,) = event.summary.value  # the key cache holds keys of one value only
         own = value.metadata if value.HasField("metadata") else None
         return cached[0], cached[1], own
 
@@ -292,7 +292,6 @@ class _Parts:
             packed_from = local + 1
             if number >= 0:  # the key's first record: its series must exist after it
                 self._feed(decoder, waiting)
-                tag, simple, _own = self.tags[number]
                 series = (decoder.simple_series if simple else decoder.float_tensor_series).get(tag)
                 if series is None:
                     return False
