@@ -205,18 +205,7 @@ class PackedRows:
         )
 
     def _whole_rows(self, part: bytes) -> Iterator[Row]:
-        import numpy as np
-
-        packed = np.frombuffer(part, dtype=packed_dtype())
-        table = np.zeros(
-            len(packed),
-            dtype=[(name, "<i8") for name in ("series", "step", "file", "offset", "index")]
-            + [("wall_time", "<f8"), ("value", "<f8")],
-        )
-        for name in _PACKED_FIELDS:
-            table[name] = packed[name]
-        table["file"] = self.file_id
-        return _ROW.iter_unpack(table.tobytes())
+        return _ROW.iter_unpack(_with_file(part, self.file_id, value_index=True))
 
 
 # A table's rows: a list of tuples, or (scalars) packed rows, iterable and sized like one.
@@ -300,14 +289,15 @@ class RowBatch:
 _BATCH_ROW = struct.Struct("<qqqqdd")
 
 
-def _with_file(packed: bytes, file_id: int) -> bytes:
+def _with_file(packed: bytes, file_id: int, value_index: bool = False) -> bytes:
+    """Packed rows widened with their file id, and a value index of 0 if asked (``_ROW``;
+    else ``_BATCH_ROW``)."""
     import numpy as np
 
     rows = np.frombuffer(packed, dtype=packed_dtype())
-    table = np.empty(
-        len(rows),
-        dtype=[(name, "<i8") for name in ("series", "step", "file", "offset")]
-        + [("wall_time", "<f8"), ("value", "<f8")],
+    keys = ("series", "step", "file", "offset", "index")[: 5 if value_index else 4]
+    table = np.zeros(
+        len(rows), dtype=[(name, "<i8") for name in keys] + [("wall_time", "<f8"), ("value", "<f8")]
     )
     for name in _PACKED_FIELDS:
         table[name] = rows[name]

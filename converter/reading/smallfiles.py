@@ -19,7 +19,7 @@ another plugin's), is handed to ``read_file`` whole.
 
 from __future__ import annotations
 
-import hashlib
+import io
 import struct
 from array import array
 from collections.abc import Iterator, Sequence
@@ -30,9 +30,9 @@ from google.protobuf.message import DecodeError
 
 from converter.reading import chunks, scalarkeys
 from converter.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
-from converter.reading.crc import masked_crc32c
 from converter.reading.decoder import EventDecoder
 from converter.reading.events import Event
+from converter.reading.records import head_digest
 
 __all__ = ["read_files"]
 
@@ -40,8 +40,6 @@ __all__ = ["read_files"]
 # its keys from the first files, and a batch looks its keys up before reading any of them.
 _BATCH_BYTES = 4 << 20
 _FIRST_BATCH_FILES, _BATCH_FILES = 8, 1024
-_HEADER = struct.Struct("<QI")
-_U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
 
@@ -132,7 +130,8 @@ class _Batch:
             return None  # read_file says why
         if len(data) != task.size or data[:2] == b"\x1f\x8b":  # shrank, or gzip
             return None
-        digest = _head_digest(data)
+        # As read_file would; a first record not whole in the planned size is left to it.
+        digest = head_digest(io.BytesIO(data))
         if digest is None:
             return None
         restart, replaces = chunks.restart_of(task, self.settings, digest)
@@ -357,18 +356,3 @@ def _walk(data: bytes, files: list[_File]) -> Any:
             file.damaged = True
         file.stop = len(found)
     return np.frombuffer(found, dtype=np.int64)
-
-
-def _head_digest(data: bytes) -> str | None:
-    """``records.head_digest`` of a file read whole into ``data``; None also when its first
-    record is not whole in ``data``."""
-    if len(data) < 16:
-        return None
-    length, stored = _HEADER.unpack_from(data, 0)
-    end = 12 + length
-    if end + 4 > len(data) or masked_crc32c(data[:8]) != stored:
-        return None
-    payload = data[12:end]
-    if masked_crc32c(payload) != _U32.unpack_from(data, end)[0]:
-        return None
-    return hashlib.sha256(payload).hexdigest()
