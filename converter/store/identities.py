@@ -6,16 +6,24 @@ file counts (issue #14).  A run or context costs one look-up and, when new, one 
 returns its id; the series of a file are resolved together, three statements whatever their
 number.  Look-ups come first: on PostgreSQL even an insert that conflicts draws a sequence
 number, and ids would then depend on how many re-runs a store has seen.
+
+On SQLite the writer holds the store's only write lock for the whole transaction, so it
+gives new runs, series and files their ids itself (the next after the table's largest, as
+SQLite would) and inserts them when the transaction ends, one statement per table: a group
+of a thousand new files then costs three statements, not thousands.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from converter.rows import SeriesDefinition
 from converter.store import statements as sql
 from converter.store.statements import Statements
+
+# Runs looked up in one statement (SQLite takes up to 32,766 parameters).
+_LOOKUP_BATCH = 500
 
 
 class Identities:
@@ -27,11 +35,23 @@ class Identities:
     """
 
     def __init__(
-        self, statements: Statements, text_value: Callable[[str | None], str | None]
+        self,
+        statements: Statements,
+        text_value: Callable[[str | None], str | None],
+        *,
+        allocate: bool = False,
     ) -> None:
-        """Start with an empty cache."""
+        """Start with an empty cache; ``allocate``: give new rows their ids here and insert
+        them at :meth:`flush` (only a writer that alone writes to the store may)."""
         self._statements = statements
         self._text_value = text_value
+        self._allocate = allocate
+        # The next free id of each table in the open transaction (allocate only).
+        self._next_id: dict[str, int] = {}
+        # New rows with their ids, inserted at flush (allocate only).
+        self.staged: dict[str, list[dict[str, Any]]] = {"runs": [], "series": []}
+        # Runs of the open transaction's group that the store does not hold (prefetch_runs).
+        self._absent_runs: set[tuple[str, str]] = set()
         self._ids: dict[tuple[Any, ...], int] = {}
         self._new_in_transaction: list[tuple[Any, ...]] = []
         self.created_runs: set[int] = set()
@@ -46,15 +66,59 @@ class Identities:
         """Forget the ids made by the transaction that just rolled back."""
         for key in self._new_in_transaction:
             self._ids.pop(key, None)
-        self._new_in_transaction.clear()
-        self.unsummarised.clear()
-        self._made_runs.clear()
+        self.ended()
 
     def ended(self) -> None:
         """The transaction ended (either way): start a new list of what it made."""
         self._new_in_transaction.clear()
         self.unsummarised.clear()
         self._made_runs.clear()
+        self._absent_runs.clear()
+        self._next_id.clear()
+        self.staged = {"runs": [], "series": []}
+
+    def allocates(self) -> bool:
+        """True when new rows get their ids here (see :meth:`allocate`)."""
+        return self._allocate
+
+    def allocate(self, table: str) -> int:
+        """The id of a new row of ``table`` (``allocate`` only): the next after the largest
+        stored or given out in this transaction, which is the id SQLite would give it."""
+        next_id = self._next_id.get(table)
+        if next_id is None:
+            next_id = int(self._statements.scalar(sql.NEXT_ID.format(table=table), {}))
+        self._next_id[table] = next_id + 1
+        return next_id
+
+    def deleted(self) -> None:
+        """Rows were deleted (after a flush): ids are counted from the tables again."""
+        self._next_id.clear()
+
+    def flush(self) -> None:
+        """Insert the runs and series staged with their ids."""
+        staged, self.staged = self.staged, {"runs": [], "series": []}
+        if staged["runs"]:
+            self._statements.many(sql.INSERT_RUN_WITH_ID, staged["runs"])
+        if staged["series"]:
+            self._statements.many(sql.INSERT_SERIES_WITH_ID, staged["series"])
+
+    def prefetch_runs(self, source: str, run_paths: Collection[str]) -> None:
+        """Look up the runs of a group at once: those found are cached, and those the store
+        does not hold are made without a look-up of their own.  Under the runs' locks (the
+        writer's, and a server's advisory ones), they stay absent until the transaction
+        ends but for another converter's insert, which ``run_id`` still finds."""
+        wanted = sorted(path for path in set(run_paths) if ("runs", source, path) not in self._ids)
+        for start in range(0, len(wanted), _LOOKUP_BATCH):
+            part = wanted[start : start + _LOOKUP_BATCH]
+            marks = ", ".join(f":p{index}" for index in range(len(part)))
+            params: dict[str, Any] = {f"p{index}": path for index, path in enumerate(part)}
+            params["source"] = source
+            found = dict(self._statements.all(sql.RUNS_OF.format(marks=marks), params))
+            for path in part:
+                if path in found:
+                    self._remember(("runs", source, path), int(found[path]))
+                else:
+                    self._absent_runs.add((source, path))
 
     def run_id(self, params: dict[str, Any]) -> int:
         """Get or create the run of ``params`` (source, run_path and the other columns)."""
@@ -62,7 +126,14 @@ class Identities:
         cached = self._ids.get(key)
         if cached is not None:
             return cached
-        found = self._statements.scalar(sql.RUN_ID, params)
+        absent = (params["source"], params["run_path"]) in self._absent_runs
+        if absent and self._allocate:
+            made = self.allocate("runs")
+            self.staged["runs"].append({**params, "id": made})
+            self.created_runs.add(made)
+            self._made_runs.add(made)
+            return self._remember(key, made)
+        found = None if absent else self._statements.scalar(sql.RUN_ID, params)
         if found is None:
             found = self._statements.scalar(sql.INSERT_RUN, params)
             if found is not None:
@@ -113,37 +184,39 @@ class Identities:
         keys: list[tuple[Any, ...]],
     ) -> None:
         where = {"run_id": run_id, "context_id": context_id}
+        stored = {key: self._ids[key] for key in keys if key in self._ids}
         # A run this transaction made has only the series it made, all of them cached.
-        if run_id in self._made_runs:
-            stored = {key: self._ids[key] for key in keys if key in self._ids}
-        else:
-            stored = self._stored_series(where)
-        missing = [
+        if run_id not in self._made_runs:
+            stored.update(self._stored_series(where))
+        missing = dict(
             (key, series)
             for key, series in zip(keys, definitions, strict=True)
             if key not in stored
-        ]
+        )
         if missing:
             text_value = self._text_value
-            self._statements.many(
-                sql.INSERT_SERIES,
-                [
-                    {
-                        **where,
-                        "name": key[3],
-                        "plugin": series.plugin,
-                        "dtype": series.dtype,
-                        "display_name": text_value(series.display_name),
-                        "description": text_value(series.description),
-                        "plugin_content": series.plugin_content,
-                    }
-                    for key, series in dict(missing).items()
-                ],
-            )
-            stored = self._stored_series(where)
+            rows = [
+                {
+                    **where,
+                    "name": key[3],
+                    "plugin": series.plugin,
+                    "dtype": series.dtype,
+                    "display_name": text_value(series.display_name),
+                    "description": text_value(series.description),
+                    "plugin_content": series.plugin_content,
+                }
+                for key, series in missing.items()
+            ]
+            if self._allocate:
+                for key, row in zip(missing, rows, strict=True):
+                    row["id"] = stored[key] = self.allocate("series")
+                self.staged["series"].extend(rows)
+            else:
+                self._statements.many(sql.INSERT_SERIES, rows)
+                stored = self._stored_series(where)
             # Series are made under the run's lock (SQLite's write lock, a server's advisory
             # lock), so the ones missing before the insert are the ones it made.
-            made = [stored[key] for key, _series in missing]
+            made = [stored[key] for key in missing]
             self.created_series.update(made)
             self.unsummarised.update(made)
         for key in keys:

@@ -26,6 +26,13 @@ INSERT_RUN = (
     "VALUES (:source, :host, :logdir, :run_path, :group_path, :name) "
     "ON CONFLICT DO NOTHING RETURNING id"
 )
+RUNS_OF = "SELECT run_path, id FROM runs WHERE source = :source AND run_path IN ({marks})"
+# With the ids the writer gives (``Identities.allocate``): no conflict is possible.
+INSERT_RUN_WITH_ID = (
+    "INSERT INTO runs (id, source, host, logdir, run_path, group_path, name) "
+    "VALUES (:id, :source, :host, :logdir, :run_path, :group_path, :name)"
+)
+NEXT_ID = "SELECT coalesce(max(id), 0) + 1 FROM {table}"
 CONTEXT_ID = "SELECT id FROM contexts WHERE name = :name"
 INSERT_CONTEXT = "INSERT INTO contexts (name) VALUES (:name) ON CONFLICT DO NOTHING RETURNING id"
 SERIES_OF = (
@@ -36,6 +43,11 @@ INSERT_SERIES = (
     "plugin_content) VALUES (:run_id, :context_id, :name, :plugin, :dtype, :display_name, "
     ":description, :plugin_content) ON CONFLICT DO NOTHING"
 )
+INSERT_SERIES_WITH_ID = (
+    "INSERT INTO series (id, run_id, context_id, name, plugin, dtype, display_name, "
+    "description, plugin_content) VALUES (:id, :run_id, :context_id, :name, :plugin, :dtype, "
+    ":display_name, :description, :plugin_content)"
+)
 FILE_STATE = (
     f"SELECT id, {', '.join(FILE_COLUMNS)} FROM event_files WHERE run_id = :run_id AND path = :path"
 )
@@ -43,6 +55,10 @@ _STATE_COLUMNS = (*FILE_COLUMNS, "updated_at")
 INSERT_FILE = (
     f"INSERT INTO event_files ({', '.join(_STATE_COLUMNS)}) "
     f"VALUES ({', '.join(f':{column}' for column in _STATE_COLUMNS)}) RETURNING id"
+)
+INSERT_FILE_WITH_ID = (
+    f"INSERT INTO event_files (id, {', '.join(_STATE_COLUMNS)}) "
+    f"VALUES (:id, {', '.join(f':{column}' for column in _STATE_COLUMNS)})"
 )
 UPDATE_FILE = (
     f"UPDATE event_files SET {', '.join(f'{column} = :{column}' for column in _STATE_COLUMNS)} "

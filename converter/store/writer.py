@@ -4,8 +4,9 @@ per-file incremental state and point inserts, all inside chunk transactions.
 Dialect-neutral: what differs between SQLite and PostgreSQL (bulk inserts, locks, text
 rules) is in ``store.bulk``.  ``ON CONFLICT DO NOTHING`` on the point tables' keys (source
 file and byte offset) makes re-reading the same bytes a no-op.  The points and new states
-of a transaction's files are staged and written when it ends (:meth:`StoreWriter.flush`):
-a group of small files then costs one insert per table and one update of their states.
+of a transaction's files are staged and written when it ends (:meth:`StoreWriter.flush`),
+with, on SQLite, the runs, series and files it made (``store.identities``): a group of small
+files then costs one insert per table and one update of their states.
 """
 
 from __future__ import annotations
@@ -60,12 +61,16 @@ class StoreWriter:
         self.bulk.on_connect(self._dbapi())
         # The per-file statements skip SQLAlchemy's statement layer (see store.statements).
         self.statements = Statements(self._dbapi, pyformat=self.shared)
-        self.identities = Identities(self.statements, self.bulk.text_value)
+        # Alone on the store for a whole transaction, SQLite's writer gives ids itself.
+        self.identities = Identities(
+            self.statements, self.bulk.text_value, allocate=not self.shared
+        )
         self.created_runs = self.identities.created_runs
         self.created_series = self.identities.created_series
         # What the open transaction applies at its end (see stage_points and save_file).
         self._staged: dict[tuple[str, bool], RowBatch] = {}
         self._file_updates: dict[int, dict[str, Any]] = {}
+        self._new_files: dict[int, dict[str, Any]] = {}  # by id (see save_file)
         self._paths: dict[int, str] = {}
 
     def is_busy(self) -> bool:
@@ -92,12 +97,16 @@ class StoreWriter:
             self.identities.rolled_back()
             raise
         finally:
-            self._staged, self._file_updates, self._paths = {}, {}, {}
+            self._staged, self._file_updates, self._new_files, self._paths = {}, {}, {}, {}
             self.identities.ended()
 
     def flush(self) -> None:
-        """Write what the open transaction staged: the points, one insert per table (and
-        per ``fresh``), and the files' states, one statement for all of them."""
+        """Write what the open transaction staged: new runs, series and files, the points
+        (one insert per table and per ``fresh``), and the files' states, one statement each."""
+        self.identities.flush()
+        new_files, self._new_files = self._new_files, {}
+        if new_files:
+            self.statements.many(sql.INSERT_FILE_WITH_ID, list(new_files.values()))
         staged, self._staged = self._staged, {}
         for (table, fresh), batch in staged.items():
             self.insert_points(
@@ -127,6 +136,7 @@ class StoreWriter:
         does): concurrent converters then never interleave inside one run's rows.  All at
         once, in one order every converter uses, so two of them never wait on each other."""
         self.bulk.lock_runs(self.statements, source, run_paths)
+        self.identities.prefetch_runs(source, run_paths)
 
     def hosts_of_source(self, source: str) -> set[str]:
         """The hosts that wrote the runs of a source so far."""
@@ -168,14 +178,21 @@ class StoreWriter:
         return None if row is None else FileState(*row)
 
     def save_file(self, state: FileState) -> FileState:
-        """Insert a file's state, or stage its update for the end of the transaction (the
-        files of a group then cost one statement); returns it with its id."""
+        """Insert a file's state, or stage it for the end of the transaction (the files of a
+        group then cost one statement); returns it with its id."""
         values = {column: _finite_or_none(getattr(state, column)) for column in FILE_COLUMNS}
         values["updated_at"] = time.time()
-        if state.id is None:
+        if state.id is None and not self.identities.allocates():
             return replace(state, id=int(self.statements.scalar(sql.INSERT_FILE, values)))
-        values["id"] = state.id
-        self._file_updates[state.id] = values
+        file_id = state.id
+        if file_id is None:
+            file_id = self.identities.allocate("event_files")
+            state = replace(state, id=file_id)
+            self._new_files[file_id] = values
+        values["id"] = file_id
+        # A file made in this transaction is inserted at its end with its last state.
+        staged = self._new_files if file_id in self._new_files else self._file_updates
+        staged[file_id] = values
         return state
 
     def file_states_of_source(self, source: str) -> dict[str, KnownFile]:
@@ -219,6 +236,7 @@ class StoreWriter:
             return None
         self.delete_file_points(file_id)
         self.conn.execute(text("DELETE FROM event_files WHERE id = :id"), {"id": file_id})
+        self.identities.deleted()
         return int(row[0]), int(row[1])
 
     def drop_empty(self, run_id: int, context_id: int) -> None:
@@ -254,6 +272,7 @@ class StoreWriter:
     def _forget(self, series: set[int], runs: set[int]) -> None:
         """Drop cached ids of deleted rows."""
         self.identities.forget(series, runs)
+        self.identities.deleted()
 
     def start_conversion(self, logdir: str, tool_version: str, options: str) -> int:
         """Record the start of a conversion; returns its id."""
