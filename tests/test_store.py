@@ -159,11 +159,13 @@ def test_sqlite_pragmas_and_physical_layout(sqlite_engine, tmp_path: Path) -> No
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() > 0
-    # Drift checks cannot see WITHOUT ROWID; check the DDL itself.
+    # Drift checks cannot see WITHOUT ROWID; check the DDL itself.  Narrow point rows are
+    # clustered by their key; wide ones (histograms, texts) keep a rowid (migration 0007).
     raw = sqlite3.connect(tmp_path / "store.db")
-    ddl = raw.execute("SELECT sql FROM sqlite_master WHERE name = 'scalars'").fetchone()[0]
+    ddl = dict(raw.execute("SELECT name, upper(sql) FROM sqlite_master WHERE type = 'table'"))
     raw.close()
-    assert "WITHOUT ROWID" in ddl.upper()
+    without_rowid = {name for name, sql in ddl.items() if "WITHOUT ROWID" in sql}
+    assert without_rowid == {"scalars", "images", "audio", "params", "tensors"}
 
 
 def test_upgrade_downgrade_roundtrip(engine) -> None:
@@ -315,7 +317,10 @@ def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_as
     else:
         change = migrate.ensure_schema(engine)
         assert change is not None and change.backup is not None
-    assert change is not None and (change.from_revision, change.to_revision) == ("0002", "0006")
+    assert change is not None and (change.from_revision, change.to_revision) == (
+        "0002",
+        migrate.HEAD_REVISION,
+    )
     with engine.connect() as conn:
         runs = conn.execute(
             text("SELECT run_id, logdir, source, host FROM v_runs ORDER BY run_id")
@@ -501,3 +506,76 @@ def test_only_the_writer_skips_foreign_key_checks(
     with pytest.raises(IntegrityError), engine.begin() as conn:
         conn.exec_driver_sql("INSERT INTO scalars VALUES (998, 0, 998, 0, 0, 1.0, 2.0)")
     engine.dispose()
+
+
+def _wide_rows(conn) -> dict[str, list[tuple[object, ...]]]:
+    queries = {
+        "histograms": "SELECT * FROM histograms ORDER BY step",
+        "texts": "SELECT * FROM texts ORDER BY step, idx",
+        "v_histograms": "SELECT * FROM v_histograms ORDER BY step",
+        "v_texts": "SELECT * FROM v_texts ORDER BY step",
+    }
+    return {name: [tuple(row) for row in conn.execute(text(sql))] for name, sql in queries.items()}
+
+
+def _without_rowid(conn) -> set[str]:
+    if conn.dialect.name != "sqlite":
+        return set()
+    tables = conn.exec_driver_sql("SELECT name, upper(sql) FROM sqlite_master WHERE type = 'table'")
+    return {name for name, sql in tables if "WITHOUT ROWID" in sql}
+
+
+def test_store_from_revision_0006_keeps_its_wide_rows_in_rowid_tables(engine) -> None:
+    """0007 rebuilds histograms and texts as rowid tables on SQLite (a WITHOUT ROWID table
+    moves all of a row beyond ~1 KB to overflow pages); every row and view stays as it was,
+    and a downgrade clusters them by their key again.  PostgreSQL has nothing to change."""
+    from alembic import command
+
+    buckets = "[" + ",".join(f"[{i}.5,{i + 1}.5,{i}.0]" for i in range(200)) + "]"
+    with engine.begin() as conn:
+        command.upgrade(migrate.alembic_config(conn), "0006")
+        for statement in (
+            "INSERT INTO runs (id, source, logdir, run_path, group_path, name) "
+            "VALUES (1, '/logs', '/logs', 'a', '', 'a')",
+            "INSERT INTO contexts (id, name) VALUES (1, '')",
+            "INSERT INTO series (id, run_id, context_id, name, plugin) VALUES "
+            "(1, 1, 1, 'w', 'histograms'), (2, 1, 1, 'notes', 'text')",
+            "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
+            "offset_consumed, records, damaged_records, status) "
+            "VALUES (1, 1, 1, 'a/events', 100, 1, 100, 3, 0, 'ok')",
+        ):
+            conn.execute(text(statement))
+        for step in range(3):
+            conn.execute(
+                text(
+                    "INSERT INTO histograms (series_id, step, file_id, record_offset, "
+                    "value_index, wall_time, count, min, max, buckets, raw_buckets) VALUES "
+                    "(1, :step, 1, :step, 0, 1000.0, 20100.0, 0.5, 200.5, :buckets, NULL)"
+                ),
+                {"step": step, "buckets": buckets},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO texts (series_id, step, file_id, record_offset, value_index, "
+                    "wall_time, idx, value) VALUES (2, :step, 1, :offset, 0, 1000.0, 0, :value)"
+                ),
+                {"step": step, "offset": 100 + step, "value": f"step {step} " + "x" * 5000},
+            )
+        before = _wide_rows(conn)
+        narrow = _without_rowid(conn)
+        command.upgrade(migrate.alembic_config(conn), "head")
+        assert _wide_rows(conn) == before
+        assert _without_rowid(conn) == narrow - {"histograms", "texts"}
+        with pytest.raises(IntegrityError), conn.begin_nested():  # the key is still the key
+            conn.execute(
+                text(
+                    "INSERT INTO texts (series_id, step, file_id, record_offset, value_index, "
+                    "wall_time, idx, value) VALUES (2, 0, 1, 100, 0, 1.0, 0, 'again')"
+                )
+            )
+    assert len(before["histograms"]) == len(before["v_texts"]) == 3
+    migrate.check(engine)
+    with engine.begin() as conn:
+        command.downgrade(migrate.alembic_config(conn), "0006")
+        assert _wide_rows(conn) == before
+        assert _without_rowid(conn) == narrow

@@ -21,6 +21,7 @@ from converter import conversion
 from converter.cli import cli
 from converter.conversion import convert
 from converter.errors import StoreError
+from converter.store.migrate import HEAD_REVISION
 from tests.eventfiles import simple_value, summary_event, write_events
 from tests.snapshots import connect, rows, view_rows, without_run_ids
 
@@ -172,7 +173,7 @@ def test_cli_on_a_server(pg_server, tmp_path: Path) -> None:
     store = pg_server.new_database("cli").replace("postgresql+psycopg://", "postgresql://")
     runner = CliRunner()
     created = runner.invoke(cli, ["db", "upgrade", "--store", store])
-    assert created.exit_code == 0 and "empty -> 0006" in created.output
+    assert created.exit_code == 0 and f"empty -> {HEAD_REVISION}" in created.output
     converted = runner.invoke(
         cli, ["tf", "--logdir", str(logdir), "--store", store, "--source", "team", "--json"]
     )
@@ -183,7 +184,9 @@ def test_cli_on_a_server(pg_server, tmp_path: Path) -> None:
     for command in (["db", "current"], ["db", "check"]):
         result = runner.invoke(cli, [*command, "--store", store])
         assert result.exit_code == 0, result.output
-    assert "store: 0006" in runner.invoke(cli, ["db", "current", "--store", store]).output
+    assert (
+        f"store: {HEAD_REVISION}" in runner.invoke(cli, ["db", "current", "--store", store]).output
+    )
 
 
 def test_missing_database_and_unreachable_server_are_one_line_errors(

@@ -58,7 +58,6 @@ def tensor_to_array(tensor: Any) -> np.ndarray:
         DecodeFailure: unknown dtype, inconsistent content, or a fill beyond reason.
     """
     import numpy as np
-    from tensorboard.util import tensor_util
 
     shape = [int(dim.size) for dim in tensor.tensor_shape.dim]
     elements = 1
@@ -79,6 +78,9 @@ def tensor_to_array(tensor: Any) -> np.ndarray:
         if flat.size == elements:
             array: np.ndarray = flat.reshape(shape).copy()
             return array
+    # Imported only here: it brings TensorFlow's stub, absl and numpy.ma (35 ms).
+    from tensorboard.util import tensor_util
+
     try:
         return np.asarray(tensor_util.make_ndarray(tensor))
     except (TypeError, ValueError, KeyError, MemoryError) as error:

@@ -189,9 +189,11 @@ class _PointKey:
 _KEY = ("series_id", "step", "file_id", "record_offset", "value_index")
 
 
-def _point_table(*sub_key: str) -> tuple[Any, ...]:
-    """Table args of a point table: its key, in clustering order, and no rowid on SQLite."""
-    return (PrimaryKeyConstraint(*_KEY, *sub_key), {"sqlite_with_rowid": False})
+def _point_table(*sub_key: str, wide: bool = False) -> tuple[Any, ...]:
+    """Table args of a point table: its key, in clustering order, and no rowid on SQLite
+    unless its rows are ``wide`` (a ``WITHOUT ROWID`` table moves what a row holds beyond about
+    1 KB to overflow pages: see migration 0007)."""
+    return (PrimaryKeyConstraint(*_KEY, *sub_key), {"sqlite_with_rowid": wide})
 
 
 class Blob(Base):
@@ -238,7 +240,7 @@ class Histogram(_PointKey, Base):
     ``HistogramProto`` its own (limit, count) buckets as written (``raw_buckets``)."""
 
     __tablename__ = "histograms"
-    __table_args__ = _point_table()
+    __table_args__ = _point_table(wide=True)
 
     count: Mapped[float | None] = mapped_column(Double)
     min: Mapped[float | None] = mapped_column(Double)
@@ -253,7 +255,7 @@ class TextValue(_PointKey, Base):
     """One element of a text (string) tensor; ``idx`` is its flat position."""
 
     __tablename__ = "texts"
-    __table_args__ = _point_table("idx")
+    __table_args__ = _point_table("idx", wide=True)
 
     idx: Mapped[int] = mapped_column(Integer)
     value: Mapped[str] = mapped_column(Text)

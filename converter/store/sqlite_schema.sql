@@ -1,4 +1,4 @@
--- revision 0006
+-- revision 0007
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -67,7 +67,7 @@ CREATE TABLE event_files (
 	CONSTRAINT fk_event_files_context_id_contexts FOREIGN KEY(context_id) REFERENCES contexts (id), 
 	CONSTRAINT uq_event_files_run_id_path UNIQUE (run_id, path)
 );
-CREATE TABLE histograms (
+CREATE TABLE "histograms" (
 	count DOUBLE, 
 	min DOUBLE, 
 	max DOUBLE, 
@@ -83,10 +83,7 @@ CREATE TABLE histograms (
 	CONSTRAINT pk_histograms PRIMARY KEY (series_id, step, file_id, record_offset, value_index), 
 	CONSTRAINT fk_histograms_file_id_event_files FOREIGN KEY(file_id) REFERENCES event_files (id), 
 	CONSTRAINT fk_histograms_series_id_series FOREIGN KEY(series_id) REFERENCES series (id)
-)
- WITHOUT ROWID
-
-;
+);
 CREATE TABLE images (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -189,7 +186,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0006');
+INSERT INTO "tbconvert_alembic_version" VALUES('0007');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 
@@ -208,7 +205,7 @@ CREATE TABLE tensors (
  WITHOUT ROWID
 
 ;
-CREATE TABLE texts (
+CREATE TABLE "texts" (
 	idx INTEGER NOT NULL, 
 	value TEXT NOT NULL, 
 	series_id INTEGER NOT NULL, 
@@ -220,10 +217,7 @@ CREATE TABLE texts (
 	CONSTRAINT pk_texts PRIMARY KEY (series_id, step, file_id, record_offset, value_index, idx), 
 	CONSTRAINT fk_texts_file_id_event_files FOREIGN KEY(file_id) REFERENCES event_files (id), 
 	CONSTRAINT fk_texts_series_id_series FOREIGN KEY(series_id) REFERENCES series (id)
-)
- WITHOUT ROWID
-
-;
+);
 CREATE INDEX ix_series_name ON series (name);
 CREATE INDEX ix_images_blob_id ON images (blob_id);
 CREATE INDEX ix_audio_blob_id ON audio (blob_id);
@@ -277,13 +271,6 @@ CREATE VIEW v_tensors AS
     JOIN runs AS r ON r.id = s.run_id
     JOIN contexts AS c ON c.id = s.context_id
  JOIN blobs AS b ON b.id = p.blob_id;
-CREATE VIEW v_histograms AS 
-        SELECT r.id AS run_id, r.run_path, c.name AS context, s.name AS tag, p.step,
-               p.wall_time, p.count, p.min, p.max, p.buckets
-        FROM histograms AS p
-    JOIN series AS s ON s.id = p.series_id
-    JOIN runs AS r ON r.id = s.run_id
-    JOIN contexts AS c ON c.id = s.context_id;
 CREATE VIEW v_last_scalars AS 
         SELECT r.id AS run_id, r.run_path, c.name AS context, s.name AS tag, m.last_step AS step, m.last_point_wall_time AS wall_time,
                m.last_value AS value
@@ -305,3 +292,10 @@ CREATE VIEW v_series AS
         JOIN contexts AS c ON c.id = s.context_id
         LEFT JOIN series_summaries AS m ON m.series_id = t.series_id
          AND m.point_table = 'scalars';
+CREATE VIEW v_histograms AS 
+        SELECT r.id AS run_id, r.run_path, c.name AS context, s.name AS tag, p.step,
+               p.wall_time, p.count, p.min, p.max, p.buckets
+        FROM histograms AS p
+    JOIN series AS s ON s.id = p.series_id
+    JOIN runs AS r ON r.id = s.run_id
+    JOIN contexts AS c ON c.id = s.context_id;
