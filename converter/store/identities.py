@@ -10,7 +10,7 @@ number, and ids would then depend on how many re-runs a store has seen.
 On SQLite the writer holds the store's only write lock for the whole transaction, so it
 gives new runs, series and files their ids itself (the next after the table's largest, as
 SQLite would) and inserts them when the transaction ends, one statement per table: a group
-of a thousand new files then costs three statements, not thousands.
+of a thousand new files then costs a handful of statements, not thousands.
 """
 
 from __future__ import annotations
@@ -239,12 +239,13 @@ class Identities:
         self._remember(("blob", sha), int(self._statements.scalar(sql.BLOB_ID, {"sha": sha})))
 
     def forget(self, series: set[int], runs: set[int]) -> None:
-        """Drop cached ids of deleted rows."""
+        """Drop cached ids of deleted rows (and count new ids from the tables again)."""
         for key, cached in list(self._ids.items()):
             if (key[0] == "series" and (cached in series or key[1] in runs)) or (
                 key[0] == "runs" and cached in runs
             ):
                 del self._ids[key]
+        self.deleted()
 
     def _remember(self, key: tuple[Any, ...], new_id: int) -> int:
         self._ids[key] = new_id

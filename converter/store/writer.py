@@ -272,7 +272,6 @@ class StoreWriter:
     def _forget(self, series: set[int], runs: set[int]) -> None:
         """Drop cached ids of deleted rows."""
         self.identities.forget(series, runs)
-        self.identities.deleted()
 
     def start_conversion(self, logdir: str, tool_version: str, options: str) -> int:
         """Record the start of a conversion; returns its id."""
