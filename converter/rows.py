@@ -339,9 +339,19 @@ class RowBuffer:
         """The list of tuples of one table, to append to."""
         return self._tables[name]
 
-    def add_packed(self, packed: bytes, count: int) -> None:
-        """Append ``count`` packed scalars rows after the scalar tuples appended so far."""
-        self._packed.append((len(self._tables["scalars"]), packed))
+    def scalar_tuples(self) -> int:
+        """Scalar rows appended as tuples so far."""
+        return len(self._tables["scalars"])
+
+    def scalar_offsets(self, start: int) -> list[int]:
+        """The record offsets of the scalar tuples from ``start`` on."""
+        return [row[3] for row in self._tables["scalars"][start:]]
+
+    def add_packed(self, packed: bytes, count: int, position: int | None = None) -> None:
+        """Add ``count`` packed scalars rows before the scalar tuple at ``position``
+        (default: after the tuples appended so far); positions never go back."""
+        at = len(self._tables["scalars"]) if position is None else position
+        self._packed.append((at, packed))
         self._packed_count += count
 
     def pending(self) -> int:

@@ -255,13 +255,11 @@ class BlockScalars:
         numbers = values(block, parsed)
         offsets = block.starts + block.base
         unknown = np.flatnonzero(series < 0)
-        # Records before ``done`` are decoded or packed.
-        done = (
-            self._learn_unknown(block, parsed, series, unknown, offsets, numbers)
-            if len(unknown)
-            else 0
-        )
-        self._pack(series, parsed, offsets, numbers, done, len(block))
+        buffer = self._general.buffer
+        before = buffer.scalar_tuples()
+        if len(unknown):
+            self._learn_unknown(block, parsed, series, unknown, offsets)
+        self._pack(series, parsed, offsets, numbers, before)
         known = parsed.wall_time[series >= 0]
         if len(known):
             # As the general path: NaN wall times are kept in rows, left out of the span.
@@ -276,10 +274,9 @@ class BlockScalars:
         series: np.ndarray,
         unknown: np.ndarray,
         offsets: np.ndarray,
-        numbers: np.ndarray,
-    ) -> int:
-        """Decode the ``unknown`` records in order, learning keys and packing the records of
-        known keys between them; returns where the known records left to pack begin."""
+    ) -> None:
+        """Decode the ``unknown`` records in order, learning keys: a record whose key is
+        learnt by the time the loop reaches it gets its series in ``series`` (to be packed)."""
         # Records with equal keys share a number: a key learnt from its first record makes
         # the later ones known as the loop reaches them, with no search per key (which cost
         # more than a small file's records).  A key that fails to learn is not tried again.
@@ -292,8 +289,10 @@ class BlockScalars:
         learnable = parsed.ok[unknown] & equal_keys(keys, keys[firsts[key_numbers]])
         learnt_keys: dict[int, int] = {}  # key number -> series
         tried: set[int] = set()
-        waiting: list[tuple[int, bytes]] = []  # consecutive unknown records, decoded together
-        done = 0
+        # The unknown records, decoded together: only learning a key needs the records
+        # before it decoded first.  The known records between them are packed afterwards
+        # (see _pack), so the general path is called once per block, not once per gap.
+        waiting: list[tuple[int, bytes]] = []
         for record, number, ok in zip(
             unknown.tolist(), key_numbers.tolist(), learnable.tolist(), strict=True
         ):
@@ -302,25 +301,17 @@ class BlockScalars:
             if learnt is not None:
                 series[record] = learnt  # packed with the known records around it
                 continue
-            if record > done:
-                self._decode(waiting)
-                self._pack(series, parsed, offsets, numbers, done, record)
             waiting.append((int(offsets[record]), block.payload(record)))
-            done = record + 1
             if ok and key not in tried:
                 tried.add(key)
-                self._decode(waiting)
+                self._general.feed_records(waiting)
+                waiting.clear()
                 learnt = self._learn(block, parsed, record)
                 if learnt is not None:
                     self._keys.add(parsed, record, learnt)
                     learnt_keys[key] = learnt
-        self._decode(waiting)
-        return done
-
-    def _decode(self, waiting: list[tuple[int, bytes]]) -> None:
         if waiting:
             self._general.feed_records(waiting)
-            waiting.clear()
 
     def _pack(
         self,
@@ -328,20 +319,29 @@ class BlockScalars:
         parsed: Parsed,
         offsets: np.ndarray,
         numbers: np.ndarray,
-        start: int,
-        stop: int,
+        before: int,
     ) -> None:
-        """Pack the rows of records ``start:stop``, all of known keys."""
-        if stop <= start:
+        """Pack the rows of the block's known records (``series >= 0``), each run of them
+        placed before the first scalar tuple the general path made from a later record of
+        the block (tuples from ``before`` on are this block's), so the rows keep record
+        order."""
+        known = np.flatnonzero(series >= 0)
+        if not len(known):
             return
-        packed = pack_rows(
-            series[start:stop],
-            parsed.step[start:stop],
-            offsets[start:stop],
-            parsed.wall_time[start:stop],
-            numbers[start:stop],
-        )
-        self._general.buffer.add_packed(packed, stop - start)
+        buffer = self._general.buffer
+        tuples = buffer.scalar_offsets(before)
+        # Known records before each of the block's tuples, then after the last one.
+        cuts = np.searchsorted(offsets[known], tuples).tolist() if tuples else []
+        cuts.append(len(known))
+        start = 0
+        for position, cut in enumerate(cuts, start=before):
+            if cut > start:
+                run = known[start:cut]
+                packed = pack_rows(
+                    series[run], parsed.step[run], offsets[run], parsed.wall_time[run], numbers[run]
+                )
+                buffer.add_packed(packed, cut - start, position)
+                start = cut
 
     def _learn(self, block: Block, parsed: Parsed, record: int) -> int | None:
         """The series of ``record``'s key if the general path takes its fast path for it,
