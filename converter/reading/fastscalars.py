@@ -336,7 +336,11 @@ class BlockScalars:
         start = 0
         for position, cut in enumerate(cuts, start=before):
             if cut > start:
-                run = known[start:cut]
+                first, last = int(known[start]), int(known[cut - 1])
+                # Contiguous records (the common case) are packed from views, not copies.
+                run: Any = (
+                    slice(first, last + 1) if last - first == cut - start - 1 else known[start:cut]
+                )
                 packed = pack_rows(
                     series[run], parsed.step[run], offsets[run], parsed.wall_time[run], numbers[run]
                 )
