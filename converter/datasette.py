@@ -105,7 +105,8 @@ _VIEWS: dict[str, tuple[str, list[str], dict[str, str]]] = {
     ),
     "v_audio": ("Audio clips (WAV bytes).", [], {"sample_rate": "Samples per second."}),
     "v_tensors": (
-        "Everything else, kept raw: pr_curves, custom_scalars, mesh, graphs, unknown plugins.",
+        "Everything else, kept raw: pr_curves, custom_scalars, mesh, graphs, session logs, "
+        "log messages, unknown plugins.",
         [],
         {"shape": "JSON list of dimensions.", "data": "The tensor's raw bytes."},
     ),

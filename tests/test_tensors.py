@@ -1,9 +1,11 @@
 """The generic path, end to end (SPEC §5: pr_curves, custom_scalars, mesh, graphs and unknown
-plugins are kept as dtype, shape, raw bytes, plugin name and metadata content).
+plugins are kept as dtype, shape, raw bytes, plugin name and metadata content; so are the
+session logs and log messages of TF1 writers: nothing is dropped silently).
 
-tensorboardX writes what it can for real; graph events and an unknown plugin are hand-built
-(``add_graph`` needs torch).  Every stored byte string is parsed back and compared with what
-the test wrote, never with the converter's own idea of it.
+tensorboardX writes what it can for real; graph events, session logs, log messages and an
+unknown plugin are hand-built (``add_graph`` needs torch, the others TensorFlow).  Every
+stored byte string is parsed back and compared with what the test wrote, never with the
+converter's own idea of it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from eventfiles import event_file_name, summary_event, write_events
 from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 from tensorboard.compat.proto.config_pb2 import RunMetadata
-from tensorboard.compat.proto.event_pb2 import Event, TaggedRunMetadata
+from tensorboard.compat.proto.event_pb2 import Event, LogMessage, SessionLog, TaggedRunMetadata
 from tensorboard.compat.proto.graph_pb2 import GraphDef
 from tensorboard.compat.proto.meta_graph_pb2 import MetaGraphDef
 from tensorboard.compat.proto.node_def_pb2 import NodeDef
@@ -49,6 +51,12 @@ RUN_METADATA = RunMetadata(
     function_graphs=[RunMetadata.FunctionGraphs(pre_optimization_graph=GRAPH)]
 )
 META_GRAPH = MetaGraphDef(graph_def=GRAPH)
+# What a TF1 session writes when it starts again and when it saves a checkpoint.
+SESSION_START = SessionLog(status=SessionLog.START, msg="restarted")
+SESSION_CHECKPOINT = SessionLog(
+    status=SessionLog.CHECKPOINT, checkpoint_path="/ckpt/model.ckpt-7", msg="saved"
+)
+LOG_MESSAGE = LogMessage(level=LogMessage.WARN, message="learning rate clipped")
 
 
 class Row(NamedTuple):
@@ -141,6 +149,9 @@ def write_logdir(logdir: Path) -> dict[str, Summary.Value]:
                 tag="step1", run_metadata=RUN_METADATA.SerializeToString()
             ),
         ),
+        Event(step=6, wall_time=W0 + 6, session_log=SESSION_START),
+        Event(step=7, wall_time=W0 + 7, session_log=SESSION_CHECKPOINT),
+        Event(step=8, wall_time=W0 + 8, log_message=LOG_MESSAGE),
     ]
     write_events(logdir / "hand" / event_file_name(W0), events)
     return written
@@ -269,6 +280,21 @@ def test_graph_events_kept_as_bytes(
     )
 
 
+def test_session_logs_and_log_messages_kept_as_their_protos(conn: Any) -> None:
+    sessions = tensor_rows(conn, "hand", "__session_log__")
+    assert [row[:5] for row in sessions] == [
+        ("session_log", 6, W0 + 6, "session_log", []),
+        ("session_log", 7, W0 + 7, "session_log", []),
+    ]
+    assert [SessionLog.FromString(row.data) for row in sessions] == [
+        SESSION_START,
+        SESSION_CHECKPOINT,
+    ]
+    (message,) = tensor_rows(conn, "hand", "__log_message__")
+    assert message[:5] == ("log_message", 8, W0 + 8, "log_message", [])
+    assert LogMessage.FromString(message.data) == LOG_MESSAGE
+
+
 def test_summary_counts(converted: Converted) -> None:
     summary = converted.summary
     assert summary.skipped == {} and summary.undecodable == {}
@@ -279,6 +305,8 @@ def test_summary_counts(converted: Converted) -> None:
         "my_plugin": 3,
         "graphs": 2,
         "graph_tagged_run_metadata": 1,
+        "session_log": 2,
+        "log_message": 1,
     }
 
 
@@ -288,10 +316,10 @@ def test_second_conversion_adds_nothing(
     store = make_store(tmp_path, "again")
     convert(converted.logdir, store, progress=False)
     second = convert(converted.logdir, store, progress=False, full=True)
-    assert second.total_points == 11
+    assert second.total_points == 14
     with closing(connect(store)) as again:
-        assert rows(again, "SELECT count(*) FROM v_tensors") == [(11,)]
-        assert rows(again, "SELECT count(*) FROM blobs") == [(11,)]
+        assert rows(again, "SELECT count(*) FROM v_tensors") == [(14,)]
+        assert rows(again, "SELECT count(*) FROM blobs") == [(14,)]
 
 
 def test_plugins_filter_skips_and_names_everything(converted: Converted, store: str) -> None:
@@ -303,6 +331,8 @@ def test_plugins_filter_skips_and_names_everything(converted: Converted, store: 
         "my_plugin": {"mine": 2, "words": 1},
         "graphs": {"__run_graph__": 1, "__meta_graph_def__": 1},
         "graph_tagged_run_metadata": {"step1": 1},
+        "session_log": {"__session_log__": 2},
+        "log_message": {"__log_message__": 1},
     }
     assert summary.total_points == 0
     with closing(connect(store)) as conn:

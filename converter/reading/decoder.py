@@ -33,11 +33,15 @@ _FLOAT64 = struct.Struct("<d")
 _BLOCK_MIN = 64
 
 # Event-level payloads kept as raw tensors: event field -> (plugin, tag), tags as TensorBoard
-# names them; tagged run metadata uses its own tag.
-_GRAPH_EVENTS: dict[str, tuple[str, str | None]] = {
+# names them; tagged run metadata uses its own tag.  Session logs (a TF1 session's START,
+# STOP and CHECKPOINT markers, with the checkpoint's path) and log messages are kept too, as
+# their serialized protos: only a file's version header and empty events are just counted.
+_RAW_EVENTS: dict[str, tuple[str, str | None]] = {
     "graph_def": ("graphs", "__run_graph__"),
     "meta_graph_def": ("graphs", "__meta_graph_def__"),
     "tagged_run_metadata": ("graph_tagged_run_metadata", None),
+    "session_log": ("session_log", "__session_log__"),
+    "log_message": ("log_message", "__log_message__"),
 }
 
 # Tag -> its first SummaryMetadata (a protobuf message).
@@ -250,8 +254,8 @@ class EventDecoder:
 
     def _non_summary(self, event: Any, offset: int) -> None:
         what = event.WhichOneof("what") or "empty"
-        if what in _GRAPH_EVENTS:
-            self._decode_graph(event, what, offset)
+        if what in _RAW_EVENTS:
+            self._decode_raw_event(event, what, offset)
         elif what != "summary":  # an empty summary is nothing to keep
             self.stats.other_events[what] += 1
 
@@ -335,10 +339,10 @@ class EventDecoder:
         )
         return local
 
-    def _decode_graph(self, event: Any, what: str, offset: int) -> None:
+    def _decode_raw_event(self, event: Any, what: str, offset: int) -> None:
         from converter.plugins.tensors import raw_bytes
 
-        plugin, tag = _GRAPH_EVENTS[what]
+        plugin, tag = _RAW_EVENTS[what]
         if what == "tagged_run_metadata":
             tag, data = event.tagged_run_metadata.tag, event.tagged_run_metadata.run_metadata
         else:
@@ -346,6 +350,8 @@ class EventDecoder:
         assert tag is not None
         if not self._admits(tag, plugin):
             return
+        if not isinstance(data, bytes):  # a message (session_log, log_message), not bytes
+            data = data.SerializeToString()
         decoded = raw_bytes(bytes(data), what)
         self._emit(tag, plugin, decoded, None, (event.step, 0, offset, 0, event.wall_time))
 

@@ -274,7 +274,8 @@ class Param(_PointKey, Base):
 
 
 class Tensor(_PointKey, Base):
-    """Any other value, kept raw: dtype, shape and bytes (pr_curves, mesh, graphs, unknown)."""
+    """Any other value, kept raw: dtype, shape and bytes (pr_curves, mesh, graphs, session
+    logs, log messages, unknown)."""
 
     __tablename__ = "tensors"
     __table_args__ = _point_table()

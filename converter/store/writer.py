@@ -40,7 +40,9 @@ from converter.store.identities import Identities
 from converter.store.statements import Statements
 
 # Series plugins that were not taken from a SummaryMetadata, so there is nothing to remember.
-_NOT_FROM_METADATA = frozenset({"tensor", "unknown", "graphs", "graph_tagged_run_metadata"})
+_NOT_FROM_METADATA = frozenset(
+    {"tensor", "unknown", "graphs", "graph_tagged_run_metadata", "session_log", "log_message"}
+)
 _KNOWN_METADATA = text(
     "SELECT r.run_path, c.name, s.name, s.plugin, s.display_name, s.description, "
     "s.plugin_content FROM series AS s JOIN runs AS r ON r.id = s.run_id "
