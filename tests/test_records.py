@@ -13,6 +13,7 @@ import pickle
 import random
 import struct
 import tracemalloc
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -737,6 +738,26 @@ def test_signalling_nan_value_matches(tmp_path: Path) -> None:
     general, _ = decode_file(path, whole=False)
     whole, _ = decode_file(path, whole=True)
     assert whole == general
+
+
+def test_signalling_nan_in_the_block_path_warns_nothing(tmp_path: Path) -> None:
+    # NumPy warns when it widens a signalling NaN; a user's terminal must not show that.
+    signalling = b"\x01\x00\xa0\x7f"
+    events = [summary_event(s, W0 + s, [simple_value("x", 1.0)]) for s in range(300)]
+    payloads = [e.SerializeToString().replace(b"\x00\x00\x80\x3f", signalling) for e in events]
+    path = tmp_path / "f"
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        for payload in payloads:
+            writer.write(payload)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        whole, in_general = decode_file(path, whole=True)
+    assert in_general < len(events) / 10  # the block path read the others
+    general, _ = decode_file(path, whole=False)
+    assert whole == general
+    values = [struct.unpack("<d", row[-1][1])[0] for row in whole["rows"]["scalars"]]
+    assert len(values) == len(events) and all(math.isnan(value) for value in values)
 
 
 def test_densely_damaged_buffer_is_walked_once(

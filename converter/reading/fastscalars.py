@@ -171,7 +171,11 @@ def _keys(
 def values(block: Block, parsed: Parsed) -> np.ndarray:
     """The float32 value of every record, widened exactly to float64."""
     data = np.frombuffer(block.buf, dtype=np.uint8)
-    return byte_view(data, "<f4")[np.where(parsed.ok, parsed.value_at, 0)].astype(np.float64)
+    numbers = byte_view(data, "<f4")[np.where(parsed.ok, parsed.value_at, 0)]
+    # A signalling NaN widens to a quiet one, as struct's does on the general path; NumPy
+    # would also print a RuntimeWarning for it.
+    with np.errstate(invalid="ignore"):
+        return numbers.astype(np.float64)
 
 
 class ScalarKeys:
