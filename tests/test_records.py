@@ -723,18 +723,25 @@ def test_block_decoding_with_seeded_metadata(event_files: dict[str, Path]) -> No
     assert whole == general
 
 
+_SIGNALLING_NAN = b"\x01\x00\xa0\x7f"  # float32 bits
+
+
+def _with_signalling_nans(path: Path, events: list[Event]) -> Path:
+    """Write ``events`` with every float32 1.0 in them made a signalling NaN."""
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        for event in events:
+            writer.write(event.SerializeToString().replace(b"\x00\x00\x80\x3f", _SIGNALLING_NAN))
+    return path
+
+
 def test_signalling_nan_value_matches(tmp_path: Path) -> None:
-    quiet, signalling = struct.unpack("<f", b"\x00\x00\xc0\x7f")[0], b"\x01\x00\xa0\x7f"
+    quiet = struct.unpack("<f", b"\x00\x00\xc0\x7f")[0]
     events = [
         summary_event(s, W0 + s, [simple_value("x", quiet), tf2_scalar("y", 1.0)])
         for s in range(300)
     ]
-    payloads = [e.SerializeToString().replace(b"\x00\x00\x80\x3f", signalling) for e in events]
-    path = tmp_path / "f"
-    with path.open("wb") as handle:
-        writer = RecordWriter(handle)
-        for payload in payloads:
-            writer.write(payload)
+    path = _with_signalling_nans(tmp_path / "f", events)
     general, _ = decode_file(path, whole=False)
     whole, _ = decode_file(path, whole=True)
     assert whole == general
@@ -742,14 +749,8 @@ def test_signalling_nan_value_matches(tmp_path: Path) -> None:
 
 def test_signalling_nan_in_the_block_path_warns_nothing(tmp_path: Path) -> None:
     # NumPy warns when it widens a signalling NaN; a user's terminal must not show that.
-    signalling = b"\x01\x00\xa0\x7f"
     events = [summary_event(s, W0 + s, [simple_value("x", 1.0)]) for s in range(300)]
-    payloads = [e.SerializeToString().replace(b"\x00\x00\x80\x3f", signalling) for e in events]
-    path = tmp_path / "f"
-    with path.open("wb") as handle:
-        writer = RecordWriter(handle)
-        for payload in payloads:
-            writer.write(payload)
+    path = _with_signalling_nans(tmp_path / "f", events)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         whole, in_general = decode_file(path, whole=True)
