@@ -130,18 +130,16 @@ class Identities:
         if absent and self._allocate:
             made = self.allocate("runs")
             self.staged["runs"].append({**params, "id": made})
-            self.created_runs.add(made)
-            self._made_runs.add(made)
-            return self._remember(key, made)
-        found = None if absent else self._statements.scalar(sql.RUN_ID, params)
-        if found is None:
-            found = self._statements.scalar(sql.INSERT_RUN, params)
+        else:
+            found = None if absent else self._statements.scalar(sql.RUN_ID, params)
             if found is not None:
-                self.created_runs.add(int(found))
-                self._made_runs.add(int(found))
-            else:  # made by another converter since the look-up
-                found = self._statements.scalar(sql.RUN_ID, params)
-        return self._remember(key, int(found))
+                return self._remember(key, int(found))
+            made = self._statements.scalar(sql.INSERT_RUN, params)
+            if made is None:  # made by another converter since the look-up
+                return self._remember(key, int(self._statements.scalar(sql.RUN_ID, params)))
+        self.created_runs.add(int(made))
+        self._made_runs.add(int(made))
+        return self._remember(key, int(made))
 
     def made_now(self, run_id: int) -> bool:
         """True when the open transaction made the run (it has no files or series yet but

@@ -187,13 +187,14 @@ class StoreWriter:
         if state.id is None and not self.identities.allocates():
             return replace(state, id=int(self.statements.scalar(sql.INSERT_FILE, values)))
         file_id = state.id
+        # A file made in this transaction is inserted at its end with its last state.
         if file_id is None:
             file_id = self.identities.allocate("event_files")
             state = replace(state, id=file_id)
-            self._new_files[file_id] = values
+            staged = self._new_files
+        else:
+            staged = self._new_files if file_id in self._new_files else self._file_updates
         values["id"] = file_id
-        # A file made in this transaction is inserted at its end with its last state.
-        staged = self._new_files if file_id in self._new_files else self._file_updates
         staged[file_id] = values
         return state
 
