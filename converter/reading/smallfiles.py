@@ -321,12 +321,18 @@ class _Parts:
         """Pack the file's records ``start:stop`` (file-local) that are not ``general``."""
         import numpy as np
 
-        index = np.flatnonzero(~general[start:stop]) + (file.first + start)
-        if not len(index):
-            return
+        first = file.first + start
+        if not general[start:stop].any():
+            # A sweep's usual file: every record packed.  Its rows are a slice of the batch's
+            # (only this file reads them), so no gather is needed.
+            index: Any = slice(first, file.first + stop)
+        else:
+            index = np.flatnonzero(~general[start:stop]) + first
         rows = self.rows[index]
+        if not len(rows):
+            return
         rows["series"] = series_of[self.key[index]]
-        decoder.buffer.add_packed(rows.tobytes(), len(index))
+        decoder.buffer.add_packed(rows.tobytes(), len(rows))
         # As the general path: NaN wall times are kept in rows, left out of the span.
         wall_time = rows["wall_time"]
         low, high = float(np.fmin.reduce(wall_time)), float(np.fmax.reduce(wall_time))
