@@ -2,6 +2,7 @@
 
     python benchmarks/_tasks.py accumulator LOGDIR REL_DIR...
     python benchmarks/_tasks.py ceiling SOURCE_STORE NEW_DB [MANIFEST]
+    python benchmarks/_tasks.py rewrite SOURCE_STORE NEW_DB
 
 Each task prints one JSON object on its last stdout line: what it counted, and ``work_wall`` /
 ``work_cpu`` for the measured part alone (imports excluded).  The parent measures the whole
@@ -197,12 +198,62 @@ def ceiling(store: str, new_db: str, manifest: str | None = None) -> dict[str, A
     }
 
 
+def rewrite(store: str, new_db: str) -> dict[str, Any]:
+    """What writing a store's rows costs SQLite alone: every row of every table of a
+    tbconvert store, loaded before the clock starts, inserted into a fresh WAL database with
+    the same tables and indexes by one plain ``executemany`` per table, in one transaction.
+    Best of ``CEILING_ATTEMPTS``.  No conversion can write the same store for less."""
+    source = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        ddl = source.execute(
+            "SELECT sql FROM sqlite_master WHERE type IN ('table', 'index') AND sql IS NOT NULL "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY type = 'index'"
+        ).fetchall()
+        tables = [
+            name
+            for (name,) in source.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        rows = {name: source.execute(f'SELECT * FROM "{name}"').fetchall() for name in tables}
+    finally:
+        source.close()
+    attempts = []
+    for _ in range(CEILING_ATTEMPTS):
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(new_db + suffix):
+                os.remove(new_db + suffix)
+        db = sqlite3.connect(new_db, isolation_level=None)
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        for (statement,) in ddl:
+            db.execute(statement)
+        t0, c0 = time.perf_counter(), time.process_time()
+        db.execute("BEGIN")
+        for name, table_rows in rows.items():
+            if table_rows:
+                marks = ", ".join("?" * len(table_rows[0]))
+                db.executemany(f'INSERT INTO "{name}" VALUES ({marks})', table_rows)
+        db.execute("COMMIT")
+        attempts.append((time.perf_counter() - t0, time.process_time() - c0))
+        db.close()
+    wall, cpu = min(attempts)
+    return {
+        "rows": {name: len(table_rows) for name, table_rows in rows.items() if table_rows},
+        "work_wall": wall,
+        "work_cpu": cpu,
+        "attempts_wall": [a[0] for a in attempts],
+    }
+
+
 def main(argv: list[str]) -> int:
     task, *args = argv
     if task == "accumulator":
         result = accumulator(args[0], args[1:])
     elif task == "ceiling":
         result = ceiling(*args)
+    elif task == "rewrite":
+        result = rewrite(*args)
     else:
         raise SystemExit(f"unknown task {task!r}")
     print(json.dumps(result))

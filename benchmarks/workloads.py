@@ -297,6 +297,12 @@ def sweep(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any], bi
         f"< {TARGET_PER_FILE_MS:g} ms",
         h._verdict(checks["per_file_ms"]),
     )
+    _floor_row(h, report, race)
+    floor = race.floor
+    floor_per_file_ms = None
+    if floor is not None and big_events:
+        floor_per_file_ms = (floor.wall - events * big.wall / big_events) / files * 1e3
+        report.row("", "  per-file overhead of the floor", f"{floor_per_file_ms:.2f} ms wall")
     return {
         "files": files,
         "events": events,
@@ -306,13 +312,16 @@ def sweep(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any], bi
         "cpu_ratio": cpu_ratio,
         "per_file_ms": per_file_ms,
         "per_file_cpu_ms": per_file_cpu_ms,
+        "floor": None if floor is None else asdict(floor),
+        "floor_per_file_ms": floor_per_file_ms,
     }
 
 
 @dataclass
 class _Race:
     """tbconvert and EventAccumulator on one logdir, taking turns: every measurement, the
-    medians, the points tbconvert stored and the ratios (wall and CPU; 0 when one failed)."""
+    medians, the points tbconvert stored, the ratios (wall and CPU; 0 when one failed) and
+    the floor under the workload (None when it could not be measured)."""
 
     ours: list[Any]
     theirs: list[Any]
@@ -321,6 +330,7 @@ class _Race:
     stored: dict[str, int]
     ratio: float
     cpu_ratio: float
+    floor: _Floor | None
 
 
 def _race(h: Any, args: Any, work: Path, dataset: generate.Dataset, name: str) -> _Race:
@@ -339,6 +349,55 @@ def _race(h: Any, args: Any, work: Path, dataset: generate.Dataset, name: str) -
         stored=one.extra.get("points", {}) if one.extra else {},
         ratio=ea.wall / one.wall if one.ok and ea.ok else 0.0,
         cpu_ratio=ea.cpu / one.cpu if one.cpu else 0.0,
+        floor=_floor(h, args, work, name) if one.ok else None,
+    )
+
+
+@dataclass
+class _Floor:
+    """What no conversion of a logdir can go below, measured in the same run: tbconvert's
+    start-up (a conversion of an empty logdir into a fresh store, median) plus SQLite's cost
+    of writing the rows tbconvert stored (``_tasks.py rewrite``, best of 3)."""
+
+    startup: float
+    writes: float
+
+    @property
+    def wall(self) -> float:
+        return self.startup + self.writes
+
+
+def _floor(h: Any, args: Any, work: Path, name: str) -> _Floor | None:
+    empty = work / f"{name}-empty"
+    empty.mkdir(exist_ok=True)
+    startups = [
+        h.convert(empty, h.fresh_store(work, f"{name}-empty-{i}")) for i in range(args.repeat)
+    ]
+    rewrite = h.measure(
+        [
+            sys.executable,
+            str(h.TASKS),
+            "rewrite",
+            str(work / f"{name}-0.db"),
+            str(h.fresh_store(work, f"{name}-rewrite")),
+        ]
+    )
+    if not rewrite.ok or not all(m.ok for m in startups):
+        return None
+    return _Floor(median_by_wall(startups).wall, rewrite.last_json()["work_wall"])
+
+
+def _floor_row(h: Any, report: Any, race: _Race) -> None:
+    """The floor under a workload, and the ratio to EventAccumulator it would give."""
+    floor = race.floor
+    if floor is None:
+        report.notes.append("CHECK: the floor (start-up, store writes) could not be measured")
+        return
+    report.row(
+        "",
+        "  floor: start-up + SQLite writing the same rows",
+        f"{h._s(floor.wall)} (start-up {h._s(floor.startup)}, writes {h._s(floor.writes)}); "
+        f"EventAccumulator / floor: {race.ea.wall / floor.wall:.2f}x",
     )
 
 
@@ -384,12 +443,14 @@ def mixed(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any]) ->
         f"{h._n(records / one.wall)} events/s ({h._s(one.wall)})" + spread(ours),
     )
     _against_accumulator(h, report, ea, theirs, ratio, cpu_ratio, TARGET_MIXED_VS_EA)
+    _floor_row(h, report, race)
     return {
         "events": records,
         "points": expected,
         "tbconvert": {**one.brief(), "all_walls_s": [m.wall for m in ours]},
         "event_accumulator": {**ea.brief(), "all_walls_s": [m.wall for m in theirs]},
         "ratio": ratio,
+        "floor": None if race.floor is None else asdict(race.floor),
     }
 
 
