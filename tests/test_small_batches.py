@@ -357,3 +357,32 @@ def test_metadata_of_an_earlier_file_defines_the_series_of_a_later_one(tmp_path:
     (definition,) = expected[1][3]
     assert (definition.display_name, definition.description) == ("Loss", "training loss")
     assert [_comparable(*item) for item in read_files(tasks, read, {})] == expected
+
+
+def test_files_of_one_length_are_walked_by_their_own_records(tmp_path: Path) -> None:
+    """A batch guesses that a file lies like an earlier one of the same length (a sweep's
+    files do): a file of that length whose records lie otherwise must still be found as it
+    is, record by record, and not taken for damaged."""
+    long_first = [simple_value("a" * 9, 1.0), simple_value("b", 2.0)]
+    paths = [
+        write_events(
+            tmp_path / "run" / event_file_name(1.7e9, suffix=f".{index}"),
+            [summary_event(0, 1.7e9, [value]) for value in values],
+        )
+        for index, values in enumerate((long_first, long_first[::-1], long_first))
+    ]
+    assert len({path.stat().st_size for path in paths}) == 1
+    assert len({tuple(_boundaries(path)) for path in paths}) == 2
+    tasks = [
+        FileTask(i, str(p), p.name, "run", "", p.stat().st_size, 0, 0, None, None, {})
+        for i, p in enumerate(paths)
+    ]
+    batch = smallfiles._Batch(ReadSettings(Selection(), 100_000))
+    loaded = [batch.load(task) for task in tasks]
+    batch.check(loaded)
+    parts = batch._parts
+    assert parts is not None
+    for path, file in zip(paths, loaded, strict=True):
+        assert file is not None and not file.damaged
+        starts = parts.starts[file.first : file.stop] + file.shift
+        assert starts.tolist() == [0, *_boundaries(path)[:-1]]

@@ -346,19 +346,61 @@ def _walk(data: bytes, files: list[_File]) -> Any:
     checked yet)."""
     import numpy as np
 
-    # Python follows the lengths faster than blocks.walk here: the sizes of records do not
-    # repeat across files long enough for its guesses to pay.
+    from converter.reading.blocks import lengths_at
+
     bounds = [file.base for file in files] + [len(data)]
+    # The files of a sweep repeat one another's record sizes: same tags, same steps.  A file
+    # as long as one already walked is guessed to lie like it, and the guesses of the batch
+    # are checked together: a guess stands only if each guessed record's length field leads
+    # to the next guessed record and the last one to the file's end, which is exactly what
+    # following the lengths would find.  A file whose guess fails is walked.
+    laid: dict[int, Any] = {}  # file length -> its records' starts from the file's base
+    pieces: list[Any] = []
+    guessed: list[int] = []
+    for n, (file, base, limit) in enumerate(zip(files, bounds[:-1], bounds[1:], strict=True)):
+        like = laid.get(limit - base)
+        if like is not None:
+            pieces.append(like + base)
+            guessed.append(n)
+            continue
+        starts = _follow(data, file, base, limit)
+        if not file.damaged and len(starts):
+            laid[limit - base] = starts - base
+        pieces.append(starts)
+    if guessed:
+        starts = np.concatenate([pieces[n] for n in guessed])
+        sizes = [len(pieces[n]) for n in guessed]
+        lasts = np.cumsum(sizes) - 1
+        following = np.empty_like(starts)
+        following[:-1] = starts[1:]
+        following[lasts] = [bounds[n + 1] for n in guessed]
+        wrong = starts + 16 + lengths_at(data, starts) != following
+        if wrong.any():
+            failed = np.flatnonzero(np.logical_or.reduceat(wrong, lasts - np.array(sizes) + 1))
+            for k in failed.tolist():
+                n = guessed[k]
+                pieces[n] = _follow(data, files[n], bounds[n], bounds[n + 1])
+    first = 0
+    for file, starts in zip(files, pieces, strict=True):
+        file.first, file.stop = first, first + len(starts)
+        first = file.stop
+    return np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int64)
+
+
+def _follow(data: bytes, file: _File, base: int, limit: int) -> Any:
+    """Follow the length fields of one file's records from ``base``; none (and the file
+    marked ``damaged``) when they do not end exactly at ``limit``."""
+    import numpy as np
+
+    # Python follows the lengths faster than blocks.walk here: the sizes of records do not
+    # repeat within a small file long enough for its guesses to pay.
     found = array("q")
     unpack = _U64.unpack_from
-    for file, base, limit in zip(files, bounds[:-1], bounds[1:], strict=True):
-        file.first = len(found)
-        i = base
-        while i + 16 <= limit:
-            found.append(i)
-            i += unpack(data, i)[0] + 16
-        if i != limit:
-            del found[file.first :]
-            file.damaged = True
-        file.stop = len(found)
+    i = base
+    while i + 16 <= limit:
+        found.append(i)
+        i += unpack(data, i)[0] + 16
+    if i != limit:
+        file.damaged = True
+        return np.empty(0, dtype=np.int64)
     return np.frombuffer(found, dtype=np.int64)
