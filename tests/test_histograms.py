@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 from eventfiles import event_file_name, strip_repeated_metadata, summary_event, write_events
+from hypothesis import given
+from hypothesis import strategies as st
 from tensorboard.backend.event_processing.event_file_loader import (
     EventFileLoader,
     RawEventFileLoader,
@@ -520,3 +522,17 @@ def test_unreadable_values_are_kept_raw(tmp_path: Path, store: str) -> None:
             ("histo_proto", "[]"),
         ]
         assert conn.execute("SELECT COUNT(*) FROM histograms").fetchone()[0] == 0
+
+
+@given(st.lists(st.lists(st.floats(width=64), min_size=1, max_size=3), max_size=6))
+def test_bucket_json_of_python_floats_is_that_of_their_array(rows: list[list[float]]) -> None:
+    """A HistogramProto's buckets are written from Python floats, a tensor's from a float64
+    array: the same numbers must give the same text, whichever way they came (a store must
+    not depend on the path a value took)."""
+    square = [row + [0.0] * (3 - len(row)) for row in rows]
+    assert histograms._floats_json(square) == histograms.buckets_json(
+        np.array(square, dtype=np.float64).reshape(-1, 3)
+    )
+    assert json.loads(histograms._floats_json(square)) == [
+        [None if x != x else x for x in row] for row in square
+    ]
