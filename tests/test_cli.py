@@ -231,3 +231,23 @@ def test_package_level_api_stays_callable() -> None:
     )
     with pytest.raises(AttributeError, match="no attribute 'conversion_of'"):
         _ = converter.conversion_of
+
+
+@pytest.mark.parametrize(("progress", "shown"), [(True, True), (False, False), (None, False)])
+def test_progress_bar_on_stderr_only_when_asked_or_on_a_terminal(
+    logdir: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    progress: bool | None,
+    shown: bool,
+) -> None:
+    """The bar (tqdm's, on stderr) shows when asked for, or by default when stderr is a
+    terminal; captured stderr is none, so the default shows nothing there."""
+    import converter
+
+    converter.convert(logdir, tmp_path / "store.db", progress=progress)
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert ("converting" in err) == shown
+    if shown:
+        assert "B/s" in err or "/s]" in err

@@ -5,6 +5,7 @@ The text form is rendered by ``converter.cli.render``."""
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -175,6 +176,9 @@ class Summary:
 
 def progress_bar(total: int, *, enabled: bool | None) -> Any:
     """A tqdm bar in bytes on stderr; ``enabled=None`` hides it when stderr is no terminal."""
+    if enabled is False or (enabled is None and not _is_terminal(sys.stderr)):
+        # tqdm (and the multiprocessing it brings) would be imported for nothing.
+        return _NoBar()
     from tqdm import tqdm
 
     return tqdm(
@@ -187,3 +191,23 @@ def progress_bar(total: int, *, enabled: bool | None) -> Any:
         leave=False,
         desc="converting",
     )
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False
+
+
+class _NoBar:
+    """What a hidden progress bar does: nothing."""
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+    def update(self, _n: int) -> None:
+        return None
