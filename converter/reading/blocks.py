@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 from array import array
 from dataclasses import dataclass
+from itertools import pairwise
 
 import google_crc32c
 import numpy as np
@@ -142,6 +143,67 @@ def _follow(buf: bytes, i: int, cycle: np.ndarray, count: int) -> tuple[np.ndarr
     wrong = np.flatnonzero(starts[:-1] + _OVERHEAD + lengths[:-1].astype(np.int64) != starts[1:])
     kept = int(wrong[0]) + 1 if len(wrong) else len(starts)
     return starts[:kept], int(starts[kept - 1]) + _OVERHEAD + int(lengths[kept - 1])
+
+
+def walk_files(buf: bytes, bases: list[int]) -> tuple[np.ndarray, list[int]]:
+    """Follow the length fields of small files laid end to end in ``buf``, file ``k`` from
+    ``bases[k]`` to the next base (the last to the end of ``buf``).
+
+    Files of a sweep repeat one another's record sizes (same tags, same steps), so a file as
+    long as one already walked is guessed to lie like it, and all guesses are checked at once:
+    a guess stands only if each guessed record's length field leads to the next guessed
+    record and the last one's to the file's end, which is exactly what following the lengths
+    finds.  A file whose guess fails is walked.  Nothing else is checked.
+
+    Returns:
+        The header index of every record, file after file, and each file's number of records
+        (-1 for a file whose records do not end exactly at its end: none of them listed).
+    """
+    bounds = [*bases, len(buf)]
+    laid: dict[int, np.ndarray] = {}  # file length -> its records' starts from its base
+    pieces: list[np.ndarray] = []
+    counts: list[int] = []
+    guessed: list[int] = []
+    for k, (base, limit) in enumerate(pairwise(bounds)):
+        like = laid.get(limit - base)
+        if like is not None:
+            pieces.append(like + base)
+            counts.append(len(like))
+            guessed.append(k)
+            continue
+        starts, count = _walk_file(buf, base, limit)
+        if count > 0:
+            laid[limit - base] = starts - base
+        pieces.append(starts)
+        counts.append(count)
+    if guessed:
+        starts = np.concatenate([pieces[k] for k in guessed])
+        sizes = np.array([counts[k] for k in guessed])
+        lasts = np.cumsum(sizes) - 1
+        following = np.empty_like(starts)
+        following[:-1] = starts[1:]
+        following[lasts] = [bounds[k + 1] for k in guessed]
+        wrong = starts + _OVERHEAD + lengths_at(buf, starts) != following
+        if wrong.any():
+            failed = np.flatnonzero(np.logical_or.reduceat(wrong, lasts - sizes + 1))
+            for k in (guessed[n] for n in failed.tolist()):
+                pieces[k], counts[k] = _walk_file(buf, bounds[k], bounds[k + 1])
+    starts = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int64)
+    return starts, counts
+
+
+def _walk_file(buf: bytes, base: int, limit: int) -> tuple[np.ndarray, int]:
+    # Python follows the lengths faster than walk() here: the sizes of records do not repeat
+    # within a small file long enough for its guesses to pay.
+    found = array("q")
+    unpack = _U64.unpack_from
+    i = base
+    while i + _OVERHEAD <= limit:
+        found.append(i)
+        i += unpack(buf, i)[0] + _OVERHEAD
+    if i != limit:
+        return np.empty(0, dtype=np.int64), -1
+    return np.frombuffer(found, dtype=np.int64), len(found)
 
 
 def lengths_at(buf: bytes, starts: np.ndarray) -> np.ndarray:

@@ -20,8 +20,6 @@ another plugin's), is handed to ``read_file`` whole.
 from __future__ import annotations
 
 import io
-import struct
-from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +38,6 @@ __all__ = ["read_files"]
 # its keys from the first files, and a batch looks its keys up before reading any of them.
 _BATCH_BYTES = 4 << 20
 _FIRST_BATCH_FILES, _BATCH_FILES = 8, 1024
-_U64 = struct.Struct("<Q")
 
 
 def read_files(
@@ -344,63 +341,12 @@ def _walk(data: bytes, files: list[_File]) -> Any:
     """The header index of every record of the files laid end to end in ``data``, setting
     each file's ``first:stop`` (``damaged`` when its records overrun its end: nothing is
     checked yet)."""
-    import numpy as np
+    from converter.reading.blocks import walk_files
 
-    from converter.reading.blocks import lengths_at
-
-    bounds = [file.base for file in files] + [len(data)]
-    # The files of a sweep repeat one another's record sizes: same tags, same steps.  A file
-    # as long as one already walked is guessed to lie like it, and the guesses of the batch
-    # are checked together: a guess stands only if each guessed record's length field leads
-    # to the next guessed record and the last one to the file's end, which is exactly what
-    # following the lengths would find.  A file whose guess fails is walked.
-    laid: dict[int, Any] = {}  # file length -> its records' starts from the file's base
-    pieces: list[Any] = []
-    guessed: list[int] = []
-    for n, (file, base, limit) in enumerate(zip(files, bounds[:-1], bounds[1:], strict=True)):
-        like = laid.get(limit - base)
-        if like is not None:
-            pieces.append(like + base)
-            guessed.append(n)
-            continue
-        starts = _follow(data, file, base, limit)
-        if not file.damaged and len(starts):
-            laid[limit - base] = starts - base
-        pieces.append(starts)
-    if guessed:
-        starts = np.concatenate([pieces[n] for n in guessed])
-        sizes = [len(pieces[n]) for n in guessed]
-        lasts = np.cumsum(sizes) - 1
-        following = np.empty_like(starts)
-        following[:-1] = starts[1:]
-        following[lasts] = [bounds[n + 1] for n in guessed]
-        wrong = starts + 16 + lengths_at(data, starts) != following
-        if wrong.any():
-            failed = np.flatnonzero(np.logical_or.reduceat(wrong, lasts - np.array(sizes) + 1))
-            for k in failed.tolist():
-                n = guessed[k]
-                pieces[n] = _follow(data, files[n], bounds[n], bounds[n + 1])
+    starts, counts = walk_files(data, [file.base for file in files])
     first = 0
-    for file, starts in zip(files, pieces, strict=True):
-        file.first, file.stop = first, first + len(starts)
+    for file, count in zip(files, counts, strict=True):
+        file.damaged = file.damaged or count < 0
+        file.first, file.stop = first, first + max(count, 0)
         first = file.stop
-    return np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int64)
-
-
-def _follow(data: bytes, file: _File, base: int, limit: int) -> Any:
-    """Follow the length fields of one file's records from ``base``; none (and the file
-    marked ``damaged``) when they do not end exactly at ``limit``."""
-    import numpy as np
-
-    # Python follows the lengths faster than blocks.walk here: the sizes of records do not
-    # repeat within a small file long enough for its guesses to pay.
-    found = array("q")
-    unpack = _U64.unpack_from
-    i = base
-    while i + 16 <= limit:
-        found.append(i)
-        i += unpack(data, i)[0] + 16
-    if i != limit:
-        file.damaged = True
-        return np.empty(0, dtype=np.int64)
-    return np.frombuffer(found, dtype=np.int64)
+    return starts
