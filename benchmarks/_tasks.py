@@ -16,6 +16,7 @@ import os
 import sqlite3
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 SCALARS_DDL = """
@@ -135,14 +136,16 @@ def _rows_from_manifest(manifest_path: str) -> list[tuple[Any, ...]]:
     return rows
 
 
-def _fresh_db(path: str) -> sqlite3.Connection:
+def _fresh_db(path: str, ddl: Sequence[str] = (SCALARS_DDL,)) -> sqlite3.Connection:
+    """A new WAL database at ``path`` (anything there before removed) made by ``ddl``."""
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
-    db.execute(SCALARS_DDL)
+    for statement in ddl:
+        db.execute(statement)
     return db
 
 
@@ -220,14 +223,7 @@ def rewrite(store: str, new_db: str) -> dict[str, Any]:
         source.close()
     attempts = []
     for _ in range(CEILING_ATTEMPTS):
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(new_db + suffix):
-                os.remove(new_db + suffix)
-        db = sqlite3.connect(new_db, isolation_level=None)
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
-        for (statement,) in ddl:
-            db.execute(statement)
+        db = _fresh_db(new_db, [statement for (statement,) in ddl])
         t0, c0 = time.perf_counter(), time.process_time()
         db.execute("BEGIN")
         for name, table_rows in rows.items():
