@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import os
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
@@ -86,6 +90,24 @@ FILE_COLUMNS = (
     "last_wall_time",
     "selection",
 )
+
+
+def file_rows(states: Iterable[FileState]) -> list[dict[str, Any]]:
+    """The parameters of the statements that save files' states."""
+    now = time.time()
+    return [
+        {
+            **{column: _finite_or_none(getattr(state, column)) for column in FILE_COLUMNS},
+            "updated_at": now,
+            "id": state.id,
+        }
+        for state in states
+    ]
+
+
+def _finite_or_none(value: Any) -> Any:
+    # SQLite stores NaN as NULL by itself; PostgreSQL would keep it.
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def select_file_states(

@@ -11,7 +11,6 @@ files then costs one insert per table and one update of their states.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -35,7 +34,7 @@ from converter.rows import (
 from converter.store import statements as sql
 from converter.store import summaries
 from converter.store.bulk import bulk_for
-from converter.store.files import FILE_COLUMNS, FileState, KnownFile, select_file_states
+from converter.store.files import FileState, KnownFile, file_rows, select_file_states
 from converter.store.identities import Identities
 from converter.store.statements import Statements
 
@@ -71,8 +70,8 @@ class StoreWriter:
         self.created_series = self.identities.created_series
         # What the open transaction applies at its end (see stage_points and save_file).
         self._staged: dict[tuple[str, bool], RowBatch] = {}
-        self._file_updates: dict[int, dict[str, Any]] = {}
-        self._new_files: dict[int, dict[str, Any]] = {}  # by id (see save_file)
+        self._file_updates: dict[int, FileState] = {}
+        self._new_files: dict[int, FileState] = {}  # by id (see save_file)
         self._paths: dict[int, str] = {}
 
     def is_busy(self) -> bool:
@@ -108,7 +107,7 @@ class StoreWriter:
         self.identities.flush()
         new_files, self._new_files = self._new_files, {}
         if new_files:
-            self.statements.many(sql.INSERT_FILE_WITH_ID, list(new_files.values()))
+            self.statements.many(sql.INSERT_FILE_WITH_ID, file_rows(new_files.values()))
         staged, self._staged = self._staged, {}
         for (table, fresh), batch in staged.items():
             self.insert_points(
@@ -116,7 +115,7 @@ class StoreWriter:
             )
         updates, self._file_updates = self._file_updates, {}
         if updates:
-            self.statements.many(sql.UPDATE_FILE, list(updates.values()))
+            self.statements.many(sql.UPDATE_FILE, file_rows(updates.values()))
 
     def run_id(
         self, source: str, run_path: str, *, host: str, logdir: str, group_path: str, name: str
@@ -182,20 +181,20 @@ class StoreWriter:
     def save_file(self, state: FileState) -> FileState:
         """Insert a file's state, or stage it for the end of the transaction (the files of a
         group then cost one statement); returns it with its id."""
-        values = {column: _finite_or_none(getattr(state, column)) for column in FILE_COLUMNS}
-        values["updated_at"] = time.time()
         if state.id is None and not self.identities.allocates():
+            (values,) = file_rows([state])
+            del values["id"]  # the insert numbers it
             return replace(state, id=int(self.statements.scalar(sql.INSERT_FILE, values)))
         file_id = state.id
-        # A file made in this transaction is inserted at its end with its last state.
+        # A file made in this transaction is inserted at its end with its last state: the
+        # statement's values are made once, then.
         if file_id is None:
             file_id = self.identities.allocate("event_files")
             state = replace(state, id=file_id)
             staged = self._new_files
         else:
             staged = self._new_files if file_id in self._new_files else self._file_updates
-        values["id"] = file_id
-        staged[file_id] = values
+        staged[file_id] = state
         return state
 
     def file_states_of_source(self, source: str) -> dict[str, KnownFile]:
@@ -388,8 +387,3 @@ class StoreWriter:
             )
         self.identities.unsummarised.clear()
         summaries.recount(self.conn, [int(row[0]) for row in series])
-
-
-def _finite_or_none(value: Any) -> Any:
-    # SQLite stores NaN as NULL by itself; PostgreSQL would keep it.
-    return None if isinstance(value, float) and math.isnan(value) else value
