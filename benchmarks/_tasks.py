@@ -208,10 +208,13 @@ def rewrite(store: str, new_db: str) -> dict[str, Any]:
     Best of ``CEILING_ATTEMPTS``.  No conversion can write the same store for less."""
     source = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     try:
-        ddl = source.execute(
-            "SELECT sql FROM sqlite_master WHERE type IN ('table', 'index') AND sql IS NOT NULL "
-            "AND name NOT LIKE 'sqlite_%' ORDER BY type = 'index'"
-        ).fetchall()
+        ddl = [
+            statement
+            for (statement,) in source.execute(
+                "SELECT sql FROM sqlite_master WHERE type IN ('table', 'index') "
+                "AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY type = 'index'"
+            )
+        ]
         tables = [
             name
             for (name,) in source.execute(
@@ -223,7 +226,7 @@ def rewrite(store: str, new_db: str) -> dict[str, Any]:
         source.close()
     attempts = []
     for _ in range(CEILING_ATTEMPTS):
-        db = _fresh_db(new_db, [statement for (statement,) in ddl])
+        db = _fresh_db(new_db, ddl)
         t0, c0 = time.perf_counter(), time.process_time()
         db.execute("BEGIN")
         for name, table_rows in rows.items():

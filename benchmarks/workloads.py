@@ -335,9 +335,10 @@ class _Race:
 
 def _race(h: Any, args: Any, work: Path, dataset: generate.Dataset, name: str) -> _Race:
     h.warm_page_cache(dataset.logdir)
+    stores = [h.fresh_store(work, f"{name}-{i}") for i in range(args.repeat)]
     ours, theirs = alternate(
         args.repeat,
-        lambda i: h.convert(dataset.logdir, h.fresh_store(work, f"{name}-{i}")),
+        lambda i: h.convert(dataset.logdir, stores[i]),
         lambda i: h.measure(accumulator_cmd(dataset, h.TASKS)),
     )
     one, ea = median_by_wall(ours), median_by_wall(theirs)
@@ -349,7 +350,7 @@ def _race(h: Any, args: Any, work: Path, dataset: generate.Dataset, name: str) -
         stored=one.extra.get("points", {}) if one.extra else {},
         ratio=ea.wall / one.wall if one.ok and ea.ok else 0.0,
         cpu_ratio=ea.cpu / one.cpu if one.cpu else 0.0,
-        floor=_floor(h, args, work, name) if one.ok else None,
+        floor=_floor(h, args, work, name, ours.index(one), stores) if one.ok else None,
     )
 
 
@@ -367,7 +368,10 @@ class _Floor:
         return self.startup + self.writes
 
 
-def _floor(h: Any, args: Any, work: Path, name: str) -> _Floor | None:
+def _floor(
+    h: Any, args: Any, work: Path, name: str, median: int, stores: list[Path]
+) -> _Floor | None:
+    """The floor, its writes those of the median conversion's store (``stores[median]``)."""
     empty = work / f"{name}-empty"
     empty.mkdir(exist_ok=True)
     startups = [
@@ -378,7 +382,7 @@ def _floor(h: Any, args: Any, work: Path, name: str) -> _Floor | None:
             sys.executable,
             str(h.TASKS),
             "rewrite",
-            str(work / f"{name}-0.db"),
+            str(stores[median]),
             str(h.fresh_store(work, f"{name}-rewrite")),
         ]
     )

@@ -173,9 +173,7 @@ def _floats_json(rows: list[list[float]]) -> str:
     import orjson
 
     text = orjson.dumps(rows)  # the same text as of their float64 array (tested)
-    if b"n" not in text:
-        return text.decode("ascii")
-    return "[" + ",".join("[" + ",".join(json_number(x) for x in row) + "]" for row in rows) + "]"
+    return text.decode("ascii") if b"n" not in text else _spelled(rows)
 
 
 def buckets_json(buckets: Sequence[Sequence[float]] | np.ndarray) -> str:
@@ -199,9 +197,12 @@ def buckets_json(buckets: Sequence[Sequence[float]] | np.ndarray) -> str:
 
     array = np.ascontiguousarray(buckets, dtype=np.float64)
     text = orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY)
-    if b"n" not in text:
-        return text.decode("ascii")
-    return "[" + ",".join("[" + ",".join(json_number(x) for x in row) + "]" for row in array) + "]"
+    return text.decode("ascii") if b"n" not in text else _spelled(array)
+
+
+def _spelled(rows: Any) -> str:
+    """Buckets holding NaN or ±inf, which orjson writes as null: number by number."""
+    return "[" + ",".join("[" + ",".join(json_number(x) for x in row) + "]" for row in rows) + "]"
 
 
 def json_number(number: float) -> str:

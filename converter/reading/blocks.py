@@ -107,12 +107,13 @@ def walk(buf: bytes, i: int) -> tuple[np.ndarray, int]:
     return starts, i
 
 
-def _step(buf: bytes, i: int, count: int) -> tuple[np.ndarray, int]:
-    """Follow up to ``count`` length fields one by one."""
+def _step(buf: bytes, i: int, count: int, end: int | None = None) -> tuple[np.ndarray, int]:
+    """Follow up to ``count`` length fields one by one, of records starting before ``end``
+    (default: the end of ``buf``) less a header and footer."""
     starts = array("q")
     append = starts.append
     unpack = _U64.unpack_from
-    last = len(buf) - _OVERHEAD
+    last = (len(buf) if end is None else end) - _OVERHEAD
     while i <= last and len(starts) < count:
         append(i)
         i += unpack(buf, i)[0] + _OVERHEAD
@@ -193,17 +194,12 @@ def walk_files(buf: bytes, bases: list[int]) -> tuple[np.ndarray, list[int]]:
 
 
 def _walk_file(buf: bytes, base: int, limit: int) -> tuple[np.ndarray, int]:
-    # Python follows the lengths faster than walk() here: the sizes of records do not repeat
-    # within a small file long enough for its guesses to pay.
-    found = array("q")
-    unpack = _U64.unpack_from
-    i = base
-    while i + _OVERHEAD <= limit:
-        found.append(i)
-        i += unpack(buf, i)[0] + _OVERHEAD
-    if i != limit:
+    # One by one, not walk(): the sizes of records do not repeat within a small file long
+    # enough for its guesses to pay.
+    starts, end = _step(buf, base, limit, limit)
+    if end != limit:
         return np.empty(0, dtype=np.int64), -1
-    return np.frombuffer(found, dtype=np.int64), len(found)
+    return starts, len(starts)
 
 
 def lengths_at(buf: bytes, starts: np.ndarray) -> np.ndarray:
