@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule, run_state_machine_as_test
 
@@ -25,6 +26,7 @@ from converter.reading import chunks
 from converter.rows import SeriesDefinition
 from converter.store import writer as writer_module
 from converter.store.engine import create_store_engine, store_url
+from converter.store.files import FileState
 from converter.store.identities import Identities
 from converter.store.migrate import ensure_schema
 from converter.store.writer import StoreWriter
@@ -156,3 +158,24 @@ def test_an_id_freed_in_the_transaction_is_given_again(tmp_path: Path) -> None:
         writer.close()
         engine.dispose()
     assert made[0] == made[1]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    changes=st.dictionaries(
+        st.sampled_from(list(FileState.__dataclass_fields__)),
+        st.one_of(st.none(), st.integers(0, 9), st.text(max_size=3), st.floats()),
+        max_size=6,
+    )
+)
+def test_a_file_state_updated_is_the_one_dataclasses_replace_makes(changes: dict) -> None:
+    state = FileState(1, 2, 3, "run/events", size=5, status="ok", head_digest="ab")
+    before = repr(state)
+    assert repr(state.updated(**changes)) == repr(replace(state, **changes))
+    assert repr(state) == before  # the original is left as it was
+
+
+def test_a_file_state_refuses_an_update_of_no_field() -> None:
+    state = FileState(1, 2, 3, "run/events")
+    with pytest.raises(TypeError, match="offest_consumed"):
+        state.updated(offest_consumed=1)

@@ -259,8 +259,7 @@ class Job:
                 writer.delete_file_points(state.id or 0)
                 replaced = not self.full
                 fresh = True
-            state = replace(
-                state,
+            state = state.updated(
                 offset_consumed=0,
                 records=0,
                 damaged_records=0,
@@ -270,8 +269,7 @@ class Job:
             )
         if old_place is not None:
             writer.drop_empty(*old_place)
-        state = replace(
-            state,
+        state = state.updated(
             size=task.size,
             mtime_ns=task.mtime_ns,
             head_digest=chunk.digest,
@@ -300,8 +298,7 @@ class Job:
             and any(region.offset == 0 for region in chunk.damage)
         )
         return writer.save_file(
-            replace(
-                state,
+            state.updated(
                 offset_consumed=chunk.consumed,
                 records=base_records + chunk.records,
                 damaged_records=state.damaged_records + len(chunk.damage),

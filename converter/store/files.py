@@ -6,7 +6,7 @@ import math
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import inspect, text
@@ -61,7 +61,20 @@ class FileState:
         """Read to its end (or to a torn final record) when last read, and still there."""
         return self.status not in _INCOMPLETE
 
+    def updated(self, **changes: Any) -> FileState:
+        """A copy with ``changes``: ``dataclasses.replace`` without its per-field ``__init__``
+        (a sweep makes three per file)."""
+        unknown = changes.keys() - _FIELDS
+        if unknown:
+            raise TypeError(f"FileState has no field {sorted(unknown)[0]!r}")
+        copy = object.__new__(FileState)
+        fields = copy.__dict__  # frozen forbids setattr, not filling a new instance's dict
+        fields.update(self.__dict__)
+        fields.update(changes)
+        return copy
 
+
+_FIELDS = frozenset(FileState.__dataclass_fields__)
 _INCOMPLETE = frozenset({"new", "reading", "gone"})
 
 
@@ -136,7 +149,7 @@ def select_file_states(
     for row in rows:
         state = FileState(*row[2:])
         if before_0005 and state.status == "partial":
-            state = replace(state, status="reading")
+            state = state.updated(status="reading")
         held = known.get(state.path)
         # A store written before revision 0005 may hold a file twice, once marked gone.
         if held is None or held.state.status == "gone":

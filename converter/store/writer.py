@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import text
@@ -184,13 +183,13 @@ class StoreWriter:
         if state.id is None and not self.identities.allocates():
             (values,) = file_rows([state])
             del values["id"]  # the insert numbers it
-            return replace(state, id=int(self.statements.scalar(sql.INSERT_FILE, values)))
+            return state.updated(id=int(self.statements.scalar(sql.INSERT_FILE, values)))
         file_id = state.id
         # A file made in this transaction is inserted at its end with its last state: the
         # statement's values are made once, then.
         if file_id is None:
             file_id = self.identities.allocate("event_files")
-            state = replace(state, id=file_id)
+            state = state.updated(id=file_id)
             staged = self._new_files
         else:
             staged = self._new_files if file_id in self._new_files else self._file_updates
