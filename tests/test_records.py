@@ -35,6 +35,7 @@ from converter.reading.records import (
     HEADER_SIZE,
     Damage,
     RecordReader,
+    first_record,
     masked_crc32c,
     open_event_file,
     read_first_record,
@@ -358,6 +359,24 @@ def test_read_first_record(tmp_path: Path) -> None:
             f.seek(3)
             assert read_first_record(f) == expected, content
             assert f.tell() == 3
+
+
+@PROPERTY
+@given(
+    payloads=st.lists(st.binary(max_size=40), min_size=0, max_size=3),
+    cut=st.one_of(st.just(0), st.integers(1, 24)),
+    flip=st.one_of(st.none(), st.integers(0, 30)),
+)
+def test_first_record_of_bytes_is_the_first_record_of_the_file(
+    payloads: list[bytes], cut: int, flip: int | None
+) -> None:
+    # A batch of small files takes each file's digest from its bytes in memory; it must be
+    # the one read_first_record reads from the file, whatever the file is torn or damaged.
+    whole = frame(payloads)[0]
+    data = bytearray(whole[: max(len(whole) - cut, 0)])
+    if flip is not None and flip < len(data):
+        data[flip] ^= 0x20
+    assert first_record(bytes(data)) == read_first_record(io.BytesIO(bytes(data)))
 
 
 def test_dense_candidates_match_brute_force() -> None:

@@ -373,10 +373,27 @@ def read_first_record(fileobj: BinaryIO) -> bytes | None:
         fileobj.seek(here)
 
 
+def first_record(data: bytes) -> bytes | None:
+    """What ``read_first_record`` reads from a file that begins with ``data``, when ``data``
+    holds the first record whole; None otherwise (a batch of small files holds them whole)."""
+    if len(data) < HEADER_SIZE:
+        return None
+    length, stored = _HEADER.unpack_from(data)
+    end = HEADER_SIZE + length
+    if end + FOOTER_SIZE > len(data) or masked_crc32c(data[:8]) != stored:
+        return None
+    payload = data[HEADER_SIZE:end]
+    return payload if masked_crc32c(payload) == _U32.unpack_from(data, end)[0] else None
+
+
 def head_digest(fileobj: BinaryIO) -> str | None:
     """sha256 (hex) of the first record's payload, which identifies a file across renames
     and tells a replaced file from a grown one; None when it has no valid first record."""
-    head = read_first_record(fileobj)
+    return digest_of(read_first_record(fileobj))
+
+
+def digest_of(head: bytes | None) -> str | None:
+    """``head_digest`` of a file whose first record's payload is ``head``."""
     return hashlib.sha256(head).hexdigest() if head is not None else None
 
 

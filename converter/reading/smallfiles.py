@@ -19,7 +19,6 @@ another plugin's), is handed to ``read_file`` whole.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,7 @@ from converter.reading import chunks, scalarkeys
 from converter.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
 from converter.reading.decoder import EventDecoder
 from converter.reading.events import Event
-from converter.reading.records import head_digest
+from converter.reading.records import digest_of, first_record
 
 __all__ = ["read_files"]
 
@@ -128,7 +127,7 @@ class _Batch:
         if len(data) != task.size or data[:2] == b"\x1f\x8b":  # shrank, or gzip
             return None
         # As read_file would; a first record not whole in the planned size is left to it.
-        digest = head_digest(io.BytesIO(data))
+        digest = digest_of(first_record(data))
         if digest is None:
             return None
         restart, replaces = chunks.restart_of(task, self.settings, digest)
