@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from converter.cli import cli
-from converter.conversion import convert
+from converter.conversion import convert, workers
 from converter.errors import ConverterError
-from converter.reading import chunks
+from converter.reading import chunks, smallfiles
 from tests.eventfiles import (
     simple_value,
     strip_repeated_metadata,
@@ -108,5 +109,55 @@ def test_a_worker_killed_midway_is_an_error_not_a_hang(
         convert(logdir, tmp_path / "s.db", jobs=2)
     # Files before it were committed; a run without the fault completes the store.
     monkeypatch.setattr(chunks, "read_file", read_file)
+    convert(logdir, tmp_path / "s.db", jobs=2)
+    assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))
+
+
+def _sweep(root: Path, runs: int) -> Path:
+    for run in range(runs):
+        write_events(
+            root / f"run_{run:03d}" / "events.out.tfevents.1.h",
+            [summary_event(s, 1e9 + s, [simple_value("loss", run + s / 7.0)]) for s in range(20)],
+        )
+    return root
+
+
+@pytest.mark.by_record_switch  # small files in batches, as a sweep's are
+@pytest.mark.parametrize("parcel", [1, 3, 256])
+def test_jobs_2_sends_small_files_in_parcels_in_task_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parcel: int
+) -> None:
+    # A sweep's chunks travel in lists; however they are cut, the writer must get every
+    # chunk once, in task order, as --jobs 1 does.
+    monkeypatch.setattr(workers, "_PARCEL_CHUNKS", parcel)  # inherited by forked workers
+    logdir = _sweep(tmp_path / "logs", 40)
+    two = convert(logdir, tmp_path / "two.db", jobs=2, chunk_points=100)
+    assert two.points == {"scalars": 40 * 20} and two.files_read == 40
+    assert view_rows(tmp_path / "two.db") == view_rows(_reference(logdir, tmp_path))
+
+
+@pytest.mark.by_record_switch
+def test_a_worker_failing_midway_raises_after_the_chunks_it_read_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logdir = _sweep(tmp_path / "logs", 40)
+    # The failing worker (odd runs) sends runs 1-9, 11-19, then 21, 23 and the failure.
+    monkeypatch.setattr(workers, "_PARCEL_CHUNKS", 5)
+    chunk = smallfiles._Batch.chunk
+
+    def failing_at_run_25(self: Any, file: Any, carried: Any) -> Any:
+        if file.task.run_path.endswith("run_025"):
+            raise RuntimeError("decoder broke on run_025")
+        return chunk(self, file, carried)
+
+    monkeypatch.setattr(smallfiles._Batch, "chunk", failing_at_run_25)
+    with pytest.raises(RuntimeError, match="run_025"):
+        convert(logdir, tmp_path / "s.db", jobs=2, chunk_points=100)
+    # Every group before the failure was committed: a group ends at 100 points, 5 files of
+    # 20, so runs 0-24 are stored, the last of them sent with the failure.
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        stored = [row[0] for row in db.execute("SELECT path FROM event_files ORDER BY path")]
+    assert stored == [f"run_{n:03d}/events.out.tfevents.1.h" for n in range(25)]
+    monkeypatch.setattr(smallfiles._Batch, "chunk", chunk)
     convert(logdir, tmp_path / "s.db", jobs=2)
     assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))

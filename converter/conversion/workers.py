@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -18,8 +19,10 @@ from converter.errors import ConverterError
 from converter.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
 from converter.reading.smallfiles import read_files
 
-# Chunks a worker may hold ready before the writer takes them (bounds memory).
+# Parcels (lists of chunks) a worker may hold ready before the writer takes them; a parcel
+# ends at a chunk's worth of points or at _PARCEL_CHUNKS chunks (this bounds memory).
 _QUEUE_CHUNKS = 4
+_PARCEL_CHUNKS = 256
 # Seconds between looks at whether a --jobs conversion is being stopped.
 _POLL = 0.1
 
@@ -69,9 +72,7 @@ def _decode_in_workers(
     ready: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_CHUNKS)
     stop = threading.Event()
     receiver = threading.Thread(
-        target=_receive,
-        args=(tasks, [queues[owner] for owner in assignment], ready, stop),
-        daemon=True,
+        target=_receive, args=(tasks, assignment, queues, ready, stop), daemon=True
     )
     receiver.start()
     try:
@@ -86,7 +87,7 @@ def _decode_in_workers(
                 return
             if isinstance(item, BaseException):
                 raise item
-            yield item
+            yield from item
     finally:
         stop.set()
         for worker in workers:
@@ -101,11 +102,15 @@ def _decode_in_workers(
                 ready.get(timeout=_POLL)
 
 
-def _receive(tasks: Sequence[FileTask], sources: list[Any], ready: Any, stop: Any) -> None:
-    """Move chunks from the workers' queues to ``ready`` in task order, then None.
+def _receive(
+    tasks: Sequence[FileTask], owners: list[int], parcels: list[Any], ready: Any, stop: Any
+) -> None:
+    """Move chunks from the workers' parcels to ``ready`` in task order, in lists, then None.
 
-    A thread of the writer's process: unpickling the next chunk then overlaps the writer's
-    inserts (SQLite releases the GIL while it steps), rather than waiting for them.
+    A thread of the writer's process: unpickling the next parcel then overlaps the writer's
+    inserts (SQLite releases the GIL while it steps), rather than waiting for them.  What it
+    has in order goes over as one list whenever it would wait for a worker or holds a
+    parcel's worth, so a sweep's thousands of small chunks do not cost a hand-over each.
     """
     import queue
 
@@ -116,22 +121,40 @@ def _receive(tasks: Sequence[FileTask], sources: list[Any], ready: Any, stop: An
                 return True
         return False
 
-    def next_from(source: Any) -> Any:
-        while not stop.is_set():
-            with contextlib.suppress(queue.Empty):
-                return source.get(timeout=_POLL)
-        return None
+    held: list[deque[Any]] = [deque() for _ in parcels]
+    ordered: list[tuple[FileTask, Chunk]] = []
+
+    def next_from(owner: int) -> Any:
+        if not held[owner]:
+            if ordered and not hand_over(ordered.copy()):
+                return None
+            ordered.clear()
+            while not stop.is_set():
+                with contextlib.suppress(queue.Empty):
+                    held[owner].extend(parcels[owner].get(timeout=_POLL))
+                    break
+            else:
+                return None
+        return held[owner].popleft()
 
     try:
-        for task, source in zip(tasks, sources, strict=False):
+        for task, owner in zip(tasks, owners, strict=True):
             while True:
-                chunk = next_from(source)
-                if chunk is None or not hand_over(
-                    chunk if isinstance(chunk, BaseException) else (task, chunk)
-                ):
+                chunk = next_from(owner)
+                if chunk is None:
                     return
-                if isinstance(chunk, BaseException) or chunk.done:
+                if isinstance(chunk, BaseException):
+                    if ordered:
+                        hand_over(ordered.copy())
+                    hand_over(chunk)
+                    return
+                ordered.append((task, chunk))
+                if len(ordered) >= _PARCEL_CHUNKS and hand_over(ordered.copy()):
+                    ordered.clear()
+                if chunk.done:
                     break
+        if ordered:
+            hand_over(ordered)
         hand_over(None)
     except BaseException as error:
         hand_over(error)
@@ -149,10 +172,21 @@ def _check_workers(workers: Sequence[Any]) -> None:
 
 
 def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
+    """Decode ``tasks`` in order, sending their chunks in parcels: lists of chunks that end
+    once they hold a chunk's worth of points (or ``_PARCEL_CHUNKS`` chunks), then an error
+    if decoding failed."""
     stopping.ignore_in_worker()
     carried: KnownMetadataByContext = {}
+    parcel: list[Any] = []
+    points = 0
     try:
         for _task, chunk in read_files(tasks, settings, carried):
-            queue.put(chunk)
+            parcel.append(chunk)
+            points += sum(len(rows) for rows in chunk.rows.values())
+            if points >= settings.chunk_points or len(parcel) >= _PARCEL_CHUNKS:
+                queue.put(parcel)
+                parcel, points = [], 0
     except BaseException as error:
-        queue.put(error)
+        parcel.append(error)
+    if parcel:
+        queue.put(parcel)
