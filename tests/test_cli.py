@@ -251,3 +251,25 @@ def test_progress_bar_on_stderr_only_when_asked_or_on_a_terminal(
     assert ("converting" in err) == shown
     if shown:
         assert "B/s" in err or "/s]" in err
+
+
+def test_the_command_line_leaves_numpy_no_blas_threads_unless_asked() -> None:
+    # OpenBLAS starts a thread per core as NumPy is imported, which only spins for tbconvert:
+    # the command line sets one thread (Linux lists a process's threads in /proc).
+    code = (
+        "import os, converter.cli, numpy; "
+        "print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+
+    def threads(**extra: str) -> list[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+
+    assert threads() == ["1", "1"]
+    assert threads(OPENBLAS_NUM_THREADS="2") == ["2", "2"]  # the user's setting is kept

@@ -11,6 +11,13 @@ records or unreadable files were skipped.
 
 from __future__ import annotations
 
+import os
+
+# tbconvert makes no BLAS call, but OpenBLAS starts a thread per core when NumPy is imported,
+# and they spin: about 0.1 s of a second core per conversion, more with --jobs.  Set before
+# any command imports NumPy; a value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 # Importing a command module registers its commands on the group.
 from converter.cli import convert, db, inspect, look
 from converter.cli.group import cli
