@@ -273,3 +273,24 @@ def test_the_command_line_leaves_numpy_no_blas_threads_unless_asked() -> None:
 
     assert threads() == ["1", "1"]
     assert threads(OPENBLAS_NUM_THREADS="2") == ["2", "2"]  # the user's setting is kept
+
+
+def test_the_tf_command_leaves_what_its_imports_made_out_of_garbage_collection(
+    tmp_path: Path,
+) -> None:
+    # A full collection would scan the tens of thousands of objects SQLAlchemy makes; the
+    # command freezes them (in a process of its own here: freezing is for the whole process).
+    (tmp_path / "logs").mkdir()
+    code = (
+        "import gc, sys\n"
+        "from converter.cli import cli\n"
+        "try:\n"
+        f"    cli.main(['tf', '--logdir', {str(tmp_path / 'logs')!r}, "
+        f"'--store', {str(tmp_path / 's.db')!r}, '-q'])\n"
+        "except SystemExit as end:\n"
+        "    print(end.code, gc.get_freeze_count())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    exit_code, frozen = map(int, done.stdout.split())
+    assert exit_code == 0 and (tmp_path / "s.db").exists()
+    assert frozen > 20_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from typing import Any
@@ -175,6 +176,10 @@ def _run(
     from converter import conversion as library
     from converter.conversion import stopping
 
+    # What the imports made (SQLAlchemy's above all) lives as long as the process: the
+    # collector need not scan it again on every full collection of a conversion.  A command
+    # can do this; the library cannot (a host process may have garbage among its objects).
+    gc.freeze()
     quiet = options["notify"] is None
     try:
         with stopping.on_signals():
