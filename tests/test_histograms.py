@@ -536,3 +536,20 @@ def test_bucket_json_of_python_floats_is_that_of_their_array(rows: list[list[flo
     assert json.loads(histograms._floats_json(square)) == [
         [None if x != x else x for x in row] for row in square
     ]
+
+
+@given(
+    st.sampled_from([(1, np.float32, "float_val"), (2, np.float64, "double_val")]),
+    st.lists(st.floats(width=32), min_size=3, max_size=30).map(lambda v: v[: len(v) // 3 * 3]),
+)
+def test_a_packed_histogram_tensor_gives_the_row_of_its_values_given_one_by_one(
+    kind: tuple[int, Any, str], values: list[float]
+) -> None:
+    """Packed [k, 3] tensors (what writers send) are read as Python floats from their bytes;
+    the same values given one by one go through NumPy and TensorBoard's make_ndarray."""
+    dtype, numpy_type, field = kind
+    shape = {"dim": [{"size": len(values) // 3}, {"size": 3}]}
+    content = np.array(values, dtype=numpy_type).tobytes()
+    packed = TensorProto(dtype=dtype, tensor_shape=shape, tensor_content=content)
+    one_by_one = TensorProto(dtype=dtype, tensor_shape=shape, **{field: values})
+    assert repr(histograms.tensor_row(packed)) == repr(histograms.tensor_row(one_by_one))

@@ -31,10 +31,11 @@ and ``-inf`` ``-1e999`` (valid JSON numbers that overflow back to ±infinity in 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from converter.plugins._tensorproto import dtype_name, tensor_to_array
+from converter.plugins._tensorproto import DT_DOUBLE, DT_FLOAT, dtype_name, tensor_to_array
 from converter.plugins.base import Decoded, DecodeFailure
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ TABLE = "histograms"
 POS_INF_JSON = "1e999"
 NEG_INF_JSON = "-1e999"
 NAN_JSON = "null"
+# Packed dtypes read as Python floats: (struct format, item size).
+_PACKED_FORMATS = {DT_FLOAT: ("f", 4), DT_DOUBLE: ("d", 8)}
 _VALUE_FIELDS = (
     "float_val",
     "double_val",
@@ -153,15 +156,24 @@ def tensor_row(tensor: Any) -> tuple[Any, ...]:
     shape = [int(dim.size) for dim in tensor.tensor_shape.dim]
     if len(shape) != 2 or shape[1] != 3 or shape[0] < 0:
         raise DecodeFailure(f"a histogram tensor must have shape [k,3], got {shape}")
+    packed = _PACKED_FORMATS.get(tensor.dtype)
+    content = tensor.tensor_content
+    if packed is not None and content and len(content) == shape[0] * 3 * packed[1]:
+        # Packed floats, as writers send them: Python floats straight from the bytes (in
+        # tensor_to_array's native order), with no NumPy call (tens of buckets each).
+        values = array(packed[0], content).tolist()
+        buckets = [values[at : at + 3] for at in range(0, len(values), 3)]
+        count = math.fsum(values[2::3])
+        return (count, buckets[0][0], buckets[-1][1], None, None, _floats_json(buckets), None)
     if not tensor.tensor_content:
         # Checked before decoding: TensorFlow would repeat a lone value over the whole shape.
         given = max(len(getattr(tensor, name)) for name in _VALUE_FIELDS)
         if given != shape[0] * 3:
             raise DecodeFailure(f"a [{shape[0]},3] histogram tensor holds {given} values")
-    array = tensor_to_array(tensor)
-    if array.dtype.kind not in "fiu" or array.shape != (shape[0], 3):
-        raise DecodeFailure(f"a histogram tensor must be real [k,3], got {array.dtype}")
-    rows = array.astype("float64")
+    decoded = tensor_to_array(tensor)
+    if decoded.dtype.kind not in "fiu" or decoded.shape != (shape[0], 3):
+        raise DecodeFailure(f"a histogram tensor must be real [k,3], got {decoded.dtype}")
+    rows = decoded.astype("float64")
     count = math.fsum(rows[:, 2].tolist())
     low = float(rows[0, 0]) if len(rows) else None
     high = float(rows[-1, 1]) if len(rows) else None
