@@ -53,6 +53,7 @@ TESTS = {
     "converter.reading.events": _DECODING,
     "converter.reading.blocks": _FRAMING,
     "converter.reading.records": _FRAMING,
+    "converter.reading.heads": [*_FRAMING, "test_incremental.py"],
     "converter.reading.discovery": [
         "test_discovery.py",
         "test_paths.py",

@@ -30,15 +30,14 @@ from converter.filters import Selection
 from converter.reading import blocks
 from converter.reading import records as records_module
 from converter.reading.decoder import EventDecoder
+from converter.reading.heads import first_record, read_first_record
 from converter.reading.records import (
     FOOTER_SIZE,
     HEADER_SIZE,
     Damage,
     RecordReader,
-    first_record,
     masked_crc32c,
     open_event_file,
-    read_first_record,
 )
 from converter.rows import remap_to_store_ids
 from tests.eventfiles import (

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from converter.filters import Selection
 from converter.reading.chunks import unreadable_reason
 from converter.reading.discovery import Classification, EventFileSource, RunSource
-from converter.reading.records import head_digest, open_event_file
+from converter.reading.heads import head_digest
+from converter.reading.records import open_event_file
 from converter.store.files import FileState, KnownFile
 
 ACTIONS = ("new", "moved", "append", "replaced", "reread", "unchanged", "unreadable")

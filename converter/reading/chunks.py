@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from converter.filters import Selection
 from converter.reading.decoder import DecodeStats, EventDecoder, KnownMetadata
-from converter.reading.records import Damage, RecordReader, head_digest, open_event_file
+from converter.reading.heads import head_digest
+from converter.reading.records import Damage, RecordReader, open_event_file
 from converter.rows import SeriesDefinition, TableRows, TagMetadata
 
 if TYPE_CHECKING:

@@ -9,7 +9,6 @@ scanning forward to the next offset where a whole valid record starts.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import os
 import struct
@@ -28,10 +27,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Damage",
     "RecordReader",
-    "head_digest",
     "masked_crc32c",
     "open_event_file",
-    "read_first_record",
 ]
 
 HEADER_SIZE = 12
@@ -353,48 +350,6 @@ class RecordReader:
         if batch:
             yield batch
         return i
-
-
-def read_first_record(fileobj: BinaryIO) -> bytes | None:
-    """Return the payload of the valid record at offset 0, without scanning past it.
-
-    Args:
-        fileobj: A binary file open for reading; its position is restored afterwards.
-
-    Returns:
-        The payload, or None when the file is empty, torn, or its first record is damaged.
-    """
-    here = fileobj.tell()
-    try:
-        fileobj.seek(0)
-        # A small block: sniffing the first record of many files must not read 8 MiB of each.
-        return RecordReader(fileobj, 0, block_size=64 << 10).record_at(0)
-    finally:
-        fileobj.seek(here)
-
-
-def first_record(data: bytes) -> bytes | None:
-    """What ``read_first_record`` reads from a file that begins with ``data``, when ``data``
-    holds the first record whole; None otherwise (a batch of small files holds them whole)."""
-    if len(data) < HEADER_SIZE:
-        return None
-    length, stored = _HEADER.unpack_from(data)
-    end = HEADER_SIZE + length
-    if end + FOOTER_SIZE > len(data) or masked_crc32c(data[:8]) != stored:
-        return None
-    payload = data[HEADER_SIZE:end]
-    return payload if masked_crc32c(payload) == _U32.unpack_from(data, end)[0] else None
-
-
-def head_digest(fileobj: BinaryIO) -> str | None:
-    """sha256 (hex) of the first record's payload, which identifies a file across renames
-    and tells a replaced file from a grown one; None when it has no valid first record."""
-    return digest_of(read_first_record(fileobj))
-
-
-def digest_of(head: bytes | None) -> str | None:
-    """``head_digest`` of a file whose first record's payload is ``head``."""
-    return hashlib.sha256(head).hexdigest() if head is not None else None
 
 
 def open_event_file(path: str) -> BinaryIO:

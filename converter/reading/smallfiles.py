@@ -29,7 +29,7 @@ from converter.reading import chunks, scalarkeys
 from converter.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
 from converter.reading.decoder import EventDecoder
 from converter.reading.events import Event
-from converter.reading.records import digest_of, first_record
+from converter.reading.heads import digest_of, first_record
 
 __all__ = ["read_files"]
 
