@@ -202,26 +202,40 @@ class EventDecoder:
         stats.first_wall_time = None if first == inf else first
         stats.last_wall_time = None if last == -inf else last
 
-    def define_scalar(self, tag: str, simple: bool, own: Any) -> int | None:
-        """The series the general path would define from a single-scalar record of ``tag``
-        (``simple``: a simple_value, else a float32 tensor; ``own``: the record's metadata
-        or None) that it would then take its fast path for, when that follows from the
-        record alone: nothing about the tag seen or remembered yet, and the selection keeps
-        it.  None otherwise (the general path must decode the record)."""
+    def scalar_definition(self, tag: str, simple: bool, own: Any) -> SeriesDefinition | None:
+        """What ``define_scalar`` defines for a single-scalar record of ``tag`` (``simple``:
+        a simple_value, else a float32 tensor; ``own``: the record's metadata or None),
+        numbered 0, when the general path would take its fast path for it and the selection
+        keeps it; None otherwise.  It depends on nothing this file has seen, so a batch of
+        files asks once per key."""
         plugin = plugin_for("simple_value" if simple else "tensor", own)
         if (
             not tag
             or plugin != "scalars"
-            or tag in self._metadata
-            or tag in self._known
-            or (tag, plugin) in self._series
             or not self._accepts_tag(tag)
             or not self.selection.accepts_plugin(plugin)
         ):
             return None
+        return SeriesDefinition(0, tag, plugin, "float32", *_described(own))
+
+    def define_scalar(
+        self, tag: str, simple: bool, own: Any, definition: SeriesDefinition | None = None
+    ) -> int | None:
+        """The series the general path would define from a single-scalar record of ``tag``
+        (see ``scalar_definition``, or its answer for the same arguments) that it would then
+        take its fast path for, when that follows from the record alone: nothing about the
+        tag seen or remembered yet, and the selection keeps it.  None otherwise (the general
+        path must decode the record)."""
+        if definition is None:
+            definition = self.scalar_definition(tag, simple, own)
+            if definition is None:
+                return None
+        if tag in self._metadata or tag in self._known or (tag, "scalars") in self._series:
+            return None
         if own is not None:
             self._metadata[tag] = own
-        series = self._series[(tag, plugin)] = self._define(tag, plugin, "float32", own)
+        series = self._series[(tag, "scalars")] = len(self.definitions)
+        self.definitions.append(SeriesDefinition(series, *definition[1:]))
         (self.simple_series if simple else self.float_tensor_series)[tag] = series
         return series
 
@@ -322,21 +336,7 @@ class EventDecoder:
 
     def _define(self, tag: str, plugin: str, dtype: str | None, metadata: Any) -> int:
         local = len(self.definitions)
-        self.definitions.append(
-            SeriesDefinition(
-                local,
-                tag,
-                plugin,
-                dtype,
-                display_name=(metadata.display_name or None) if metadata is not None else None,
-                description=(metadata.summary_description or None)
-                if metadata is not None
-                else None,
-                plugin_content=(
-                    bytes(metadata.plugin_data.content) or None if metadata is not None else None
-                ),
-            )
-        )
+        self.definitions.append(SeriesDefinition(local, tag, plugin, dtype, *_described(metadata)))
         return local
 
     def _decode_raw_event(self, event: Any, what: str, offset: int) -> None:
@@ -370,3 +370,14 @@ class EventDecoder:
         if accepted is None:
             accepted = self._tag_ok[tag] = self.selection.accepts_tag(tag)
         return accepted
+
+
+def _described(metadata: Any) -> tuple[str | None, str | None, bytes | None]:
+    """A series' display name, description and plugin content, from its first metadata."""
+    if metadata is None:
+        return None, None, None
+    return (
+        metadata.display_name or None,
+        metadata.summary_description or None,
+        bytes(metadata.plugin_data.content) or None,
+    )

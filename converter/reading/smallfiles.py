@@ -30,6 +30,7 @@ from converter.reading.chunks import Chunk, FileTask, KnownMetadataByContext, Re
 from converter.reading.decoder import EventDecoder
 from converter.reading.events import Event
 from converter.reading.heads import digest_of, first_record
+from converter.rows import SeriesDefinition
 
 __all__ = ["read_files"]
 
@@ -209,6 +210,7 @@ class _Parts:
         # Each record's key number (-1: not of the template, or not in the key cache).
         self.key = np.full(len(starts), -1, dtype=np.int64)
         self.tags: list[tuple[str, bool, Any]] = []
+        self._definitions: dict[int, SeriesDefinition | None] = {}  # by key number
         candidates = np.flatnonzero(parsed.ok)
         if len(candidates):
             firsts, numbers = np.unique(
@@ -275,7 +277,14 @@ class _Parts:
             if number >= 0:
                 self._feed(decoder, waiting)  # the decoder must be up to this record
                 tag, simple, own = self.tags[number]
-                series = decoder.define_scalar(tag, simple, own)
+                if number not in self._definitions:  # the same for every file of the batch
+                    self._definitions[number] = decoder.scalar_definition(tag, simple, own)
+                definition = self._definitions[number]
+                series = (
+                    None
+                    if definition is None
+                    else decoder.define_scalar(tag, simple, own, definition)
+                )
                 if series is not None:
                     series_of[number] = series
                     general[local] = False  # packed with the records of known keys
