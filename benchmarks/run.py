@@ -845,7 +845,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-pg", action="store_true", help="skip the PostgreSQL runs")
     parser.add_argument("--skip-sweep", action="store_true", help="skip the 2,000-run sweep")
     parser.add_argument("--skip-mixed", action="store_true", help="skip the mixed-plugin logdir")
-    parser.add_argument("--skip-jobs", action="store_true", help="skip the --jobs 2 run")
+    parser.add_argument("--skip-jobs", action="store_true", help="skip the --jobs 2 runs")
     parser.add_argument(
         "--skip-breakdown",
         action="store_true",

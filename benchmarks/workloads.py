@@ -303,6 +303,7 @@ def sweep(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any], bi
     if floor is not None and big_events:
         floor_per_file_ms = (floor.wall - events * big.wall / big_events) / files * 1e3
         report.row("", "  per-file overhead of the floor", f"{floor_per_file_ms:.2f} ms wall")
+    jobs2 = _jobs2_row(h, report, race)
     return {
         "files": files,
         "events": events,
@@ -314,6 +315,7 @@ def sweep(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any], bi
         "per_file_cpu_ms": per_file_cpu_ms,
         "floor": None if floor is None else asdict(floor),
         "floor_per_file_ms": floor_per_file_ms,
+        "jobs2": jobs2,
     }
 
 
@@ -331,6 +333,7 @@ class _Race:
     ratio: float
     cpu_ratio: float
     floor: _Floor | None
+    jobs2: Any | None  # the median --jobs 2 conversion, unless --skip-jobs
 
 
 def _race(h: Any, args: Any, work: Path, dataset: generate.Dataset, name: str) -> _Race:
@@ -342,6 +345,11 @@ def _race(h: Any, args: Any, work: Path, dataset: generate.Dataset, name: str) -
         lambda i: h.measure(accumulator_cmd(dataset, h.TASKS)),
     )
     one, ea = median_by_wall(ours), median_by_wall(theirs)
+    jobs2 = None
+    if not args.skip_jobs:
+        jobs2 = median_by_wall(
+            [h.convert(dataset.logdir, h.fresh_store(work, f"{name}-jobs2"), 2) for _ in stores]
+        )
     return _Race(
         ours,
         theirs,
@@ -351,6 +359,7 @@ def _race(h: Any, args: Any, work: Path, dataset: generate.Dataset, name: str) -
         ratio=ea.wall / one.wall if one.ok and ea.ok else 0.0,
         cpu_ratio=ea.cpu / one.cpu if one.cpu else 0.0,
         floor=_floor(h, args, work, name, ours.index(one), stores) if one.ok else None,
+        jobs2=jobs2,
     )
 
 
@@ -389,6 +398,23 @@ def _floor(
     if not rewrite.ok or not all(m.ok for m in startups):
         return None
     return _Floor(median_by_wall(startups).wall, rewrite.last_json()["work_wall"])
+
+
+def _jobs2_row(h: Any, report: Any, race: _Race) -> dict[str, Any] | None:
+    """The workload with decoding in a worker process (``--jobs 2``), against ``--jobs 1``."""
+    jobs2 = race.jobs2
+    if jobs2 is None:
+        return None
+    if not jobs2.ok:
+        report.notes.append("CHECK: the --jobs 2 conversion failed")
+        return None
+    report.row(
+        "",
+        "  --jobs 2 (decoding in a worker)",
+        f"{h._s(jobs2.wall)}: {race.one.wall / jobs2.wall:.2f}x --jobs 1, "
+        f"{race.ea.wall / jobs2.wall:.2f}x EventAccumulator",
+    )
+    return jobs2.brief()  # type: ignore[no-any-return]
 
 
 def _floor_row(h: Any, report: Any, race: _Race) -> None:
@@ -448,6 +474,7 @@ def mixed(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any]) ->
     )
     _against_accumulator(h, report, ea, theirs, ratio, cpu_ratio, TARGET_MIXED_VS_EA)
     _floor_row(h, report, race)
+    jobs2 = _jobs2_row(h, report, race)
     return {
         "events": records,
         "points": expected,
@@ -455,6 +482,7 @@ def mixed(h: Any, args: Any, work: Path, report: Any, checks: dict[str, Any]) ->
         "event_accumulator": {**ea.brief(), "all_walls_s": [m.wall for m in theirs]},
         "ratio": ratio,
         "floor": None if race.floor is None else asdict(race.floor),
+        "jobs2": jobs2,
     }
 
 
