@@ -205,7 +205,10 @@ class PackedRows:
         )
 
     def _whole_rows(self, part: bytes) -> Iterator[Row]:
-        return _ROW.iter_unpack(_with_file(part, self.file_id, value_index=True))
+        import numpy as np
+
+        rows = np.frombuffer(part, dtype=packed_dtype())
+        return _ROW.iter_unpack(_with_file(rows, self.file_id, value_index=True))
 
 
 # A table's rows: a list of tuples, or (scalars) packed rows, iterable and sized like one.
@@ -277,24 +280,32 @@ class RowBatch:
     def block_rows(self) -> Iterator[Row]:
         """The other rows, as ``(series_id, step, file_id, record_offset, wall_time, value)``:
         unlike one file's, they do not share a file id."""
-        return chain.from_iterable(
-            _BATCH_ROW.iter_unpack(_with_file(packed, part.file_id))
+        import numpy as np
+
+        runs = [
+            (packed, part.file_id)
             for part in self.parts
             if isinstance(part, PackedRows)
             for packed in part.parts()
             if isinstance(packed, bytes)
+        ]
+        # One widening for the whole group, not one per file: a sweep's files are small.
+        rows = np.frombuffer(b"".join(packed for packed, _ in runs), dtype=packed_dtype())
+        files = np.repeat(
+            np.array([file_id for _, file_id in runs], dtype=np.int64),
+            [len(packed) // PACKED_ROW.size for packed, _ in runs],
         )
+        return _BATCH_ROW.iter_unpack(_with_file(rows, files))
 
 
 _BATCH_ROW = struct.Struct("<qqqqdd")
 
 
-def _with_file(packed: bytes, file_id: int, value_index: bool = False) -> bytes:
-    """Packed rows widened with their file id, and a value index of 0 if asked (``_ROW``;
-    else ``_BATCH_ROW``)."""
+def _with_file(rows: np.ndarray, file_id: int | np.ndarray, value_index: bool = False) -> bytes:
+    """Packed rows (``packed_dtype``) widened with their file id (one for all, or one each),
+    and a value index of 0 if asked (``_ROW``; else ``_BATCH_ROW``)."""
     import numpy as np
 
-    rows = np.frombuffer(packed, dtype=packed_dtype())
     keys = ("series", "step", "file", "offset", "index")[: 5 if value_index else 4]
     table = np.zeros(
         len(rows), dtype=[(name, "<i8") for name in keys] + [("wall_time", "<f8"), ("value", "<f8")]
