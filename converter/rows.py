@@ -113,6 +113,19 @@ def pack_rows(
     return table.tobytes()
 
 
+def packed_runs(runs: Sequence[tuple[bytes, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Packed runs of several files, each with its file's id, as one array of packed rows
+    (``packed_dtype``) and each row's file id."""
+    import numpy as np
+
+    rows = np.frombuffer(b"".join(packed for packed, _ in runs), dtype=packed_dtype())
+    files = np.repeat(
+        np.array([file_id for _, file_id in runs], dtype=np.int64),
+        [len(packed) // PACKED_ROW.size for packed, _ in runs],
+    )
+    return rows, files
+
+
 def packed_columns(packed: bytes) -> tuple[np.ndarray, ...]:
     """Packed rows as NumPy columns in key order: series, step, record offset, value index
     (always 0), wall time, value."""
@@ -280,8 +293,6 @@ class RowBatch:
     def block_rows(self) -> Iterator[Row]:
         """The other rows, as ``(series_id, step, file_id, record_offset, wall_time, value)``:
         unlike one file's, they do not share a file id."""
-        import numpy as np
-
         runs = [
             (packed, part.file_id)
             for part in self.parts
@@ -290,12 +301,7 @@ class RowBatch:
             if isinstance(packed, bytes)
         ]
         # One widening for the whole group, not one per file: a sweep's files are small.
-        rows = np.frombuffer(b"".join(packed for packed, _ in runs), dtype=packed_dtype())
-        files = np.repeat(
-            np.array([file_id for _, file_id in runs], dtype=np.int64),
-            [len(packed) // PACKED_ROW.size for packed, _ in runs],
-        )
-        return _BATCH_ROW.iter_unpack(_with_file(rows, files))
+        return _BATCH_ROW.iter_unpack(_with_file(*packed_runs(runs)))
 
 
 _BATCH_ROW = struct.Struct("<qqqqdd")

@@ -39,7 +39,7 @@ from converter.rows import (
     PackedRows,
     Row,
     RowBatch,
-    packed_columns,
+    packed_runs,
 )
 from converter.store.statements import Statements
 
@@ -314,6 +314,7 @@ def _columns(table: str, rows: InsertRows) -> tuple[Any, ...]:
     tuples: list[list[Row]] = []
     local: list[LocalRows] = []
     parts: list[tuple[np.ndarray, ...]] = []
+    runs: list[tuple[bytes, int]] = []  # packed, of every file at once
     for rows_of_file in rows.parts if isinstance(rows, RowBatch) else [rows]:
         if isinstance(rows_of_file, LocalRows):
             local.append(rows_of_file)
@@ -323,10 +324,22 @@ def _columns(table: str, rows: InsertRows) -> tuple[Any, ...]:
             for part in rows_of_file.parts():
                 if isinstance(part, list):
                     tuples.append(part)
-                    continue
-                series, step, offset, index, wall, value = packed_columns(part)
-                file = np.full(len(series), rows_of_file.file_id, dtype=np.int64)
-                parts.append((series, step, file, offset, index, wall, value))
+                else:
+                    runs.append((part, rows_of_file.file_id))
+    if runs:
+        packed, file = packed_runs(runs)
+        index = np.zeros(len(packed), dtype=np.int64)
+        parts.append(
+            (
+                packed["series"],
+                packed["step"],
+                file,
+                packed["offset"],
+                index,
+                packed["wall_time"],
+                packed["value"],
+            )
+        )
     if any(tuples):
         parts.append(_tuple_columns(table, _joined(tuples)))
     if any(local):
