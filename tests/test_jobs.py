@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from converter.cli import cli
 from converter.conversion import convert, workers
 from converter.errors import ConverterError
+from converter.filters import Selection
 from converter.reading import chunks, smallfiles
 from tests.eventfiles import (
     simple_value,
@@ -161,3 +162,55 @@ def test_a_worker_failing_midway_raises_after_the_chunks_it_read_before(
     monkeypatch.setattr(smallfiles._Batch, "chunk", chunk)
     convert(logdir, tmp_path / "s.db", jobs=2)
     assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))
+
+
+def test_a_parcel_weighs_about_one_chunk_of_points_or_of_image_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Files of a few images are few points of many bytes: a parcel must end on its bytes too,
+    # or a worker would hold hundreds of such files at once.
+    import io
+
+    import numpy as np
+    from PIL import Image
+    from tensorboard.compat.proto.summary_pb2 import Summary
+
+    def png(seed: int) -> bytes:
+        noise = np.random.default_rng(seed).integers(0, 256, (48, 48, 3), dtype=np.uint8)
+        out = io.BytesIO()
+        Image.fromarray(noise).save(out, format="PNG")
+        return out.getvalue()
+
+    paths = []
+    for run in range(12):
+        images = [png(run * 2 + step) for step in range(2)]
+        paths.append(tmp_path / f"run_{run:02d}" / "events.out.tfevents.1.h")
+        write_events(
+            paths[-1],
+            [
+                summary_event(
+                    step,
+                    1e9 + step,
+                    [Summary.Value(tag="sample", image=Summary.Image(encoded_image_string=image))],
+                )
+                for step, image in enumerate(images)
+            ],
+        )
+    image_bytes = len(png(0))
+    tasks = [
+        chunks.FileTask(
+            i, str(p), p.name, str(p.parent), "", p.stat().st_size, 0, 0, None, None, {}
+        )
+        for i, p in enumerate(paths)
+    ]
+    monkeypatch.setattr(workers, "_PARCEL_BYTES", 3 * image_bytes)
+    monkeypatch.setattr(workers.stopping, "ignore_in_worker", lambda: None)  # this process
+    sent: list[list[Any]] = []
+
+    class Sent:
+        put = staticmethod(sent.append)
+
+    workers._work(tasks, chunks.ReadSettings(Selection(), 1000), Sent())
+    # Two files of two images each pass three images' bytes: each parcel holds two files.
+    assert [len(parcel) for parcel in sent] == [2] * 6
+    assert [len(chunk.blobs) for parcel in sent for chunk in parcel] == [2] * 12

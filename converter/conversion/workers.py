@@ -16,13 +16,21 @@ from typing import Any
 
 from converter.conversion import stopping
 from converter.errors import ConverterError
-from converter.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
+from converter.reading.chunks import (
+    CHUNK_BYTES,
+    Chunk,
+    FileTask,
+    KnownMetadataByContext,
+    ReadSettings,
+)
 from converter.reading.smallfiles import read_files
 
 # Parcels (lists of chunks) a worker may hold ready before the writer takes them; a parcel
-# ends at a chunk's worth of points or at _PARCEL_CHUNKS chunks (this bounds memory).
+# ends at a chunk's worth of points or of blob bytes (images, audio), or at _PARCEL_CHUNKS
+# chunks: it weighs about one chunk, which bounds memory as one chunk a message did.
 _QUEUE_CHUNKS = 4
 _PARCEL_CHUNKS = 256
+_PARCEL_BYTES = CHUNK_BYTES
 # Seconds between looks at whether a --jobs conversion is being stopped.
 _POLL = 0.1
 
@@ -173,19 +181,24 @@ def _check_workers(workers: Sequence[Any]) -> None:
 
 def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
     """Decode ``tasks`` in order, sending their chunks in parcels: lists of chunks that end
-    once they hold a chunk's worth of points (or ``_PARCEL_CHUNKS`` chunks), then an error
-    if decoding failed."""
+    once they hold a chunk's worth of points or blob bytes (or ``_PARCEL_CHUNKS`` chunks),
+    then an error if decoding failed."""
     stopping.ignore_in_worker()
     carried: KnownMetadataByContext = {}
     parcel: list[Any] = []
-    points = 0
+    points = size = 0
     try:
         for _task, chunk in read_files(tasks, settings, carried):
             parcel.append(chunk)
             points += sum(len(rows) for rows in chunk.rows.values())
-            if points >= settings.chunk_points or len(parcel) >= _PARCEL_CHUNKS:
+            size += sum(len(blob) for blob in chunk.blobs.values())
+            if (
+                points >= settings.chunk_points
+                or size >= _PARCEL_BYTES
+                or len(parcel) >= _PARCEL_CHUNKS
+            ):
                 queue.put(parcel)
-                parcel, points = [], 0
+                parcel, points, size = [], 0, 0
     except BaseException as error:
         parcel.append(error)
     if parcel:

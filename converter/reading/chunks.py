@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # Records per block handed to the decoder (fewer when a chunk holds fewer points).
 _RECORD_BATCH = 8192
 # Images and audio make few points of many bytes: bound a chunk by bytes too.
-_CHUNK_BYTES = 64 << 20
+CHUNK_BYTES = 64 << 20
 # Fewer bytes than this to read (a few hundred scalar events, as in each run of a sweep) are
 # decoded record by record: the block path would learn every key of the file first, and that
 # costs more than it saves on so few records (issue #14).
@@ -212,7 +212,7 @@ def _next_chunk(
     damage_seen = len(reader.damage)
     announced = len(decoder.definitions)
     done = False
-    while decoder.pending() < settings.chunk_points and reader.consumed - before < _CHUNK_BYTES:
+    while decoder.pending() < settings.chunk_points and reader.consumed - before < CHUNK_BYTES:
         batch = next(batches, None)
         if batch is None:
             done = True
