@@ -126,12 +126,12 @@ def packed_runs(runs: Sequence[tuple[bytes, int]]) -> tuple[np.ndarray, np.ndarr
     return rows, files
 
 
-def packed_columns(packed: bytes) -> tuple[np.ndarray, ...]:
-    """Packed rows as NumPy columns in key order: series, step, record offset, value index
-    (always 0), wall time, value."""
+def packed_columns(packed: bytes | np.ndarray) -> tuple[np.ndarray, ...]:
+    """Packed rows (their bytes, or an array of ``packed_dtype``) as NumPy columns in key
+    order: series, step, record offset, value index (always 0), wall time, value."""
     import numpy as np
 
-    table = np.frombuffer(packed, dtype=packed_dtype())
+    table = np.frombuffer(packed, dtype=packed_dtype()) if isinstance(packed, bytes) else packed
     zeros = np.zeros(len(table), dtype=np.int64)
     return (
         table["series"],

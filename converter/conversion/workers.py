@@ -132,11 +132,15 @@ def _receive(
     held: list[deque[Any]] = [deque() for _ in parcels]
     ordered: list[tuple[FileTask, Chunk]] = []
 
+    def hand_over_ordered() -> bool:
+        sent = not ordered or hand_over(ordered.copy())
+        ordered.clear()
+        return sent
+
     def next_from(owner: int) -> Any:
         if not held[owner]:
-            if ordered and not hand_over(ordered.copy()):
+            if not hand_over_ordered():
                 return None
-            ordered.clear()
             while not stop.is_set():
                 with contextlib.suppress(queue.Empty):
                     held[owner].extend(parcels[owner].get(timeout=_POLL))
@@ -152,17 +156,15 @@ def _receive(
                 if chunk is None:
                     return
                 if isinstance(chunk, BaseException):
-                    if ordered:
-                        hand_over(ordered.copy())
+                    hand_over_ordered()
                     hand_over(chunk)
                     return
                 ordered.append((task, chunk))
-                if len(ordered) >= _PARCEL_CHUNKS and hand_over(ordered.copy()):
-                    ordered.clear()
+                if len(ordered) >= _PARCEL_CHUNKS:
+                    hand_over_ordered()
                 if chunk.done:
                     break
-        if ordered:
-            hand_over(ordered)
+        hand_over_ordered()
         hand_over(None)
     except BaseException as error:
         hand_over(error)

@@ -218,18 +218,12 @@ class EventDecoder:
             return None
         return SeriesDefinition(0, tag, plugin, "float32", *_described(own))
 
-    def define_scalar(
-        self, tag: str, simple: bool, own: Any, definition: SeriesDefinition | None = None
-    ) -> int | None:
-        """The series the general path would define from a single-scalar record of ``tag``
-        (see ``scalar_definition``, or its answer for the same arguments) that it would then
-        take its fast path for, when that follows from the record alone: nothing about the
-        tag seen or remembered yet, and the selection keeps it.  None otherwise (the general
-        path must decode the record)."""
-        if definition is None:
-            definition = self.scalar_definition(tag, simple, own)
-            if definition is None:
-                return None
+    def define_scalar(self, definition: SeriesDefinition, simple: bool, own: Any) -> int | None:
+        """The series the general path would define from a single-scalar record whose
+        ``scalar_definition`` is ``definition`` (``simple`` and ``own`` as there), when that
+        follows from the record alone: nothing about its tag seen or remembered yet.  None
+        otherwise (the general path must decode the record)."""
+        tag = definition.tag
         if tag in self._metadata or tag in self._known or (tag, "scalars") in self._series:
             return None
         if own is not None:

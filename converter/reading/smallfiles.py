@@ -281,9 +281,7 @@ class _Parts:
                     self._definitions[number] = decoder.scalar_definition(tag, simple, own)
                 definition = self._definitions[number]
                 series = (
-                    None
-                    if definition is None
-                    else decoder.define_scalar(tag, simple, own, definition)
+                    None if definition is None else decoder.define_scalar(definition, simple, own)
                 )
                 if series is not None:
                     series_of[number] = series

@@ -39,6 +39,7 @@ from converter.rows import (
     PackedRows,
     Row,
     RowBatch,
+    packed_columns,
     packed_runs,
 )
 from converter.store.statements import Statements
@@ -328,18 +329,8 @@ def _columns(table: str, rows: InsertRows) -> tuple[Any, ...]:
                     runs.append((part, rows_of_file.file_id))
     if runs:
         packed, file = packed_runs(runs)
-        index = np.zeros(len(packed), dtype=np.int64)
-        parts.append(
-            (
-                packed["series"],
-                packed["step"],
-                file,
-                packed["offset"],
-                index,
-                packed["wall_time"],
-                packed["value"],
-            )
-        )
+        series, step, offset, index, wall, value = packed_columns(packed)
+        parts.append((series, step, file, offset, index, wall, value))
     if any(tuples):
         parts.append(_tuple_columns(table, _joined(tuples)))
     if any(local):
