@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -137,30 +138,105 @@ def test_jobs_2_sends_small_files_in_parcels_in_task_order(
     assert view_rows(tmp_path / "two.db") == view_rows(_reference(logdir, tmp_path))
 
 
-@pytest.mark.by_record_switch
-def test_a_worker_failing_midway_raises_after_the_chunks_it_read_before(
+def test_the_writer_commits_what_it_holds_when_the_workers_have_nothing_ready(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Two small files of one run (one worker): the worker holds back the second until the
+    # store shows the first committed.  A writer that only commits full groups would wait
+    # for the second file with the first one held in its group.
+    logdir = tmp_path / "logs"
+    for number in (1, 2):
+        write_events(
+            logdir / "run" / f"events.out.tfevents.{number}.h",
+            [summary_event(s, 1e9 + s, [simple_value("loss", s / 7.0)]) for s in range(30)],
+        )
+    store = tmp_path / "s.db"
+    seen = tmp_path / "seen"
+    read_files = workers.read_files
+
+    def holding_back_the_second(*args: Any) -> Iterator[Any]:
+        for task, chunk in read_files(*args):
+            if task.index == 1:
+                seen.write_text(_wait_for_commit(store, "run/events.out.tfevents.1.h"))
+            yield task, chunk
+
+    monkeypatch.setattr(workers, "read_files", holding_back_the_second)  # forked workers
+    monkeypatch.setattr(workers, "_PARCEL_SECONDS", 0.0)  # send each chunk at once
+    summary = convert(logdir, store, jobs=2)
+    assert seen.read_text() == "committed"
+    assert summary.points == {"scalars": 60} and summary.files_read == 2
+    assert view_rows(store) == view_rows(_reference(logdir, tmp_path))
+
+
+def _wait_for_commit(store: Path, path: str) -> str:
+    import time
+
+    deadline = time.monotonic() + 10
+    found: list[Any] = []
+    while time.monotonic() < deadline:
+        db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        # OperationalError: the tables are not made yet.
+        with contextlib.suppress(sqlite3.OperationalError), contextlib.closing(db):
+            query = "SELECT offset_consumed FROM event_files WHERE path = ?"
+            found = db.execute(query, (path,)).fetchall()
+        if found:
+            return "committed"
+        time.sleep(0.01)
+    return "not committed within 10 s"
+
+
+def test_a_worker_sends_a_parcel_once_it_took_its_time_to_decode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Slow files of few points (mixed plugins) must not gather into one parcel while the
+    # writer waits; quick ones (a sweep's) still do.
+    logdir = _sweep(tmp_path / "logs", 6)
+    tasks = [
+        chunks.FileTask(
+            i, str(p), p.name, str(p.parent), "", p.stat().st_size, 0, 0, None, None, {}
+        )
+        for i, p in enumerate(sorted(logdir.glob("*/events*")))
+    ]
+    monkeypatch.setattr(workers.stopping, "ignore_in_worker", lambda: None)  # this process
+    parcels: dict[float, list[int]] = {}
+    for seconds in (0.0, 3600.0):
+        monkeypatch.setattr(workers, "_PARCEL_SECONDS", seconds)
+        sent: list[list[Any]] = []
+
+        class Sent:
+            put = staticmethod(sent.append)
+
+        workers._work(tasks, chunks.ReadSettings(Selection(), 1000), Sent())
+        parcels[seconds] = [len(parcel) for parcel in sent]
+    assert parcels == {0.0: [1] * 6, 3600.0: [6]}
+
+
+@pytest.mark.by_record_switch
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_decoder_failing_midway_raises_after_committing_what_was_read_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
     logdir = _sweep(tmp_path / "logs", 40)
-    # The failing worker (odd runs) sends runs 1-9, 11-19, then 21, 23 and the failure.
+    # With --jobs 2 the failing worker (odd runs) sends runs 1-9, 11-19, then 21 and the
+    # failure.
     monkeypatch.setattr(workers, "_PARCEL_CHUNKS", 5)
     chunk = smallfiles._Batch.chunk
 
-    def failing_at_run_25(self: Any, file: Any, carried: Any) -> Any:
-        if file.task.run_path.endswith("run_025"):
-            raise RuntimeError("decoder broke on run_025")
+    def failing_at_run_23(self: Any, file: Any, carried: Any) -> Any:
+        if file.task.run_path.endswith("run_023"):
+            raise RuntimeError("decoder broke on run_023")
         return chunk(self, file, carried)
 
-    monkeypatch.setattr(smallfiles._Batch, "chunk", failing_at_run_25)
-    with pytest.raises(RuntimeError, match="run_025"):
-        convert(logdir, tmp_path / "s.db", jobs=2, chunk_points=100)
-    # Every group before the failure was committed: a group ends at 100 points, 5 files of
-    # 20, so runs 0-24 are stored, the last of them sent with the failure.
+    monkeypatch.setattr(smallfiles._Batch, "chunk", failing_at_run_23)
+    with pytest.raises(RuntimeError, match="run_023"):
+        convert(logdir, tmp_path / "s.db", jobs=jobs, chunk_points=100)
+    # A group ends at 100 points (5 files of 20): runs 20-22 were held in an open group when
+    # the failure came, and are committed with the groups before them.
     with sqlite3.connect(tmp_path / "s.db") as db:
         stored = [row[0] for row in db.execute("SELECT path FROM event_files ORDER BY path")]
-    assert stored == [f"run_{n:03d}/events.out.tfevents.1.h" for n in range(25)]
+    assert stored == [f"run_{n:03d}/events.out.tfevents.1.h" for n in range(23)]
     monkeypatch.setattr(smallfiles._Batch, "chunk", chunk)
-    convert(logdir, tmp_path / "s.db", jobs=2)
+    convert(logdir, tmp_path / "s.db", jobs=jobs)
     assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))
 
 
@@ -204,6 +280,7 @@ def test_a_parcel_weighs_about_one_chunk_of_points_or_of_image_bytes(
         for i, p in enumerate(paths)
     ]
     monkeypatch.setattr(workers, "_PARCEL_BYTES", 3 * image_bytes)
+    monkeypatch.setattr(workers, "_PARCEL_SECONDS", 3600.0)
     monkeypatch.setattr(workers.stopping, "ignore_in_worker", lambda: None)  # this process
     sent: list[list[Any]] = []
 

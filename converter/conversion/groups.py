@@ -2,15 +2,16 @@
 
 A sweep is thousands of files of a few hundred points each; a transaction per file costs more
 than its points (issue #14).  Chunks are therefore collected, in the order they arrive, until
-they hold a chunk's worth of points (or of blob bytes, or a stop is asked for), and then
-applied in one transaction.  A big file's chunk fills a group by itself, so its commits stay
-as they were.  Inside the transaction the files' points are staged and inserted at its end,
-one insert and one summary update per table for the whole group, and the files' new states
-saved by one statement (``StoreWriter.flush``).  Every file's new state is saved in the
-transaction that holds its rows, so SPEC §7's promise (a chunk's points and the file's
-offset commit together) holds for every file of the group; a server's deadlock victim rolls
-the whole group back and applies it again, from the states of the last commit.  The group's
-runs are locked first, all together in key order (``StoreWriter.lock_runs``).
+they hold a chunk's worth of points (or of blob bytes, or a stop is asked for, or --jobs
+workers have nothing decoded ready, or decoding failed), and then applied in one transaction.
+A big file's chunk fills a group by itself, so its commits stay as they were.  Inside the
+transaction the files' points are staged and inserted at its end, one insert and one summary
+update per table for the whole group, and the files' new states saved by one statement
+(``StoreWriter.flush``).  Every file's new state is saved in the transaction that holds its
+rows, so SPEC §7's promise (a chunk's points and the file's offset commit together) holds for
+every file of the group; a server's deadlock victim rolls the whole group back and applies it
+again, from the states of the last commit.  The group's runs are locked first, all together in
+key order (``StoreWriter.lock_runs``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -30,7 +30,7 @@ from converter.conversion.groups import (
 from converter.conversion.plan import plan_files
 from converter.conversion.sources import Origin, check_source, other_source
 from converter.conversion.summary import FileProblem, Summary, progress_bar
-from converter.conversion.workers import decode_all
+from converter.conversion.workers import Decoding
 from converter.filters import Selection
 from converter.reading import discovery
 from converter.reading.chunks import Chunk, FileTask, ReadSettings, bytes_to_read
@@ -82,7 +82,7 @@ class Job:
         total = sum(bytes_to_read(task, self.settings) for task in tasks)
         try:
             with progress_bar(total, enabled=progress) as bar:
-                self._apply_all(decode_all(tasks, self.settings, jobs), bar.update)
+                self._apply_all(Decoding(tasks, self.settings, jobs), bar.update)
         except stopping.Interrupted as stop:
             stop.kept = (
                 f"every chunk committed before it ({self.committed_points} points this run, "
@@ -140,13 +140,24 @@ class Job:
         self._runs = {run.run_path: run for run in self.classification.runs}
         return tasks
 
-    def _apply_all(
-        self, chunks: Iterator[tuple[FileTask, Chunk]], advance: Callable[[int], Any]
-    ) -> None:
+    def _apply_all(self, chunks: Decoding, advance: Callable[[int], Any]) -> None:
+        # A group also commits when the workers have nothing ready: the writer would only
+        # wait, so its commit costs no time, and the last group is then small.
         group = Group(self.settings.chunk_points)
-        for task, chunk in chunks:
+        decoded = iter(chunks)
+        while True:
+            try:
+                task, chunk = next(decoded)
+            except StopIteration:
+                break
+            except Exception:
+                # Decoding failed (a worker died, a stop while waiting for one): what was
+                # decoded before is whole, and kept.
+                if group.entries:
+                    self._commit_group(group, advance)
+                raise
             group.add(task, chunk)
-            if group.full() or stopping.requested():
+            if group.full() or stopping.requested() or chunks.waiting():
                 self._commit_group(group, advance)
                 group = Group(self.settings.chunk_points)
                 stopping.check()  # between transactions: the only place a stop is taken

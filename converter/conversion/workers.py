@@ -27,87 +27,106 @@ from converter.reading.smallfiles import read_files
 
 # Parcels (lists of chunks) a worker may hold ready before the writer takes them; a parcel
 # ends at a chunk's worth of points or of blob bytes (images, audio), or at _PARCEL_CHUNKS
-# chunks: it weighs about one chunk, which bounds memory as one chunk a message did.
+# chunks: it weighs about one chunk, which bounds memory as one chunk a message did.  It
+# also ends once it took _PARCEL_SECONDS to decode: a message costs tens of microseconds,
+# nothing beside that, and the writer must not wait for slow files to gather.
 _QUEUE_CHUNKS = 4
 _PARCEL_CHUNKS = 256
 _PARCEL_BYTES = CHUNK_BYTES
+_PARCEL_SECONDS = 0.005
 # Seconds between looks at whether a --jobs conversion is being stopped.
 _POLL = 0.1
 
 
-def decode_all(
-    tasks: Sequence[FileTask], settings: ReadSettings, jobs: int
-) -> Iterator[tuple[FileTask, Chunk]]:
-    """Chunks of every task, in task order; ``jobs > 1`` reads ahead in worker processes."""
-    if jobs <= 1 or len(tasks) <= 1:
-        yield from read_files(tasks, settings, {})
-        return
-    yield from _decode_in_workers(tasks, settings, jobs)
+class Decoding:
+    """The chunks of every task, in task order (iterate once); ``jobs > 1`` reads ahead in
+    worker processes, and ``waiting`` then says whether the writer would wait for the next.
+    """
 
+    def __init__(self, tasks: Sequence[FileTask], settings: ReadSettings, jobs: int) -> None:
+        """Args: the files to read, how to read them, and the number of worker processes."""
+        self._tasks = tasks
+        self._settings = settings
+        self._jobs = jobs
+        self._ready: Any = None  # the receiver's hand-overs, with workers
+        self._left = 0  # chunks of the hand-over in use not yielded yet
 
-def _decode_in_workers(
-    tasks: Sequence[FileTask], settings: ReadSettings, jobs: int
-) -> Iterator[tuple[FileTask, Chunk]]:
-    # Every (run, context) goes to one worker so metadata carries across its files; each
-    # worker reads its tasks in task order, which is the order the writer takes them in, so
-    # bounded queues cannot deadlock.
-    import multiprocessing  # only here: --jobs 1 need not pay for importing it
-    import queue
-    import threading
+    def __iter__(self) -> Iterator[tuple[FileTask, Chunk]]:
+        if self._jobs <= 1 or len(self._tasks) <= 1:
+            return read_files(self._tasks, self._settings, {})
+        return self._from_workers()
 
-    # Forked workers inherit these (and NumPy) instead of each importing them while the
-    # writer waits for its first chunk.
-    import converter.reading.fastscalars  # noqa: F401
+    def waiting(self) -> bool:
+        """Whether the next chunk is not decoded yet: never in this process (it decodes
+        when asked); with workers, when nothing decoded is ready for the writer."""
+        return self._ready is not None and not self._left and self._ready.empty()
 
-    context: Any = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    owners: dict[tuple[str, str], int] = {}
-    assignment = [owners.setdefault((t.run_path, t.context), len(owners) % jobs) for t in tasks]
-    queues = [context.Queue(maxsize=_QUEUE_CHUNKS) for _ in range(jobs)]
-    workers = [
-        context.Process(
-            target=_work,
-            args=(
-                [t for t, owner in zip(tasks, assignment, strict=False) if owner == number],
-                settings,
-                queues[number],
-            ),
-            daemon=True,
-        )
-        for number in range(jobs)
-    ]
-    for worker in workers:
-        worker.start()
-    ready: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_CHUNKS)
-    stop = threading.Event()
-    receiver = threading.Thread(
-        target=_receive, args=(tasks, assignment, queues, ready, stop), daemon=True
-    )
-    receiver.start()
-    try:
-        while True:
-            try:
-                item = ready.get(timeout=_POLL)
-            except queue.Empty:
-                _check_workers(workers)
-                stopping.check()
-                continue
-            if item is None:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield from item
-    finally:
-        stop.set()
+    def _from_workers(self) -> Iterator[tuple[FileTask, Chunk]]:
+        # Every (run, context) goes to one worker so metadata carries across its files; each
+        # worker reads its tasks in task order, which is the order the writer takes them in,
+        # so bounded queues cannot deadlock.
+        import multiprocessing  # only here: --jobs 1 need not pay for importing it
+        import queue
+        import threading
+
+        # Forked workers inherit these (and NumPy) instead of each importing them while the
+        # writer waits for its first chunk.
+        import converter.reading.fastscalars  # noqa: F401
+
+        tasks, jobs = self._tasks, self._jobs
+        context: Any = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        owners: dict[tuple[str, str], int] = {}
+        assignment = [owners.setdefault((t.run_path, t.context), len(owners) % jobs) for t in tasks]
+        queues = [context.Queue(maxsize=_QUEUE_CHUNKS) for _ in range(jobs)]
+        workers = [
+            context.Process(
+                target=_work,
+                args=(
+                    [t for t, owner in zip(tasks, assignment, strict=False) if owner == number],
+                    self._settings,
+                    queues[number],
+                ),
+                daemon=True,
+            )
+            for number in range(jobs)
+        ]
         for worker in workers:
-            if worker.is_alive():
-                worker.terminate()
-            worker.join()
-        # A receiver waiting for room in ``ready`` sees the stop once it gets some; one
-        # inside a message half-written by a killed worker never returns (it is a daemon).
-        deadline = time.monotonic() + 1.0
-        while receiver.is_alive() and time.monotonic() < deadline:
-            with contextlib.suppress(queue.Empty):
-                ready.get(timeout=_POLL)
+            worker.start()
+        ready: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_CHUNKS)
+        self._ready = ready
+        stop = threading.Event()
+        receiver = threading.Thread(
+            target=_receive, args=(tasks, assignment, queues, ready, stop), daemon=True
+        )
+        receiver.start()
+        try:
+            while True:
+                try:
+                    item = ready.get(timeout=_POLL)
+                except queue.Empty:
+                    _check_workers(workers)
+                    stopping.check()
+                    continue
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                self._left = len(item)
+                for entry in item:
+                    self._left -= 1
+                    yield entry
+        finally:
+            stop.set()
+            for worker in workers:
+                if worker.is_alive():
+                    worker.terminate()
+                worker.join()
+            # A receiver waiting for room in ``ready`` sees the stop once it gets some; one
+            # inside a message half-written by a killed worker never returns (a daemon).
+            deadline = time.monotonic() + 1.0
+            while receiver.is_alive() and time.monotonic() < deadline:
+                with contextlib.suppress(queue.Empty):
+                    ready.get(timeout=_POLL)
 
 
 def _receive(
@@ -183,12 +202,17 @@ def _check_workers(workers: Sequence[Any]) -> None:
 
 def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
     """Decode ``tasks`` in order, sending their chunks in parcels: lists of chunks that end
-    once they hold a chunk's worth of points or blob bytes (or ``_PARCEL_CHUNKS`` chunks),
-    then an error if decoding failed."""
+    once they hold a chunk's worth of points or blob bytes (or ``_PARCEL_CHUNKS`` chunks) or
+    took ``_PARCEL_SECONDS`` to decode, then an error if decoding failed.
+
+    Without the time bound a few files of mixed plugins (tens of milliseconds each, few
+    points) made one parcel, and --jobs 2 decoded them all before the writer saw the first.
+    """
     stopping.ignore_in_worker()
     carried: KnownMetadataByContext = {}
     parcel: list[Any] = []
     points = size = 0
+    started = time.perf_counter()
     try:
         for _task, chunk in read_files(tasks, settings, carried):
             parcel.append(chunk)
@@ -198,9 +222,11 @@ def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
                 points >= settings.chunk_points
                 or size >= _PARCEL_BYTES
                 or len(parcel) >= _PARCEL_CHUNKS
+                or time.perf_counter() - started >= _PARCEL_SECONDS
             ):
                 queue.put(parcel)
                 parcel, points, size = [], 0, 0
+                started = time.perf_counter()
     except BaseException as error:
         parcel.append(error)
     if parcel:
