@@ -18,6 +18,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from tensorboard.plugins.audio import plugin_data_pb2
 
+from converter.plugins._tensorproto import shape_of
 from converter.plugins.base import Decoded, DecodeFailure, blob
 from converter.plugins.images import string_elements
 
@@ -90,7 +91,7 @@ def _summary_audio(audio: Any) -> Decoded:
 
 
 def _audio_tensor(tensor: Any, wav_declared: bool) -> Decoded:
-    dims = [dim.size for dim in tensor.tensor_shape.dim]
+    dims = shape_of(tensor)
     elements = string_elements(tensor)
     if len(dims) == 2 and dims[1] == 2:
         clips: list[tuple[bytes, bytes | None]] = [

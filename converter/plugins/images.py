@@ -18,7 +18,7 @@ from typing import Any
 
 from PIL import Image
 
-from converter.plugins._tensorproto import DT_STRING
+from converter.plugins._tensorproto import DT_STRING, shape_of
 from converter.plugins.base import Decoded, DecodeFailure, blob
 
 TABLE = "images"
@@ -77,10 +77,10 @@ def string_elements(tensor: Any) -> list[bytes]:
     """
     if tensor.dtype != DT_STRING:
         raise DecodeFailure(f"expected a string tensor, got dtype enum {tensor.dtype}")
-    elements = [bytes(element) for element in tensor.string_val]
+    elements = [bytes(element) for element in tensor.string_val[:]]
     count = 1
-    for dim in tensor.tensor_shape.dim:
-        count *= dim.size
+    for size in shape_of(tensor):
+        count *= size
     if count != len(elements):
         raise DecodeFailure(f"a string tensor of {count} elements holds {len(elements)}")
     return elements
@@ -96,7 +96,7 @@ def _summary_image(image: Any) -> Decoded:
 
 
 def _image_tensor(tensor: Any) -> Decoded:
-    dims = [dim.size for dim in tensor.tensor_shape.dim]
+    dims = shape_of(tensor)
     if len(dims) != 1:
         raise DecodeFailure(f"a TF2 image tensor has rank 1, got shape {dims}")
     elements = string_elements(tensor)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from converter.plugins._tensorproto import DT_STRING, dtype_name, tensor_to_array
+from converter.plugins._tensorproto import DT_STRING, dtype_name, shape_of, tensor_to_array
 from converter.plugins.base import Decoded, DecodeFailure, blob
 
 TABLE = "tensors"
@@ -43,7 +43,7 @@ def raw_bytes(data: bytes, dtype: str) -> Decoded:
 
 
 def _tensor(tensor: Any) -> Decoded:
-    shape = [int(dim.size) for dim in tensor.tensor_shape.dim]
+    shape = shape_of(tensor)
     dtype = dtype_name(tensor.dtype)
     if tensor.dtype == DT_STRING:
         if len(tensor.string_val) == 1 and _elements(shape) == 1:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from converter.plugins._tensorproto import DT_STRING, dtype_name
+from converter.plugins._tensorproto import DT_STRING, dtype_name, shape_of
 from converter.plugins.base import Decoded, DecodeFailure
 
 TABLE = "texts"
@@ -67,11 +67,11 @@ def string_elements(tensor: Any) -> list[bytes]:
     if tensor.tensor_content:
         raise DecodeFailure("packed tensor_content in a string tensor is not readable")
     size = 1
-    for dim in tensor.tensor_shape.dim:
-        if dim.size < 0:
-            raise DecodeFailure(f"string tensor has unknown dimension {dim.size}")
-        size *= dim.size
-    strings = [bytes(raw) for raw in tensor.string_val]
+    for dim in shape_of(tensor):
+        if dim < 0:
+            raise DecodeFailure(f"string tensor has unknown dimension {dim}")
+        size *= dim
+    strings = [bytes(raw) for raw in tensor.string_val[:]]
     if size == 0 or not strings:
         raise DecodeFailure(f"string tensor holds no element (shape size {size})")
     if len(strings) > size:

@@ -163,7 +163,7 @@ class EventDecoder:
                 last = wall_time
             if wall_time < first:
                 first = wall_time
-            values = event.summary.value
+            values = event.summary.value[:]  # a list: see _tensorproto.shape_of
             if not values:
                 self._non_summary(event, offset)
                 continue
