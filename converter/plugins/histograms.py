@@ -114,13 +114,13 @@ def proto_row(histo: Any) -> tuple[Any, ...]:
         histo.sum,
         histo.sum_squares,
         _floats_json(shown_buckets(low, high, limits, counts)),
-        _floats_json(list(map(list, zip(limits, counts, strict=True)))),
+        _floats_json(list(zip(limits, counts, strict=True))),
     )
 
 
 def shown_buckets(
     low: float, high: float, limits: list[float], counts: list[float]
-) -> list[list[float]]:
+) -> list[tuple[float, float, float]]:
     """TensorBoard's (left, right, count) buckets of a ``HistogramProto``.
 
     Empty buckets at both ends are dropped (``count > 0`` is not empty, so NaN counts are
@@ -141,8 +141,7 @@ def shown_buckets(
     while not counts[last] > 0:
         last -= 1
     inner = limits[first:last]
-    triples = zip([low, *inner], [*inner, high], counts[first : last + 1], strict=True)
-    return list(map(list, triples))
+    return list(zip([low, *inner], [*inner, high], counts[first : last + 1], strict=True))
 
 
 def tensor_row(tensor: Any) -> tuple[Any, ...]:
@@ -168,9 +167,9 @@ def tensor_row(tensor: Any) -> tuple[Any, ...]:
         # Packed floats, as writers send them: Python floats straight from the bytes (in
         # tensor_to_array's native order), with no NumPy call (tens of buckets each).
         values = array(packed[0], content).tolist()
-        buckets = [values[at : at + 3] for at in range(0, len(values), 3)]
-        count = math.fsum(values[2::3])
-        return (count, buckets[0][0], buckets[-1][1], None, None, _floats_json(buckets), None)
+        counts = values[2::3]
+        buckets = list(zip(values[0::3], values[1::3], counts, strict=True))
+        return (math.fsum(counts), values[0], values[-2], None, None, _floats_json(buckets), None)
     if not tensor.tensor_content:
         # Checked before decoding: TensorFlow would repeat a lone value over the whole shape.
         given = max(len(getattr(tensor, name)) for name in _VALUE_FIELDS)
@@ -186,8 +185,9 @@ def tensor_row(tensor: Any) -> tuple[Any, ...]:
     return (count, low, high, None, None, buckets_json(rows), None)
 
 
-def _floats_json(rows: list[list[float]]) -> str:
-    """``buckets_json`` of rows of Python floats, with no NumPy array made of them."""
+def _floats_json(rows: Sequence[Sequence[float]]) -> str:
+    """``buckets_json`` of rows (lists or tuples) of Python floats, with no NumPy array made
+    of them."""
     import orjson
 
     text = orjson.dumps(rows)  # the same text as of their float64 array (tested)

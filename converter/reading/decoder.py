@@ -321,7 +321,11 @@ class EventDecoder:
                 tag, plugin, decoded.dtype, metadata
             )
         key = (series, *where)
-        self.buffer.table(decoded.table).extend(key + row for row in decoded.rows)
+        rows = decoded.rows
+        if len(rows) == 1:  # most values: no generator for one row
+            self.buffer.table(decoded.table).append(key + rows[0])
+        else:
+            self.buffer.table(decoded.table).extend(key + row for row in rows)
         if decoded.blobs:
             self.buffer.blobs.update(decoded.blobs)
         if decoded.table != "scalars":  # scalars are counted as they are taken
