@@ -235,6 +235,7 @@ class _Parts:
         known = np.flatnonzero(~self.general)
         firsts = np.unique(file_of[known] * len(self.tags) + self.key[known], return_index=True)[1]
         self.general[known[firsts]] = True
+        self._no_series = np.full(max(len(self.tags), 1), -1, dtype=np.int64)
         # Every record as a packed row, its series to be set per file.
         self.rows = np.empty(len(starts), dtype=packed_dtype())
         self.rows["step"] = parsed.step
@@ -265,15 +266,15 @@ class _Parts:
     def decode(self, decoder: EventDecoder, file: _File) -> bool:
         """Decode the file's records into ``decoder`` in record order; False when the first
         record of a key leaves no series for it (the file must go record by record)."""
-        import numpy as np
-
         key = self.key[file.first : file.stop]
         general = self.general[file.first : file.stop].copy()
-        series_of = np.full(max(len(self.tags), 1), -1, dtype=np.int64)
+        series_of = self._no_series.copy()
         waiting: list[tuple[int, bytes]] = []
         packed_from = 0  # file-local index of the first record not packed or decoded yet
-        for local in np.flatnonzero(general).tolist():
-            number = int(key[local])
+        # The array methods, not np.flatnonzero or np.full: their Python wrappers cost more
+        # than the work on a small file's few hundred records.
+        locals_ = general.nonzero()[0]
+        for local, number in zip(locals_.tolist(), key[locals_].tolist(), strict=True):
             if number >= 0:
                 self._feed(decoder, waiting)  # the decoder must be up to this record
                 tag, simple, own = self.tags[number]
