@@ -38,6 +38,7 @@ from converter.reading.records import (
     RecordReader,
     masked_crc32c,
     open_event_file,
+    record_in,
 )
 from converter.rows import remap_to_store_ids
 from tests.eventfiles import (
@@ -376,6 +377,12 @@ def test_first_record_of_bytes_is_the_first_record_of_the_file(
     if flip is not None and flip < len(data):
         data[flip] ^= 0x20
     assert first_record(bytes(data)) == read_first_record(io.BytesIO(bytes(data)))
+    # At any record's offset, what a reader positioned there reads first.
+    at = 0
+    for payload in payloads:
+        expected = RecordReader(io.BytesIO(bytes(data)), at).record_at(at)
+        assert record_in(bytes(data), at) == expected
+        at += HEADER_SIZE + len(payload) + FOOTER_SIZE
 
 
 def test_dense_candidates_match_brute_force() -> None:

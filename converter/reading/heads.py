@@ -6,8 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import BinaryIO
 
-from converter.reading.crc import masked_crc32c
-from converter.reading.records import _HEADER, _U32, FOOTER_SIZE, HEADER_SIZE, RecordReader
+from converter.reading.records import RecordReader, record_in
 
 __all__ = ["digest_of", "first_record", "head_digest", "read_first_record"]
 
@@ -33,14 +32,7 @@ def read_first_record(fileobj: BinaryIO) -> bytes | None:
 def first_record(data: bytes) -> bytes | None:
     """What ``read_first_record`` reads from a file that begins with ``data``, when ``data``
     holds the first record whole; None otherwise (a batch of small files holds them whole)."""
-    if len(data) < HEADER_SIZE:
-        return None
-    length, stored = _HEADER.unpack_from(data)
-    end = HEADER_SIZE + length
-    if end + FOOTER_SIZE > len(data) or masked_crc32c(data[:8]) != stored:
-        return None
-    payload = data[HEADER_SIZE:end]
-    return payload if masked_crc32c(payload) == _U32.unpack_from(data, end)[0] else None
+    return record_in(data, 0)
 
 
 def head_digest(fileobj: BinaryIO) -> str | None:

@@ -29,6 +29,7 @@ __all__ = [
     "RecordReader",
     "masked_crc32c",
     "open_event_file",
+    "record_in",
 ]
 
 HEADER_SIZE = 12
@@ -41,6 +42,20 @@ _LENGTH_CACHE_MAX = 4096
 # Below these, checking records one by one costs less than numpy's fixed cost per call.
 _WHOLE_MIN_BYTES = 4096
 _WHOLE_MIN_RECORDS = 64
+
+
+def record_in(buf: bytes, i: int = 0) -> bytes | None:
+    """The payload of the record whose header is at ``buf[i]``, when it lies wholly in
+    ``buf`` and both its checksums verify; None otherwise (no resync, no reading)."""
+    start = i + HEADER_SIZE
+    if start > len(buf):
+        return None
+    length, stored = _HEADER.unpack_from(buf, i)
+    end = start + length
+    if end + FOOTER_SIZE > len(buf) or masked_crc32c(buf[i : i + 8]) != stored:
+        return None
+    payload = buf[start:end]
+    return payload if masked_crc32c(payload) == _U32.unpack_from(buf, end)[0] else None
 
 
 @dataclass(frozen=True)
@@ -230,6 +245,9 @@ class RecordReader:
     def record_at(self, offset: int) -> bytes | None:
         """The payload of the valid record at ``offset``, or None (torn, damaged, past the
         end); reads nothing beyond it and leaves the iteration state alone."""
+        if not self._buf and offset == self._base:
+            # Nothing read yet: the file may be positioned anywhere (iterating seeks too).
+            self._f.seek(offset)
         if not self._ensure(offset, HEADER_SIZE):
             return None
         length, ok = self._header_ok(offset)
