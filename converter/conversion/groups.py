@@ -45,8 +45,8 @@ class Group:
     def add(self, task: FileTask, chunk: Chunk) -> None:
         """Collect one chunk."""
         self.entries.append((task, chunk))
-        self._points += sum(len(rows) for rows in chunk.rows.values())
-        self._blob_bytes += sum(len(data) for data in chunk.blobs.values())
+        self._points += chunk.points()
+        self._blob_bytes += chunk.blob_bytes()
 
     def run_paths(self) -> set[str]:
         """The runs the group writes to (each locked before the group writes anything)."""

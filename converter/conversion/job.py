@@ -225,7 +225,7 @@ class Job:
             self.summary.files_replaced += 1
         if task.moved_from is not None and chunk.restart:
             self.summary.files_moved += 1
-        self.committed_points += sum(len(rows) for rows in chunk.rows.values())
+        self.committed_points += chunk.points()
         self.summary.add_damage(task.rel_path, chunk.damage)
         advance(max(outcome.file.state.offset_consumed - outcome.before, 0))
         if chunk.done:

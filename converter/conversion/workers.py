@@ -216,8 +216,8 @@ def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
     try:
         for _task, chunk in read_files(tasks, settings, carried):
             parcel.append(chunk)
-            points += sum(len(rows) for rows in chunk.rows.values())
-            size += sum(len(blob) for blob in chunk.blobs.values())
+            points += chunk.points()
+            size += chunk.blob_bytes()
             if (
                 points >= settings.chunk_points
                 or size >= _PARCEL_BYTES

@@ -170,7 +170,7 @@ def tensor_row(tensor: Any) -> tuple[Any, ...]:
         counts = values[2::3]
         buckets = list(zip(values[0::3], values[1::3], counts, strict=True))
         return (math.fsum(counts), values[0], values[-2], None, None, _floats_json(buckets), None)
-    if not tensor.tensor_content:
+    if not content:
         # Checked before decoding: TensorFlow would repeat a lone value over the whole shape.
         given = max(len(getattr(tensor, name)) for name in _VALUE_FIELDS)
         if given != shape[0] * 3:

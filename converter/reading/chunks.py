@@ -122,6 +122,14 @@ class Chunk:
     error: str | None = None
     stats: DecodeStats | None = None
 
+    def points(self) -> int:
+        """Rows of every table."""
+        return sum(len(rows) for rows in self.rows.values())
+
+    def blob_bytes(self) -> int:
+        """Bytes of its blobs (images, audio)."""
+        return sum(len(data) for data in self.blobs.values())
+
 
 def unreadable_reason(error: OSError) -> str:
     """The one-line reason a file could not be stat'ed or opened."""

@@ -22,7 +22,6 @@ def read_first_record(fileobj: BinaryIO) -> bytes | None:
     """
     here = fileobj.tell()
     try:
-        fileobj.seek(0)
         # A small block: sniffing the first record of many files must not read 8 MiB of each.
         return RecordReader(fileobj, 0, block_size=64 << 10).record_at(0)
     finally:
