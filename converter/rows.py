@@ -211,6 +211,10 @@ class PackedRows:
         """The rows the general path made (whole rows), in record order."""
         return [row for part in self._parts if isinstance(part, list) for row in part]
 
+    def block_count(self) -> int:
+        """How many rows :meth:`block_rows` yields."""
+        return sum(len(part) for part in self._parts if isinstance(part, bytes)) // PACKED_ROW.size
+
     def block_rows(self) -> Iterator[Row]:
         """The other rows, as ``(series_id, step, record_offset, wall_time, value)``."""
         return chain.from_iterable(
@@ -286,9 +290,9 @@ class RowBatch:
             part.general_rows() if isinstance(part, PackedRows) else part for part in self.parts
         )
 
-    def packed(self) -> bool:
-        """True when some rows are packed runs (of the block path)."""
-        return any(isinstance(part, PackedRows) for part in self.parts)
+    def block_count(self) -> int:
+        """How many rows :meth:`block_rows` yields."""
+        return sum(part.block_count() for part in self.parts if isinstance(part, PackedRows))
 
     def block_rows(self) -> Iterator[Row]:
         """The other rows, as ``(series_id, step, file_id, record_offset, wall_time, value)``:

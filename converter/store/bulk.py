@@ -1,8 +1,9 @@
 """Per-backend bulk writes behind the one writer (alembic's ``Impl`` per dialect, in small).
 
-* :class:`SqliteBulk`: driver-level ``executemany`` with ``ON CONFLICT DO NOTHING``; the block
-  path's packed scalars go through a narrower statement; foreign keys are not enforced on
-  the converter's own connection (see :meth:`SqliteBulk.on_connect`).
+* :class:`SqliteBulk`: driver-level ``executemany`` of ``INSERT ... ON CONFLICT DO NOTHING``,
+  a hundred rows a statement; the block path's packed scalars go through a narrower one;
+  foreign keys are not enforced on the converter's own connection (see
+  :meth:`SqliteBulk.on_connect`).
 * :class:`PostgresBulk`: binary COPY.  Rows the store may already hold (a file read again
   from its start under a wider selection) go through a staging table and one idempotent
   ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``, as COPY cannot skip stored rows.  Rows
@@ -31,7 +32,7 @@ from sqlalchemy.engine import Connection, Engine
 from converter.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch
 from converter.store import keys
 from converter.store.engine import advisory_key, sqlite_path
-from converter.store.statements import LOCK, Statements
+from converter.store.statements import LOCK, Statements, insert_many
 
 # PostgreSQL's deadlock_detected and serialization_failure.
 _RETRY_SQLSTATES = frozenset({"40P01", "40001"})
@@ -90,37 +91,22 @@ class SqliteBulk:
     def insert_points(self, dbapi: Any, table: str, rows: InsertRows, fresh: bool = False) -> int:
         """Insert point rows, ignoring rows already stored from the same bytes (whether
         ``fresh`` or not: SQLite checks the key either way); returns how many were new."""
-        columns = POINT_COLUMNS[table]
-        inserted = 0
+        into = f"INSERT INTO {table} ({', '.join(POINT_COLUMNS[table])})"
         whole: Iterable[Row] = rows
-        if isinstance(rows, PackedRows):
-            # Rows of (series_id, step, record_offset, wall_time, value): the chunk's file id
-            # and value index 0 are literals of the statement, two parameters fewer a row.
-            inserted = _executemany(
-                dbapi,
-                f"INSERT INTO scalars ({', '.join(columns)}) "
-                f"VALUES (?, ?, {int(rows.file_id)}, ?, 0, ?, ?) "
-                "ON CONFLICT DO NOTHING",
-                rows.block_rows(),
-            )
-            whole = rows.general_rows()
-            if not whole:
-                return inserted
-        elif isinstance(rows, RowBatch):
-            if rows.packed():  # of several files: the file id is a parameter
-                inserted = _executemany(
-                    dbapi,
-                    f"INSERT INTO scalars ({', '.join(columns)}) VALUES (?, ?, ?, ?, 0, ?, ?) "
-                    "ON CONFLICT DO NOTHING",
-                    rows.block_rows(),
-                )
-            whole = rows.general_rows()
-        marks = ", ".join(["?"] * len(columns))
-        return inserted + _executemany(
-            dbapi,
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) ON CONFLICT DO NOTHING",
-            whole,
-        )
+        count = len(rows)
+        inserted = 0
+        if isinstance(rows, (PackedRows, RowBatch)) and rows.block_count():
+            # The block path's rows, (series_id, step, [file_id,] record_offset, wall_time,
+            # value): value index 0, and one file's id, are literals of the statement.
+            blocks = rows.block_count()
+            file_id = str(int(rows.file_id)) if isinstance(rows, PackedRows) else "?"
+            values = f"(?, ?, {file_id}, ?, 0, ?, ?)"
+            inserted = insert_many(dbapi, into, values, rows.block_rows(), blocks)
+            whole, count = rows.general_rows(), count - blocks
+        if not count:
+            return inserted
+        marks = ", ".join(["?"] * len(POINT_COLUMNS[table]))
+        return inserted + insert_many(dbapi, into, f"({marks})", whole, count)
 
     def insert_blobs(self, dbapi: Any, blobs: Sequence[tuple[str, int, bytes]]) -> None:
         """Insert (sha256, size, data) rows, ignoring stored ones."""
