@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from converter.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch
 from converter.store import keys
+from converter.store.checkpoints import WRITER_AUTOCHECKPOINT_PAGES, Checkpointer
 from converter.store.engine import advisory_key, sqlite_path
 from converter.store.statements import LOCK, Statements, insert_many
 
@@ -46,6 +47,7 @@ class SqliteBulk:
     def __init__(self, engine: Engine) -> None:
         """Args: the store's engine."""
         self._path = sqlite_path(str(engine.url))
+        self._checkpointer = None if self._path is None else Checkpointer(self._path)
 
     def on_connect(self, dbapi: Any) -> None:
         """Every parent row a point refers to (series, file) is made by this writer, in the
@@ -53,11 +55,21 @@ class SqliteBulk:
         writer's own ids, at a sixth of the insert's cost (reference/run_store.md §2.6).  The
         keys stay declared and every other connection enforces them; this one is closed,
         never pooled (:meth:`on_close`).  Set outside a transaction: SQLite ignores the
-        pragma inside one."""
+        pragma inside one.  The log is copied into the database by a thread
+        (:mod:`converter.store.checkpoints`), not by this connection's commits."""
         dbapi.execute("PRAGMA foreign_keys = OFF")
+        dbapi.execute(f"PRAGMA wal_autocheckpoint = {WRITER_AUTOCHECKPOINT_PAGES}")
+
+    def after_commit(self) -> None:
+        """A transaction of points committed: have its pages copied into the file."""
+        if self._checkpointer is not None:
+            self._checkpointer.after_commit()
 
     def on_close(self, conn: Connection) -> None:
-        """Discard the connection rather than pool it with foreign keys off."""
+        """Stop checkpointing; discard the connection rather than pool it with foreign keys
+        off (SQLite checkpoints what is left when the last connection closes)."""
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         conn.invalidate()
 
     def text_value(self, value: str | None) -> str | None:
@@ -132,6 +144,9 @@ class PostgresBulk:
     def on_connect(self, dbapi: Any) -> None:
         """Learn whether this role may check the point tables' keys per chunk."""
         self.keys_per_chunk, self.role = keys.may_check_per_chunk(dbapi)
+
+    def after_commit(self) -> None:
+        """Nothing to do: the server writes its own log and checkpoints."""
 
     def on_close(self, conn: Connection) -> None:
         """Nothing to undo: the connection goes back to the pool as it came."""

@@ -72,6 +72,7 @@ class StoreWriter:
         self._file_updates: dict[int, FileState] = {}
         self._new_files: dict[int, FileState] = {}  # by id (see save_file)
         self._paths: dict[int, str] = {}
+        self._points_inserted = False  # by the open transaction
 
     def is_busy(self) -> bool:
         """True when another process holds the store's write lock right now (SQLite only)."""
@@ -89,6 +90,7 @@ class StoreWriter:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One atomic chunk: everything inside commits together or not at all."""
+        self._points_inserted = False
         try:
             with self.conn.begin():
                 yield
@@ -99,6 +101,8 @@ class StoreWriter:
         finally:
             self._staged, self._file_updates, self._new_files, self._paths = {}, {}, {}, {}
             self.identities.ended()
+        if self._points_inserted:
+            self.bulk.after_commit()
 
     def flush(self) -> None:
         """Write what the open transaction staged: new runs, series and files, the points
@@ -333,6 +337,7 @@ class StoreWriter:
         if "blob_id" in POINT_COLUMNS.get(table, ()):
             rows = self._with_blob_ids(table, rows)
         inserted = self.bulk.insert_points(self._dbapi(), table, rows, fresh)
+        self._points_inserted = True
         unsummarised = self.identities.unsummarised
         if inserted == len(rows):
             summaries.add_rows(self.statements, table, rows, unsummarised, self._paths)
