@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -215,17 +214,28 @@ class PackedRows:
         """How many rows :meth:`block_rows` yields."""
         return sum(len(part) for part in self._parts if isinstance(part, bytes)) // PACKED_ROW.size
 
-    def block_rows(self) -> Iterator[Row]:
-        """The other rows, as ``(series_id, step, record_offset, wall_time, value)``."""
-        return chain.from_iterable(
-            PACKED_ROW.iter_unpack(part) for part in self._parts if isinstance(part, bytes)
-        )
+    def block_rows(self, whole: bool = False) -> Iterator[Row]:
+        """The other rows in key order (see :func:`in_key_order`), as ``(series_id, step,
+        record_offset, wall_time, value)``, or ``whole`` rows."""
+        if whole:
+            return _ROW.iter_unpack(self.block_table().tobytes())
+        return PACKED_ROW.iter_unpack(in_key_order(self._packed()).tobytes())
+
+    def block_table(self) -> np.ndarray:
+        """The other rows in key order, whole, as one NumPy table (fields in column order)."""
+        return in_key_order(_with_file(self._packed(), self.file_id, value_index=True))
+
+    def _packed(self) -> np.ndarray:
+        import numpy as np
+
+        packed = b"".join(part for part in self._parts if isinstance(part, bytes))
+        return np.frombuffer(packed, dtype=packed_dtype())
 
     def _whole_rows(self, part: bytes) -> Iterator[Row]:
         import numpy as np
 
         rows = np.frombuffer(part, dtype=packed_dtype())
-        return _ROW.iter_unpack(_with_file(rows, self.file_id, value_index=True))
+        return _ROW.iter_unpack(_with_file(rows, self.file_id, value_index=True).tobytes())
 
 
 # A table's rows: a list of tuples, or (scalars) packed rows, iterable and sized like one.
@@ -294,24 +304,47 @@ class RowBatch:
         """How many rows :meth:`block_rows` yields."""
         return sum(part.block_count() for part in self.parts if isinstance(part, PackedRows))
 
-    def block_rows(self) -> Iterator[Row]:
-        """The other rows, as ``(series_id, step, file_id, record_offset, wall_time, value)``:
-        unlike one file's, they do not share a file id."""
-        runs = [
+    def block_rows(self, whole: bool = False) -> Iterator[Row]:
+        """The other rows in key order (see :func:`in_key_order`), as ``(series_id, step,
+        file_id, record_offset, wall_time, value)`` (unlike one file's, they do not share a
+        file id), or ``whole`` rows."""
+        # One widening for the whole group, not one per file: a sweep's files are small.
+        widened = in_key_order(_with_file(*packed_runs(self._runs()), value_index=whole))
+        return (_ROW if whole else _BATCH_ROW).iter_unpack(widened.tobytes())
+
+    def block_table(self) -> np.ndarray:
+        """The other rows in key order, whole, as one NumPy table (fields in column order)."""
+        return in_key_order(_with_file(*packed_runs(self._runs()), value_index=True))
+
+    def _runs(self) -> list[tuple[bytes, int]]:
+        return [
             (packed, part.file_id)
             for part in self.parts
             if isinstance(part, PackedRows)
             for packed in part.parts()
             if isinstance(packed, bytes)
         ]
-        # One widening for the whole group, not one per file: a sweep's files are small.
-        return _BATCH_ROW.iter_unpack(_with_file(*packed_runs(runs)))
 
 
 _BATCH_ROW = struct.Struct("<qqqqdd")
 
 
-def _with_file(rows: np.ndarray, file_id: int | np.ndarray, value_index: bool = False) -> bytes:
+def in_key_order(table: np.ndarray) -> np.ndarray:
+    """Rows (packed, or widened with their file ids) sorted as the point tables' key:
+    series, step, file, record offset.  A writer logs every series at each step, so rows in
+    record order go to as many places in the key as there are series; in key order each
+    lands next to the one before, which SQLite inserts 1.7x faster (1M rows of 40 series:
+    1.85 s against 1.05 s), for a sort costing a few milliseconds a chunk."""
+    import numpy as np
+
+    names = table.dtype.names or ()
+    keys = [table[name] for name in ("offset", "file", "step", "series") if name in names]
+    return table[np.lexsort(keys)]
+
+
+def _with_file(
+    rows: np.ndarray, file_id: int | np.ndarray, value_index: bool = False
+) -> np.ndarray:
     """Packed rows (``packed_dtype``) widened with their file id (one for all, or one each),
     and a value index of 0 if asked (``_ROW``; else ``_BATCH_ROW``)."""
     import numpy as np
@@ -323,7 +356,7 @@ def _with_file(rows: np.ndarray, file_id: int | np.ndarray, value_index: bool = 
     for name in _PACKED_FIELDS:
         table[name] = rows[name]
     table["file"] = file_id
-    return table.tobytes()
+    return table
 
 
 # What the store inserts at once: one file's rows, or a group's.
@@ -340,50 +373,3 @@ def remap_to_store_ids(rows: TableRows, series_ids: Sequence[int], file_id: int)
 
 def _remap_tuples(rows: list[Row], series_ids: Sequence[int], file_id: int) -> list[Row]:
     return [(series_ids[row[0]], row[1], file_id, *row[3:]) for row in rows]
-
-
-class RowBuffer:
-    """Rows decoded and not yet handed over, per table, with the blobs they point to.
-
-    The general path appends tuples to :meth:`scalars` (the hot loop binds that list once);
-    the block path adds packed runs, each placed before the next tuple appended.
-    """
-
-    def __init__(self) -> None:
-        """Start empty."""
-        self._tables: defaultdict[str, list[Row]] = defaultdict(list)
-        self._packed: list[tuple[int, bytes]] = []
-        self._packed_count = 0
-        self.blobs: dict[str, bytes] = {}
-
-    def table(self, name: str) -> list[Row]:
-        """The list of tuples of one table, to append to."""
-        return self._tables[name]
-
-    def scalar_tuples(self) -> int:
-        """Scalar rows appended as tuples so far."""
-        return len(self._tables["scalars"])
-
-    def scalar_offsets(self, start: int) -> list[int]:
-        """The record offsets of the scalar tuples from ``start`` on."""
-        return [row[3] for row in self._tables["scalars"][start:]]
-
-    def add_packed(self, packed: bytes, count: int, position: int | None = None) -> None:
-        """Add ``count`` packed scalars rows before the scalar tuple at ``position``
-        (default: after the tuples appended so far); positions never go back."""
-        at = len(self._tables["scalars"]) if position is None else position
-        self._packed.append((at, packed))
-        self._packed_count += count
-
-    def pending(self) -> int:
-        """Rows held."""
-        return sum(len(rows) for rows in self._tables.values()) + self._packed_count
-
-    def take(self) -> tuple[dict[str, TableRows], dict[str, bytes]]:
-        """Hand over every non-empty table's rows and the blobs; start afresh."""
-        taken: dict[str, TableRows] = {name: rows for name, rows in self._tables.items() if rows}
-        if self._packed:
-            taken["scalars"] = PackedRows.merge(self._tables["scalars"], self._packed, 0)
-        blobs = self.blobs
-        self._tables, self._packed, self._packed_count, self.blobs = defaultdict(list), [], 0, {}
-        return taken, blobs

@@ -129,3 +129,21 @@ def test_named_inserts_on_sqlite_go_many_rows_a_statement_with_what_follows_them
         "INSERT INTO contexts (name) VALUES (:name)",
     ):
         assert _positional_insert(not_one_row_of_names) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(keys=st.lists(st.tuples(_keys, st.sampled_from(_FILES)), unique=True, max_size=200))
+def test_block_rows_reach_sqlite_in_the_order_of_the_key(keys: list[tuple[_Key, int]]) -> None:
+    """One file's packed rows and a group's come out as Python sorts their keys (series,
+    step, file, offset): the order SQLite inserts fastest, whatever order they were read in."""
+    one_file = [key for key, file_id in keys if file_id == _FILES[0]]
+    rows = list(_packed(one_file, 0, _FILES[0]).block_rows())
+    assert [(row[0], row[1], row[2]) for row in rows] == sorted(one_file)
+
+    batch = RowBatch([_packed([key], 0, file_id) for key, file_id in keys])
+    got = [(row[0], row[1], row[2], row[3]) for row in batch.block_rows()]
+    assert got == sorted((s, p, file_id, o) for (s, p, o), file_id in keys)
+    # Whole rows (a server's COPY takes them): every row of the batch, in the same order.
+    assert list(batch.block_rows(whole=True)) == sorted(batch)
+    whole_of_one = list(_packed(one_file, 0, _FILES[0]).block_rows(whole=True))
+    assert whole_of_one == sorted(_packed(one_file, 0, _FILES[0]))

@@ -21,7 +21,8 @@ from converter.plugins._tensorproto import DT_FLOAT
 from converter.plugins.registry import DECODERS, FALLBACK, Decoded, DecodeFailure, plugin_for
 from converter.reading import scalarkeys
 from converter.reading.events import Event, UnparseableEvent, parse_event
-from converter.rows import RowBuffer, SeriesDefinition, TableRows
+from converter.reading.rowbuffer import RowBuffer
+from converter.rows import SeriesDefinition, TableRows
 
 if TYPE_CHECKING:
     from converter.reading.blocks import Block

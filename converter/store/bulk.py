@@ -24,13 +24,14 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 from sqlalchemy import BigInteger, Double, Integer, LargeBinary, Text
 from sqlalchemy.engine import Connection, Engine
 
-from converter.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch
-from converter.store import keys
+from converter.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch, in_key_order
+from converter.store import keys, pgcopy
 from converter.store.checkpoints import WRITER_AUTOCHECKPOINT_PAGES, Checkpointer
 from converter.store.engine import advisory_key, sqlite_path
 from converter.store.statements import LOCK, Statements, insert_many
@@ -181,9 +182,16 @@ class PostgresBulk:
         columns = POINT_COLUMNS[table]
         types = _copy_types(table, columns)
         texts = [index for index, kind in enumerate(types) if kind == "text"]
-        data: Iterable[Row] = rows
-        if texts:
-            data = (_without_nul(row, texts) for row in data)
+        data: Iterable[Row] | bytes = rows
+        if isinstance(rows, (PackedRows, RowBatch)) and rows.block_count():
+            # The packed ones in key order, as on SQLite: the key's index takes them faster;
+            # as one COPY stream written by NumPy where every field is of a fixed width.
+            stream = _binary_stream(rows, types)
+            data = (
+                stream if stream is not None else chain(rows.general_rows(), rows.block_rows(True))
+            )
+        elif texts:
+            data = (_without_nul(row, texts) for row in rows)
         with dbapi.cursor() as cursor:
             per_chunk = self.keys_per_chunk and keys.lock_parents(cursor, table, rows)
         if not per_chunk:
@@ -229,20 +237,44 @@ def server_text(value: str | None) -> str | None:
     return value.replace("\x00", "\\x00")
 
 
+def _binary_stream(rows: PackedRows | RowBatch, types: list[str]) -> bytes | None:
+    """The binary COPY stream of scalars rows, all of them in key order (see
+    :mod:`converter.store.pgcopy`); None when some field does not fit a fixed width."""
+    import numpy as np
+
+    table = rows.block_table()
+    general = list(rows.general_rows())
+    if general:
+        try:
+            made = np.array(general, dtype=table.dtype)
+        except (TypeError, ValueError, OverflowError):
+            return None  # written row by row, where the server says what is wrong
+        table = in_key_order(np.concatenate([table, made]))
+    return pgcopy.binary_copy(table, types) if pgcopy.encodable(table, types) else None
+
+
+def _write(copy: Any, types: list[str], data: Iterable[Row] | bytes) -> None:
+    """Send rows to a binary COPY: a whole stream at once, or row by row, NaN as NULL."""
+    if isinstance(data, bytes):
+        copy.write(data)
+        return
+    copy.set_types(types)
+    floats = [index for index, kind in enumerate(types) if kind == "float8"]
+    for row in _nan_as_null(data, floats):
+        copy.write_row(row)
+
+
 def _copy(
-    dbapi: Any, table: str, columns: tuple[str, ...], types: list[str], data: Iterable[Row]
+    dbapi: Any, table: str, columns: tuple[str, ...], types: list[str], data: Iterable[Row] | bytes
 ) -> None:
     """COPY rows straight into a point table (none of them can be stored yet)."""
-    floats = [index for index, kind in enumerate(types) if kind == "float8"]
     statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
     with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
-        copy.set_types(types)
-        for row in _nan_as_null(data, floats):
-            copy.write_row(row)
+        _write(copy, types, data)
 
 
 def _copy_new(
-    dbapi: Any, table: str, columns: tuple[str, ...], types: list[str], data: Iterable[Row]
+    dbapi: Any, table: str, columns: tuple[str, ...], types: list[str], data: Iterable[Row] | bytes
 ) -> int:
     """COPY rows into the session's staging table, then move the ones not stored yet into the
     point table; returns how many it moved."""
@@ -261,9 +293,7 @@ def _copy_new(
         )
         cursor.execute(f"TRUNCATE {stage}")
         with cursor.copy(f"COPY {stage} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(types)
-            for row in data:
-                copy.write_row(row)
+            _write(copy, types, data)
         cursor.execute(
             f"INSERT INTO {table} ({names}) SELECT {moved} FROM {stage} ON CONFLICT DO NOTHING"
         )

@@ -1,0 +1,88 @@
+"""The binary COPY stream NumPy writes for a server's scalars (``store.pgcopy``).
+
+The oracle is PostgreSQL itself: the stream is copied into a table of the point table's
+column types and read back, and must give every row as written, NaN as NULL (``value IS
+NULL`` means NaN), ±inf, -0.0 and the extremes of each width kept; a table that does not fit
+the fixed widths is refused, so the caller writes it row by row.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import psycopg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from converter.rows import POINT_COLUMNS, _with_file, packed_dtype
+from converter.store.bulk import _copy_types
+from converter.store.pgcopy import binary_copy, encodable
+
+_TYPES = _copy_types("scalars", POINT_COLUMNS["scalars"])
+_floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
+_rows = st.lists(
+    st.tuples(
+        st.integers(0, 2**31 - 1),  # series_id (int4)
+        st.integers(-(2**63), 2**63 - 1),  # step
+        st.integers(-(2**63), 2**63 - 1),  # record offset
+        _floats,  # wall time
+        _floats,  # value
+    ),
+    max_size=60,
+)
+
+
+def _table(rows: list[tuple[Any, ...]], file_id: int) -> np.ndarray:
+    packed = np.array(rows, dtype=packed_dtype())
+    return _with_file(packed, file_id, value_index=True)
+
+
+def _same(stored: Any, written: float) -> bool:
+    if math.isnan(written):
+        return stored is None
+    return stored == written and math.copysign(1, stored) == math.copysign(1, written)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=_rows, file_id=st.integers(0, 2**31 - 1))
+def test_the_server_reads_back_every_row_as_written(
+    pg_server: Any, rows: list[tuple[Any, ...]], file_id: int
+) -> None:
+    table = _table(rows, file_id)
+    assert encodable(table, _TYPES)
+    columns = ", ".join(
+        f"{name} {kind}" for name, kind in zip(POINT_COLUMNS["scalars"], _TYPES, strict=True)
+    )
+    with psycopg.connect(pg_server.url("postgres").replace("+psycopg", "")) as connection:
+        cursor = connection.cursor()
+        cursor.execute(f"CREATE TEMPORARY TABLE t ({columns})")
+        with cursor.copy("COPY t FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(binary_copy(table, _TYPES))
+        got = cursor.execute("SELECT * FROM t ORDER BY series_id, step, record_offset").fetchall()
+    expected = sorted(
+        ((s, p, file_id, o, 0, w, v) for s, p, o, w, v in rows), key=lambda row: row[:4]
+    )
+    assert len(got) == len(expected)
+    # The key columns sort the same on both sides (duplicates keep their order unknown).
+    assert sorted(row[:5] for row in got) == [row[:5] for row in expected]
+    by_key: dict[tuple[Any, ...], list[tuple[Any, Any]]] = {}
+    for row in got:
+        by_key.setdefault(row[:5], []).append((row[5], row[6]))
+    for row in expected:
+        candidates = by_key[row[:5]]
+        match = next(
+            pair for pair in candidates if _same(pair[0], row[5]) and _same(pair[1], row[6])
+        )
+        candidates.remove(match)
+
+
+def test_values_beyond_a_column_s_width_are_left_to_the_row_by_row_path() -> None:
+    narrow = ["int4", "int8", "int4", "int8", "int4", "float8", "float8"]
+    assert encodable(_table([(2**31 - 1, 0, 0, 0.0, 0.0)], -(2**31)), narrow)
+    assert not encodable(_table([(2**31, 0, 0, 0.0, 0.0)], 1), narrow)
+    assert not encodable(_table([(1, 0, 0, 0.0, 0.0)], -(2**31) - 1), narrow)
+    assert not encodable(_table([(1, 0, 0, 0.0, 0.0)], 1), [*narrow[:6], "text"])
