@@ -16,6 +16,7 @@ key order (``StoreWriter.lock_runs``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -59,6 +60,56 @@ class Group:
             or self._blob_bytes >= _GROUP_BLOB_BYTES
             or len(self.entries) >= _GROUP_FILES
         )
+
+
+class Committer:
+    """Commits groups one after the other: in the caller's thread, or, for a server store,
+    in a thread of its own, so the next group decodes while the server takes this one.
+
+    On a server most of a commit is the server's own work (COPY, its index, its log) while
+    the converter waits: 1M events into a local server took 3.2 s committed in line, 2.9 s
+    this way.  One group at a time, each submitted after the one before committed, so the
+    store goes through the same commits as in line.  Not for SQLite: its writer works in
+    Python between statements, and a second busy thread would make every statement wait
+    for the interpreter lock.
+    """
+
+    def __init__(self, commit: Callable[[Group], None], in_thread: bool) -> None:
+        """Args: what commits a group; whether to commit in a thread."""
+        self._commit = commit
+        self._in_thread = in_thread
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def submit(self, group: Group) -> None:
+        """Commit ``group`` after the one before (whose error, if any, is raised here)."""
+        self.wait()
+        if not self._in_thread:
+            self._commit(group)
+            return
+        self._thread = threading.Thread(
+            target=self._run, args=(group,), name="tbconvert-commit", daemon=True
+        )
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Until the group submitted last has committed; raise what it failed with."""
+        self.join()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def join(self) -> None:
+        """Until the group submitted last is done, committed or not (nothing raised)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _run(self, group: Group) -> None:
+        try:
+            self._commit(group)
+        except BaseException as error:  # raised in the submitting thread by wait()
+            self._error = error
 
 
 @dataclass

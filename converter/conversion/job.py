@@ -20,6 +20,7 @@ from typing import Any
 from converter.conversion import stopping
 from converter.conversion.groups import (
     Applied,
+    Committer,
     Group,
     OpenFile,
     Position,
@@ -145,25 +146,34 @@ class Job:
         # wait, so its commit costs no time, and the last group is then small.
         group = Group(self.settings.chunk_points)
         decoded = iter(chunks)
-        while True:
-            try:
-                task, chunk = next(decoded)
-            except StopIteration:
-                break
-            except Exception:
-                # Decoding failed (a worker died, a stop while waiting for one): what was
-                # decoded before is whole, and kept.
-                if group.entries:
-                    self._commit_group(group, advance)
-                raise
-            group.add(task, chunk)
-            if group.full() or stopping.requested() or chunks.waiting():
-                self._commit_group(group, advance)
-                group = Group(self.settings.chunk_points)
-                stopping.check()  # between transactions: the only place a stop is taken
-        if group.entries:
-            self._commit_group(group, advance)
-            stopping.check()
+        committer = Committer(lambda full: self._commit_group(full, advance), self.writer.shared)
+        try:
+            while True:
+                try:
+                    task, chunk = next(decoded)
+                except StopIteration:
+                    break
+                except Exception:
+                    # Decoding failed (a worker died, a stop while waiting for one): what was
+                    # decoded before is whole, and kept.
+                    if group.entries:
+                        committer.submit(group)
+                    committer.wait()
+                    raise
+                group.add(task, chunk)
+                if group.full() or stopping.requested() or chunks.waiting():
+                    committer.submit(group)
+                    group = Group(self.settings.chunk_points)
+                    if stopping.requested():  # taken between transactions only
+                        committer.wait()
+                        stopping.check()
+            if group.entries:
+                committer.submit(group)
+                committer.wait()
+                stopping.check()
+            committer.wait()
+        finally:
+            committer.join()  # a commit under way ends before anything else is done
 
     def _commit_group(self, group: Group, advance: Callable[[int], Any]) -> None:
         """Apply a group's chunks in one transaction; a server's deadlock victim tries again."""
