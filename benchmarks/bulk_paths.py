@@ -8,14 +8,18 @@ Its scalar rows are packed the way the decoder hands them to the writer (``rows.
 tbconvert's ``scalars`` table, in transactions of 50,000 rows (tbconvert's chunk), timed from
 the packed bytes to the last commit:
 
-* ``executemany``: what the writer does, the tuples unpacked by ``struct.iter_unpack`` and
-  bound one by one by ``sqlite3`` (``INSERT ... ON CONFLICT DO NOTHING``);
+* ``executemany``: what the writer did until the eighth pass of #14, the tuples unpacked by
+  ``struct.iter_unpack`` in record order and bound one statement a row by ``sqlite3``
+  (``INSERT ... ON CONFLICT DO NOTHING``);
+* ``many_rows``: what the writer does now (``converter.store.statements.insert_many``): the
+  rows sorted in key order (``converter.rows.in_key_order``, timed), a hundred a statement,
+  on the same connection and in the same transaction as everything else of the chunk;
 * ``adbc``: ``adbc-driver-sqlite``'s ``adbc_ingest`` of an Arrow table whose columns are
   NumPy views of the same bytes (no tuple is ever made), on its own connection, one ADBC
-  transaction per chunk.
+  transaction per chunk.  Only when ``pip install adbc-driver-sqlite pyarrow`` was run (not a
+  tbconvert dependency): it cannot share the writer's transaction, so it is a reference.
 
-Median of ``--repeat`` attempts each, alternated.  Needs ``pip install adbc-driver-sqlite
-pyarrow`` (not a tbconvert dependency).
+Median of ``--repeat`` attempts each, alternated.
 """
 
 from __future__ import annotations
@@ -104,6 +108,31 @@ def with_executemany(path: str, chunks: list[tuple[int, bytes]]) -> float:
     return wall
 
 
+def with_many_rows(path: str, chunks: list[tuple[int, bytes]]) -> float:
+    import numpy as np
+
+    from converter.rows import in_key_order, packed_dtype
+    from converter.store.statements import insert_many
+
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA synchronous = NORMAL")
+    started = time.perf_counter()
+    for file_id, packed in chunks:
+        ordered = in_key_order(np.frombuffer(packed, dtype=packed_dtype())).tobytes()
+        db.execute("BEGIN IMMEDIATE")
+        insert_many(
+            db,
+            f"INSERT INTO scalars ({COLUMNS})",
+            f"(?, ?, {file_id}, ?, 0, ?, ?)",
+            PACKED_ROW.iter_unpack(ordered),
+            len(packed) // PACKED_ROW.size,
+        )
+        db.execute("COMMIT")
+    wall = time.perf_counter() - started
+    db.close()
+    return wall
+
+
 def with_adbc(path: str, chunks: list[tuple[int, bytes]]) -> float:
     import adbc_driver_sqlite.dbapi
     import numpy as np
@@ -153,11 +182,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chunks = packed_chunks(args.store)
     rows = sum(len(packed) // PACKED_ROW.size for _f, packed in chunks)
-    walls: dict[str, list[float]] = {"executemany": [], "adbc": []}
+    paths = {"executemany": with_executemany, "many_rows": with_many_rows}
+    try:
+        import adbc_driver_sqlite  # noqa: F401
+    except ImportError:
+        print("adbc-driver-sqlite is not installed: its path is left out", file=sys.stderr)
+    else:
+        paths["adbc"] = with_adbc
+    walls: dict[str, list[float]] = {name: [] for name in paths}
     with tempfile.TemporaryDirectory() as work:
         target = os.path.join(work, "target.db")
         for _ in range(args.repeat):
-            for name, insert in (("executemany", with_executemany), ("adbc", with_adbc)):
+            for name, insert in paths.items():
                 fresh(args.store, target)
                 walls[name].append(insert(target, chunks))
                 check = sqlite3.connect(target)
@@ -169,7 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, measured in walls.items():
         median = statistics.median(measured)
         result[name] = {"median_s": median, "rows_per_s": rows / median, "walls": measured}
-    result["adbc_vs_executemany"] = result["executemany"]["median_s"] / result["adbc"]["median_s"]
+    for name in paths:
+        if name != "executemany":
+            result[f"{name}_vs_executemany"] = (
+                result["executemany"]["median_s"] / result[name]["median_s"]
+            )
     print(json.dumps(result, indent=1))
     return 0
 
