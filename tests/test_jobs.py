@@ -291,19 +291,3 @@ def test_a_parcel_weighs_about_one_chunk_of_points_or_of_image_bytes(
     # Two files of two images each pass three images' bytes: each parcel holds two files.
     assert [len(parcel) for parcel in sent] == [2] * 6
     assert [len(chunk.blobs) for parcel in sent for chunk in parcel] == [2] * 12
-
-
-def test_workers_yield_the_cpu_to_the_writer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    logdir = _sweep(tmp_path / "logs", 4)
-
-    def telling_niceness(*_: Any) -> Any:
-        raise RuntimeError(f"worker niceness {os.nice(0)}")
-
-    monkeypatch.setattr(workers, "read_files", telling_niceness)  # inherited by forked workers
-    writer = os.nice(0)
-    expected = min(writer + workers._WORKER_NICENESS, 19)
-    with pytest.raises(RuntimeError, match=rf"worker niceness {expected}$"):
-        convert(logdir, tmp_path / "s.db", jobs=2)
-    assert os.nice(0) == writer  # the writer's is unchanged

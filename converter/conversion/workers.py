@@ -36,11 +36,6 @@ _PARCEL_BYTES = CHUNK_BYTES
 _PARCEL_SECONDS = 0.005
 # Seconds between looks at whether a --jobs conversion is being stopped.
 _POLL = 0.1
-# Added to the workers' niceness: when the writer (the bottleneck whenever it has rows to
-# write) and a worker both want a core, the writer gets it, and workers decode ahead with
-# what it leaves.  Two workers and the writer on two cores: 2-5% less wall time on the
-# benchmark's logdirs, in 8 of 9 alternated pairs.
-_WORKER_NICENESS = 10
 
 
 class Decoding:
@@ -85,7 +80,7 @@ class Decoding:
         queues = [context.Queue(maxsize=_QUEUE_CHUNKS) for _ in range(jobs)]
         workers = [
             context.Process(
-                target=_worker,
+                target=_work,
                 args=(
                     [t for t, owner in zip(tasks, assignment, strict=False) if owner == number],
                     self._settings,
@@ -203,13 +198,6 @@ def _check_workers(workers: Sequence[Any]) -> None:
                 f"a decoding worker exited (code {worker.exitcode}) before sending all it read",
                 hint="what was committed is kept: run again, with fewer --jobs if memory ran out",
             )
-
-
-def _worker(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
-    """A worker process: behind the writer for the CPU, then :func:`_work`."""
-    with contextlib.suppress(OSError, AttributeError):  # no os.nice: not POSIX
-        os.nice(_WORKER_NICENESS)
-    _work(tasks, settings, queue)
 
 
 def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
