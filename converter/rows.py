@@ -214,11 +214,9 @@ class PackedRows:
         """How many rows :meth:`block_rows` yields."""
         return sum(len(part) for part in self._parts if isinstance(part, bytes)) // PACKED_ROW.size
 
-    def block_rows(self, whole: bool = False) -> Iterator[Row]:
+    def block_rows(self) -> Iterator[Row]:
         """The other rows in key order (see :func:`in_key_order`), as ``(series_id, step,
-        record_offset, wall_time, value)``, or ``whole`` rows."""
-        if whole:
-            return _ROW.iter_unpack(self.block_table().tobytes())
+        record_offset, wall_time, value)``."""
         return PACKED_ROW.iter_unpack(in_key_order(self._packed()).tobytes())
 
     def block_table(self) -> np.ndarray:
@@ -304,13 +302,13 @@ class RowBatch:
         """How many rows :meth:`block_rows` yields."""
         return sum(part.block_count() for part in self.parts if isinstance(part, PackedRows))
 
-    def block_rows(self, whole: bool = False) -> Iterator[Row]:
+    def block_rows(self) -> Iterator[Row]:
         """The other rows in key order (see :func:`in_key_order`), as ``(series_id, step,
-        file_id, record_offset, wall_time, value)`` (unlike one file's, they do not share a
-        file id), or ``whole`` rows."""
+        file_id, record_offset, wall_time, value)``: unlike one file's, they do not share a
+        file id."""
         # One widening for the whole group, not one per file: a sweep's files are small.
-        widened = in_key_order(_with_file(*packed_runs(self._runs()), value_index=whole))
-        return (_ROW if whole else _BATCH_ROW).iter_unpack(widened.tobytes())
+        widened = in_key_order(_with_file(*packed_runs(self._runs())))
+        return _BATCH_ROW.iter_unpack(widened.tobytes())
 
     def block_table(self) -> np.ndarray:
         """The other rows in key order, whole, as one NumPy table (fields in column order)."""

@@ -144,6 +144,6 @@ def test_block_rows_reach_sqlite_in_the_order_of_the_key(keys: list[tuple[_Key, 
     got = [(row[0], row[1], row[2], row[3]) for row in batch.block_rows()]
     assert got == sorted((s, p, file_id, o) for (s, p, o), file_id in keys)
     # Whole rows (a server's COPY takes them): every row of the batch, in the same order.
-    assert list(batch.block_rows(whole=True)) == sorted(batch)
-    whole_of_one = list(_packed(one_file, 0, _FILES[0]).block_rows(whole=True))
+    assert batch.block_table().tolist() == sorted(batch)
+    whole_of_one = _packed(one_file, 0, _FILES[0]).block_table().tolist()
     assert whole_of_one == sorted(_packed(one_file, 0, _FILES[0]))

@@ -108,10 +108,9 @@ class SqliteBulk:
         whole: Iterable[Row] = rows
         count = len(rows)
         inserted = 0
-        if isinstance(rows, (PackedRows, RowBatch)) and rows.block_count():
+        if isinstance(rows, (PackedRows, RowBatch)) and (blocks := rows.block_count()):
             # The block path's rows, (series_id, step, [file_id,] record_offset, wall_time,
             # value): value index 0, and one file's id, are literals of the statement.
-            blocks = rows.block_count()
             file_id = str(int(rows.file_id)) if isinstance(rows, PackedRows) else "?"
             values = f"(?, ?, {file_id}, ?, 0, ?, ?)"
             inserted = insert_many(dbapi, into, values, rows.block_rows(), blocks)
@@ -188,7 +187,9 @@ class PostgresBulk:
             # as one COPY stream written by NumPy where every field is of a fixed width.
             stream = _binary_stream(rows, types)
             data = (
-                stream if stream is not None else chain(rows.general_rows(), rows.block_rows(True))
+                stream
+                if stream is not None
+                else chain(rows.general_rows(), rows.block_table().tolist())
             )
         elif texts:
             data = (_without_nul(row, texts) for row in rows)

@@ -81,8 +81,6 @@ LOCK = (
 _ROWS_AT_ONCE = 100
 _MAX_PARAMETERS = 999
 _NAMED = re.compile(r"(?<![:\w]):(\w+)")
-
-
 _INSERT_VALUES = re.compile(r"(INSERT INTO [^(]+\([^)]*\)) VALUES \(([^)]*)\)(.*)", re.DOTALL)
 
 
