@@ -279,18 +279,25 @@ def test_the_tf_command_leaves_what_its_imports_made_out_of_garbage_collection(
     tmp_path: Path,
 ) -> None:
     # A full collection would scan the tens of thousands of objects SQLAlchemy makes; the
-    # command freezes them (in a process of its own here: freezing is for the whole process).
+    # command imports them with the collector off, then freezes them (in a process of its
+    # own here: freezing is for the whole process).  The collector is on again afterwards.
     (tmp_path / "logs").mkdir()
     code = (
         "import gc, sys\n"
+        "collections = []\n"
+        "gc.callbacks.append(lambda phase, info: collections.append(phase))\n"
         "from converter.cli import cli\n"
+        "before = len(collections)\n"
         "try:\n"
         f"    cli.main(['tf', '--logdir', {str(tmp_path / 'logs')!r}, "
         f"'--store', {str(tmp_path / 's.db')!r}, '-q'])\n"
         "except SystemExit as end:\n"
-        "    print(end.code, gc.get_freeze_count())\n"
+        "    print(end.code, gc.get_freeze_count(), int(gc.isenabled()), "
+        "'sqlalchemy' in sys.modules, len(collections) - before)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    exit_code, frozen = map(int, done.stdout.split())
-    assert exit_code == 0 and (tmp_path / "s.db").exists()
-    assert frozen > 20_000
+    exit_code, frozen, enabled, imported, collections = done.stdout.split()
+    assert exit_code == "0" and (tmp_path / "s.db").exists()
+    assert int(frozen) > 20_000 and enabled == "1" and imported == "True"
+    # Without the collector off, importing SQLAlchemy alone runs dozens of collections.
+    assert int(collections) < 10
