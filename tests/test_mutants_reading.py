@@ -408,6 +408,28 @@ def test_later_audio_without_metadata_is_decoded_with_the_tags_first_metadata(
         assert found.fetchall() == [(1, "audio/wav"), (2, "audio/wav")]
 
 
+def test_a_tags_values_before_its_first_metadata_do_not_fix_its_plugin(tmp_path: Path) -> None:
+    # The decoder remembers how a tag's values are decoded only once the tag's first metadata
+    # is known: a clip before it is a plain tensor, the clips from it on are audio.
+    write_events(
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h",
+        [
+            _voice_clip(1, b"pcm one", False),
+            _voice_clip(2, b"pcm two", True),
+            _voice_clip(3, b"pcm three", False),
+            _voice_clip(4, b"pcm four", False),
+        ],
+    )
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        audio = connection.execute("SELECT step, content_type FROM audio ORDER BY step")
+        assert audio.fetchall() == [(2, "audio/wav"), (3, "audio/wav"), (4, "audio/wav")]
+        tensors = connection.execute(
+            "SELECT t.step, s.plugin FROM tensors t JOIN series s ON s.id = t.series_id"
+        )
+        assert tensors.fetchall() == [(1, "tensor")]
+
+
 def test_the_general_path_decodes_a_known_scalar_without_its_plugin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,6 +35,8 @@ from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from converter.plugins._tensorproto import (
     DT_DOUBLE,
     DT_FLOAT,
@@ -134,8 +136,12 @@ def shown_buckets(
     Returns:
         The ``[left, right, count]`` buckets, none when every bucket is empty.
     """
-    first = next((index for index, count in enumerate(counts) if count > 0), None)
-    if first is None:
+    first = 0
+    for count in counts:
+        if count > 0:
+            break
+        first += 1
+    else:
         return []
     last = len(counts) - 1
     while not counts[last] > 0:
@@ -188,8 +194,6 @@ def tensor_row(tensor: Any) -> tuple[Any, ...]:
 def _floats_json(rows: Sequence[Sequence[float]]) -> str:
     """``buckets_json`` of rows (lists or tuples) of Python floats, with no NumPy array made
     of them."""
-    import orjson
-
     text = orjson.dumps(rows)  # the same text as of their float64 array (tested)
     return text.decode("ascii") if _no_null(text) else _spelled(rows)
 
@@ -211,7 +215,6 @@ def buckets_json(buckets: Sequence[Sequence[float]] | np.ndarray) -> str:
     # number.  Numbers go through float64 first, as json_number's float() does, so an
     # integer count is written as a float.
     import numpy as np
-    import orjson
 
     array = np.ascontiguousarray(buckets, dtype=np.float64)
     text = orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY)

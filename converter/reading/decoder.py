@@ -18,7 +18,14 @@ from google.protobuf.message import DecodeError
 
 from converter.filters import Selection
 from converter.plugins._tensorproto import DT_FLOAT
-from converter.plugins.registry import DECODERS, FALLBACK, Decoded, DecodeFailure, plugin_for
+from converter.plugins.registry import (
+    DECODERS,
+    FALLBACK,
+    Decoded,
+    DecodeFailure,
+    Decoder,
+    plugin_for,
+)
 from converter.reading import scalarkeys
 from converter.reading.events import Event, UnparseableEvent, parse_event
 from converter.reading.rowbuffer import RowBuffer
@@ -47,6 +54,9 @@ _RAW_EVENTS: dict[str, tuple[str, str | None]] = {
 
 # Tag -> its first SummaryMetadata (a protobuf message).
 KnownMetadata = dict[str, Any]
+# How the values of one tag and kind are decoded: (plugin, its decoder or None, the tag's
+# first metadata).
+_Route = tuple[str, "Decoder | None", Any]
 
 
 @dataclass
@@ -103,6 +113,8 @@ class EventDecoder:
         self.simple_series: dict[str, int] = {}
         self.float_tensor_series: dict[str, int] = {}
         self._tag_ok: dict[str, bool] = {}
+        # (tag, kind) -> how its values are decoded, once the tag's first metadata is known.
+        self._routes: dict[tuple[str, str | None], _Route] = {}
         self._blocks: BlockScalars | None = None
         self._by_record = by_record
 
@@ -273,16 +285,16 @@ class EventDecoder:
     ) -> None:
         tag = value.tag or value.node_name
         own = value.metadata if value.HasField("metadata") else None
-        if tag not in self._metadata and own is not None:
-            self._metadata[tag] = own
-        first = self._metadata.get(tag) or self._known.get(tag)
-        plugin = plugin_for(kind, first)
-        if not self._admits(tag, plugin):
-            return
-        decoded = self._run_decoders(plugin, tag, value, own if own is not None else first)
+        route = self._routes.get((tag, kind))
+        if route is None:
+            route = self._route(tag, kind, own)
+            if route is None:
+                return
+        plugin, decoder, first = route
+        decoded = self._run_decoders(decoder, plugin, tag, value, own if own is not None else first)
         if decoded is None:
             return
-        series = self._emit(tag, plugin, decoded, first, (step, 0, offset, index, wall_time))
+        series = self._emit(tag, plugin, decoded, first, step, offset, index, wall_time)
         # The fast paths key on value.tag, so a node_name fallback must not be cached.
         if plugin == "scalars" and value.tag:
             if kind == "simple_value":
@@ -290,8 +302,24 @@ class EventDecoder:
             elif decoded.dtype == "float32":
                 self.float_tensor_series[tag] = series
 
-    def _run_decoders(self, plugin: str, tag: str, value: Any, metadata: Any) -> Decoded | None:
-        decoder = DECODERS.get(plugin)
+    def _route(self, tag: str, kind: str | None, own: Any) -> _Route | None:
+        """The plugin, its decoder and the tag's first metadata for a value of ``tag`` and
+        ``kind``, None when the filters leave it out (counted).  Remembered once the tag's
+        first metadata in this file is known: nothing a later value holds can change it."""
+        if tag not in self._metadata and own is not None:
+            self._metadata[tag] = own
+        first = self._metadata.get(tag) or self._known.get(tag)
+        plugin = plugin_for(kind, first)
+        if not self._admits(tag, plugin):
+            return None
+        route = (plugin, DECODERS.get(plugin), first)
+        if tag in self._metadata:
+            self._routes[(tag, kind)] = route
+        return route
+
+    def _run_decoders(
+        self, decoder: Decoder | None, plugin: str, tag: str, value: Any, metadata: Any
+    ) -> Decoded | None:
         failed = False
         if decoder is not None:
             try:
@@ -314,23 +342,27 @@ class EventDecoder:
         plugin: str,
         decoded: Decoded,
         metadata: Any,
-        where: tuple[int, int, int, int, float],
+        step: int,
+        offset: int,
+        index: int,
+        wall_time: float,
     ) -> int:
         series = self._series.get((tag, plugin))
         if series is None:
             series = self._series[(tag, plugin)] = self._define(
                 tag, plugin, decoded.dtype, metadata
             )
-        key = (series, *where)
         rows = decoded.rows
-        if len(rows) == 1:  # most values: no generator for one row
-            self.buffer.table(decoded.table).append(key + rows[0])
+        table = self.buffer.table(decoded.table)
+        if len(rows) == 1:  # most values: one tuple made, no generator
+            table.append((series, step, 0, offset, index, wall_time, *rows[0]))
         else:
-            self.buffer.table(decoded.table).extend(key + row for row in rows)
+            key = (series, step, 0, offset, index, wall_time)
+            table.extend(key + row for row in rows)
         if decoded.blobs:
             self.buffer.blobs.update(decoded.blobs)
         if decoded.table != "scalars":  # scalars are counted as they are taken
-            self.stats.points[plugin] += len(decoded.rows)
+            self.stats.points[plugin] += len(rows)
         return series
 
     def _define(self, tag: str, plugin: str, dtype: str | None, metadata: Any) -> int:
@@ -352,7 +384,7 @@ class EventDecoder:
         if not isinstance(data, bytes):  # a message (session_log, log_message), not bytes
             data = data.SerializeToString()
         decoded = raw_bytes(bytes(data), what)
-        self._emit(tag, plugin, decoded, None, (event.step, 0, offset, 0, event.wall_time))
+        self._emit(tag, plugin, decoded, None, event.step, offset, 0, event.wall_time)
 
     def _admits(self, tag: str, plugin: str) -> bool:
         """Apply --tag/--exclude-tag and --plugins, counting what they leave out."""
