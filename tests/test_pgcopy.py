@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from converter.rows import POINT_COLUMNS, _with_file, packed_dtype
 from converter.store.bulk import _copy_types
-from converter.store.pgcopy import binary_copy, encodable
+from converter.store.pgcopy import Stream, binary_copy, encodable
 
 _TYPES = _copy_types("scalars", POINT_COLUMNS["scalars"])
 _floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
@@ -39,6 +39,10 @@ def _table(rows: list[tuple[Any, ...]], file_id: int) -> np.ndarray:
     return _with_file(packed, file_id, value_index=True)
 
 
+def _nan_rows(table: np.ndarray) -> np.ndarray:
+    return np.isnan(table["wall_time"]) | np.isnan(table["value"])
+
+
 def _same(stored: Any, written: float) -> bool:
     if math.isnan(written):
         return stored is None
@@ -48,9 +52,9 @@ def _same(stored: Any, written: float) -> bool:
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(rows=_rows, file_id=st.integers(0, 2**31 - 1))
+@given(rows=_rows, file_id=st.integers(0, 2**31 - 1), piece_rows=st.integers(1, 70))
 def test_the_server_reads_back_every_row_as_written(
-    pg_server: Any, rows: list[tuple[Any, ...]], file_id: int
+    pg_server: Any, rows: list[tuple[Any, ...]], file_id: int, piece_rows: int
 ) -> None:
     table = _table(rows, file_id)
     assert encodable(table, _TYPES)
@@ -60,8 +64,14 @@ def test_the_server_reads_back_every_row_as_written(
     with psycopg.connect(pg_server.url("postgres").replace("+psycopg", "")) as connection:
         cursor = connection.cursor()
         cursor.execute(f"CREATE TEMPORARY TABLE t ({columns})")
+        # The stream as a server's conversion sends it: piece by piece, each made when sent.
+        pieces = list(Stream(table, _TYPES).pieces(piece_rows))
+        assert b"".join(pieces) == binary_copy(table, _TYPES)
+        # Rows without NaN, piece_rows at a time; then those with NaN and the trailer.
+        assert len(pieces) == -(-int((~_nan_rows(table)).sum()) // piece_rows) + 1
         with cursor.copy("COPY t FROM STDIN (FORMAT BINARY)") as copy:
-            copy.write(binary_copy(table, _TYPES))
+            for piece in pieces:
+                copy.write(piece)
         got = cursor.execute("SELECT * FROM t ORDER BY series_id, step, record_offset").fetchall()
     expected = sorted(
         ((s, p, file_id, o, 0, w, v) for s, p, o, w, v in rows), key=lambda row: row[:4]

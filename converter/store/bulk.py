@@ -181,7 +181,7 @@ class PostgresBulk:
         columns = POINT_COLUMNS[table]
         types = _copy_types(table, columns)
         texts = [index for index, kind in enumerate(types) if kind == "text"]
-        data: Iterable[Row] | bytes = rows
+        data: Iterable[Row] | pgcopy.Stream = rows
         if isinstance(rows, (PackedRows, RowBatch)) and rows.block_count():
             # The packed ones in key order, as on SQLite: the key's index takes them faster;
             # as one COPY stream written by NumPy where every field is of a fixed width.
@@ -238,7 +238,7 @@ def server_text(value: str | None) -> str | None:
     return value.replace("\x00", "\\x00")
 
 
-def _binary_stream(rows: PackedRows | RowBatch, types: list[str]) -> bytes | None:
+def _binary_stream(rows: PackedRows | RowBatch, types: list[str]) -> pgcopy.Stream | None:
     """The binary COPY stream of scalars rows, all of them in key order (see
     :mod:`converter.store.pgcopy`); None when some field does not fit a fixed width."""
     import numpy as np
@@ -251,13 +251,14 @@ def _binary_stream(rows: PackedRows | RowBatch, types: list[str]) -> bytes | Non
         except (TypeError, ValueError, OverflowError):
             return None  # written row by row, where the server says what is wrong
         table = in_key_order(np.concatenate([table, made]))
-    return pgcopy.binary_copy(table, types) if pgcopy.encodable(table, types) else None
+    return pgcopy.Stream(table, types) if pgcopy.encodable(table, types) else None
 
 
-def _write(copy: Any, types: list[str], data: Iterable[Row] | bytes) -> None:
-    """Send rows to a binary COPY: a whole stream at once, or row by row, NaN as NULL."""
-    if isinstance(data, bytes):
-        copy.write(data)
+def _write(copy: Any, types: list[str], data: Iterable[Row] | pgcopy.Stream) -> None:
+    """Send rows to a binary COPY: a stream piece by piece, or row by row, NaN as NULL."""
+    if isinstance(data, pgcopy.Stream):
+        for piece in data.pieces():
+            copy.write(piece)
         return
     copy.set_types(types)
     floats = [index for index, kind in enumerate(types) if kind == "float8"]
@@ -266,7 +267,11 @@ def _write(copy: Any, types: list[str], data: Iterable[Row] | bytes) -> None:
 
 
 def _copy(
-    dbapi: Any, table: str, columns: tuple[str, ...], types: list[str], data: Iterable[Row] | bytes
+    dbapi: Any,
+    table: str,
+    columns: tuple[str, ...],
+    types: list[str],
+    data: Iterable[Row] | pgcopy.Stream,
 ) -> None:
     """COPY rows straight into a point table (none of them can be stored yet)."""
     statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
@@ -275,7 +280,11 @@ def _copy(
 
 
 def _copy_new(
-    dbapi: Any, table: str, columns: tuple[str, ...], types: list[str], data: Iterable[Row] | bytes
+    dbapi: Any,
+    table: str,
+    columns: tuple[str, ...],
+    types: list[str],
+    data: Iterable[Row] | pgcopy.Stream,
 ) -> int:
     """COPY rows into the session's staging table, then move the ones not stored yet into the
     point table; returns how many it moved."""
