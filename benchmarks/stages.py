@@ -124,10 +124,10 @@ def decode_only(file_tasks: list[Any]) -> tuple[int, int]:
     feed_records = EventDecoder.feed_records
     settings = ReadSettings(Selection(), chunk_points=50_000)
 
-    def counted(self: Any, records: Any) -> None:
+    def counted(self: Any, records: Any, **options: Any) -> None:
         nonlocal general
         general += len(records)
-        feed_records(self, records)
+        feed_records(self, records, **options)
 
     EventDecoder.feed_records = counted  # type: ignore[method-assign]
     try:

@@ -430,6 +430,35 @@ def test_a_tags_values_before_its_first_metadata_do_not_fix_its_plugin(tmp_path:
         assert tensors.fetchall() == [(1, "tensor")]
 
 
+def test_a_tags_first_metadata_on_another_kind_of_value_fixes_its_plugin_anew(
+    tmp_path: Path,
+) -> None:
+    # A clip as a tensor with no metadata is a plain tensor; then a TF1 Summary.Audio of the
+    # same tag brings the audio metadata, and from then on the tag's tensors are audio too.
+    wav = b"RIFF\x24\x00\x00\x00WAVEfmt "
+    tf1_clip = Summary.Value(
+        tag="voice",
+        audio=Summary.Audio(sample_rate=8000, encoded_audio_string=wav, content_type="audio/wav"),
+    )
+    tf1_clip.metadata.CopyFrom(
+        audio_metadata.create_summary_metadata("voice", "", AudioPluginData.WAV)
+    )
+    write_events(
+        tmp_path / "logs" / "run" / "events.out.tfevents.1.h",
+        [
+            _voice_clip(1, b"pcm one", False),
+            summary_event(2, 1e9 + 2, [tf1_clip]),
+            _voice_clip(3, b"pcm three", False),
+        ],
+    )
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    with closing(sqlite3.connect(tmp_path / "s.db")) as connection:
+        audio = connection.execute("SELECT step FROM audio ORDER BY step")
+        assert audio.fetchall() == [(2,), (3,)]
+        tensors = connection.execute("SELECT step FROM tensors")
+        assert tensors.fetchall() == [(1,)]
+
+
 def test_the_general_path_decodes_a_known_scalar_without_its_plugin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -577,10 +577,10 @@ def decode_file(
     general = 0
     feed_records = decoder.feed_records
 
-    def counted(batch: list[tuple[int, bytes]]) -> None:
+    def counted(batch: list[tuple[int, bytes]], **options: Any) -> None:
         nonlocal general
         general += len(batch)
-        feed_records(batch)
+        feed_records(batch, **options)
 
     decoder.feed_records = counted  # type: ignore[method-assign]
     rows: dict[str, list[Any]] = {}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
+from tensorboard.compat.proto.summary_pb2 import Summary
 
 from converter.filters import Selection
 from converter.plugins._tensorproto import DT_FLOAT
@@ -54,6 +55,8 @@ _RAW_EVENTS: dict[str, tuple[str, str | None]] = {
 
 # Tag -> its first SummaryMetadata (a protobuf message).
 KnownMetadata = dict[str, Any]
+# What a Summary.Value's oneof may hold (None: nothing).
+_KINDS = (None, *(field.name for field in Summary.Value.DESCRIPTOR.oneofs_by_name["value"].fields))
 # How the values of one tag and kind are decoded: (plugin, its decoder or None, the tag's
 # first metadata).
 _Route = tuple[str, "Decoder | None", Any]
@@ -131,8 +134,10 @@ class EventDecoder:
                 self._blocks = BlockScalars(self)
             self._blocks.feed(batch)
 
-    def feed_records(self, records: Sequence[tuple[int, bytes]]) -> None:
-        """Decode (offset, payload) records one by one."""
+    def feed_records(self, records: Sequence[tuple[int, bytes]], *, keyed: bool = True) -> None:
+        """Decode (offset, payload) records one by one; unless ``keyed`` (the block path's
+        records, whose keys it knows itself), single-scalar records are recognised and
+        learnt by their bytes (``scalarkeys``)."""
         # The hot loop of the whole converter: locals only, one attribute read per field.
         simple = self.simple_series
         float_tensors = self.float_tensor_series
@@ -149,7 +154,7 @@ class EventDecoder:
         first = inf if stats.first_wall_time is None else stats.first_wall_time
         last = -inf if stats.last_wall_time is None else stats.last_wall_time
         for offset, payload in records:
-            parts = split(payload)
+            parts = split(payload) if keyed else None
             if parts is not None:
                 known = known_keys.get(parts[0])
                 if known is not None:
@@ -286,7 +291,7 @@ class EventDecoder:
         tag = value.tag or value.node_name
         own = value.metadata if value.HasField("metadata") else None
         route = self._routes.get((tag, kind))
-        if route is None:
+        if route is None or (own is not None and tag not in self._metadata):
             route = self._route(tag, kind, own)
             if route is None:
                 return
@@ -304,17 +309,18 @@ class EventDecoder:
 
     def _route(self, tag: str, kind: str | None, own: Any) -> _Route | None:
         """The plugin, its decoder and the tag's first metadata for a value of ``tag`` and
-        ``kind``, None when the filters leave it out (counted).  Remembered once the tag's
-        first metadata in this file is known: nothing a later value holds can change it."""
+        ``kind`` (remembered), None when the filters leave it out (counted each time).  The
+        first value of the tag in this file that carries metadata fixes them anew: what was
+        remembered for the tag before it is forgotten."""
         if tag not in self._metadata and own is not None:
             self._metadata[tag] = own
+            for other in _KINDS:
+                self._routes.pop((tag, other), None)
         first = self._metadata.get(tag) or self._known.get(tag)
         plugin = plugin_for(kind, first)
         if not self._admits(tag, plugin):
             return None
-        route = (plugin, DECODERS.get(plugin), first)
-        if tag in self._metadata:
-            self._routes[(tag, kind)] = route
+        route = self._routes[(tag, kind)] = (plugin, DECODERS.get(plugin), first)
         return route
 
     def _run_decoders(

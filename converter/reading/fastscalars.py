@@ -308,14 +308,14 @@ class BlockScalars:
             waiting.append((int(offsets[record]), block.payload(record)))
             if ok and key not in tried:
                 tried.add(key)
-                self._general.feed_records(waiting)
+                self._general.feed_records(waiting, keyed=False)
                 waiting.clear()
                 learnt = self._learn(block, parsed, record)
                 if learnt is not None:
                     self._keys.add(parsed, record, learnt)
                     learnt_keys[key] = learnt
         if waiting:
-            self._general.feed_records(waiting)
+            self._general.feed_records(waiting, keyed=False)
 
     def _pack(
         self,
