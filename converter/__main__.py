@@ -1,6 +1,6 @@
 """``python -m converter``: the same CLI as the ``tbconvert`` console script."""
 
-from converter.cli import cli
+from converter.cli import main
 
 if __name__ == "__main__":
-    cli(prog_name="tbconvert")
+    main()

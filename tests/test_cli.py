@@ -301,3 +301,39 @@ def test_the_tf_command_leaves_what_its_imports_made_out_of_garbage_collection(
     assert int(frozen) > 20_000 and enabled == "1" and imported == "True"
     # Without the collector off, importing SQLAlchemy alone runs dozens of collections.
     assert int(collections) < 10
+
+
+def test_the_console_script_ends_with_its_output_whole_and_its_exit_code(
+    logdir: Path, tmp_path: Path
+) -> None:
+    # ``main`` ends the process without the interpreter's teardown: what a command printed
+    # must still be whole on a pipe, its exit code kept (3: a damaged record skipped), the
+    # exit handlers run, and the store closed with its log folded in.
+    events = next((logdir / "run_a").iterdir())
+    data = bytearray(events.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    events.write_bytes(bytes(data))
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(print, 'exit handler ran', file=sys.stderr)\n"
+        "from converter.cli import main\n"
+        "main()\n"
+    )
+    store = tmp_path / "s.db"
+    arguments = ["tf", "--logdir", str(logdir), "--store", str(store), "--json"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *arguments],
+        capture_output=True,
+        text=True,
+    )
+    summary = json.loads(done.stdout)
+    assert done.returncode == 3 and summary["damaged_records"] == 1
+    assert summary["points"]["scalars"] == 39  # two runs of 20 steps, one record damaged
+    assert done.stderr.rstrip().endswith("exit handler ran")
+    assert store.exists() and not Path(f"{store}-wal").exists()
+    usage = subprocess.run(
+        [sys.executable, "-m", "converter", "tf", "--no-such-option"],
+        capture_output=True,
+        text=True,
+    )
+    assert usage.returncode == 2 and "No such option" in usage.stderr

@@ -20,6 +20,17 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Importing a command module registers its commands on the group.
 from converter.cli import convert, db, inspect, look
-from converter.cli.group import cli
+from converter.cli.group import cli, end_process
 
-__all__ = ["cli", "convert", "db", "inspect", "look"]
+__all__ = ["cli", "convert", "db", "inspect", "look", "main"]
+
+
+def main() -> None:
+    """The ``tbconvert`` console script and ``python -m converter``: the CLI in a process of
+    its own, which ends as soon as the command does (:func:`end_process`)."""
+    try:
+        cli.main(prog_name="tbconvert")
+    except SystemExit as end:
+        if end.code is None or isinstance(end.code, int):
+            end_process(end.code or 0)
+        raise

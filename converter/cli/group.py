@@ -6,11 +6,13 @@ their own package (which imports them: a cycle ``tests/test_layers.py`` rejects)
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -75,6 +77,27 @@ def cli() -> None:
     """
     if os.environ.get("NO_COLOR"):
         click.get_current_context().color = False
+
+
+def end_process(code: int) -> NoReturn:
+    """End the command's own process with ``code``, skipping the interpreter's teardown.
+
+    Freeing every module's objects at exit (SQLAlchemy's and NumPy's above all) took about
+    20 ms after a conversion, 2% of a small one.  Nothing is left to it: stores are closed
+    and workers joined by the commands, the exit handlers still run (logging, Pillow's
+    cache, weakref finalizers) and the output is flushed.  While another thread runs, or
+    when the output cannot be flushed (a reader gone away), the interpreter ends as usual.
+    """
+    if threading.active_count() == 1:
+        atexit._run_exitfuncs()
+        atexit._clear()  # run once, whichever way the process ends
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)
 
 
 T = TypeVar("T")
