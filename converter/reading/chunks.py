@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from converter.filters import Selection
-from converter.reading.decoder import DecodeStats, EventDecoder, KnownMetadata
+from converter.reading.decoder import EventDecoder, KnownMetadata
+from converter.reading.decodestats import DecodeStats
 from converter.reading.heads import head_digest
 from converter.reading.records import Damage, RecordReader, open_event_file
 from converter.rows import SeriesDefinition, TableRows, TagMetadata

@@ -9,9 +9,7 @@ once (``fastscalars.BlockScalars``), both learning from this path.
 from __future__ import annotations
 
 import struct
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
@@ -28,6 +26,7 @@ from converter.plugins.registry import (
     plugin_for,
 )
 from converter.reading import scalarkeys
+from converter.reading.decodestats import DecodeStats
 from converter.reading.events import Event, UnparseableEvent, parse_event
 from converter.reading.rowbuffer import RowBuffer
 from converter.rows import SeriesDefinition, TableRows
@@ -60,28 +59,6 @@ _KINDS = (None, *(field.name for field in Summary.Value.DESCRIPTOR.oneofs_by_nam
 # How the values of one tag and kind are decoded: (plugin, its decoder or None, the tag's
 # first metadata).
 _Route = tuple[str, "Decoder | None", Any]
-
-
-@dataclass
-class DecodeStats:
-    """What one decoder saw besides the rows it produced."""
-
-    points: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)  # (plugin, tag) -> values
-    undecodable: Counter[tuple[str, str]] = field(default_factory=Counter)
-    filtered_values: int = 0
-    other_events: Counter[str] = field(default_factory=Counter)
-    lossy_records: int = 0
-    unparseable: list[int] = field(default_factory=list)  # record offsets
-    first_wall_time: float | None = None
-    last_wall_time: float | None = None
-
-    def widen_span(self, low: float, high: float) -> None:
-        """Extend the file's wall-time span to cover ``[low, high]``."""
-        if self.first_wall_time is None or low < self.first_wall_time:
-            self.first_wall_time = low
-        if self.last_wall_time is None or high > self.last_wall_time:
-            self.last_wall_time = high
 
 
 class EventDecoder:
