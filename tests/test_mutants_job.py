@@ -23,6 +23,7 @@ from converter.conversion import convert
 from converter.conversion import groups as groups_module
 from converter.conversion import job as job_module
 from converter.conversion import plan as plan_module
+from converter.reading import chunks as chunks_module
 from converter.rows import SeriesDefinition
 from converter.store import migrate
 from converter.store.engine import create_store_engine, store_url
@@ -458,6 +459,25 @@ def test_a_group_also_closes_at_its_number_of_files(
     after_commits = _points_after_each_commit(store, monkeypatch)
     convert(logs, store, chunk_points=1000)
     assert sorted(set(after_commits)) == [0, 6, 12, 14]
+
+
+@pytest.mark.by_record_switch
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "one-by-one"])
+def test_a_group_also_closes_at_its_bytes_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batched: bool
+) -> None:
+    # Whatever their points, a group closes once its files read _GROUP_READ_BYTES (2 MB;
+    # two of these files here), whether small files are read in batches or one by one.
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    for run in range(7):
+        write_events(logs / f"run_{run}" / FILE, _events("loss", range(2)))
+    size = (logs / "run_0" / FILE).stat().st_size
+    monkeypatch.setattr(groups_module, "_GROUP_READ_BYTES", 2 * size)
+    if not batched:
+        monkeypatch.setattr(chunks_module, "_BY_RECORD_BYTES", 0)
+    after_commits = _points_after_each_commit(store, monkeypatch)
+    convert(logs, store, chunk_points=1000)
+    assert sorted(set(after_commits)) == [0, 4, 8, 12, 14]
 
 
 def test_a_file_with_no_valid_record_is_invalid_and_one_damaged_at_its_start_is_not(

@@ -105,6 +105,7 @@ class Chunk:
         digest: sha256 of the first record (first chunk only).
         error: Why the file could not be opened (no rows then).
         stats: What the decoder saw (last chunk only).
+        read: Bytes of the file this chunk covers (from where the one before ended).
     """
 
     rows: dict[str, TableRows]
@@ -122,6 +123,7 @@ class Chunk:
     digest: str | None = None
     error: str | None = None
     stats: DecodeStats | None = None
+    read: int = 0
 
     def points(self) -> int:
         """Rows of every table."""
@@ -240,6 +242,7 @@ def _next_chunk(
         stats.last_wall_time,
         done=done,
         torn=reader.torn if done else False,
+        read=reader.consumed - before,
     )
 
 

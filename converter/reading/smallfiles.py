@@ -190,6 +190,7 @@ class _Batch:
             replaces=file.replaces,
             digest=file.digest,
             stats=stats,
+            read=task.size - (0 if file.restart else task.offset),
         )
 
 
