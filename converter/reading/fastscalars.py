@@ -297,15 +297,23 @@ class BlockScalars:
         # before it decoded first.  The known records between them are packed afterwards
         # (see _pack), so the general path is called once per block, not once per gap.
         waiting: list[tuple[int, bytes]] = []
-        for record, number, ok in zip(
-            unknown.tolist(), key_numbers.tolist(), learnable.tolist(), strict=True
+        # Python ints for the loop: NumPy's scalars cost more to index and convert.
+        buf, heads = block.buf, block.starts[unknown] + 12
+        for record, number, ok, place, head, end in zip(
+            unknown.tolist(),
+            key_numbers.tolist(),
+            learnable.tolist(),
+            offsets[unknown].tolist(),
+            heads.tolist(),
+            (heads + block.lengths[unknown]).tolist(),
+            strict=True,
         ):
             key = number if ok else -1
             learnt = learnt_keys.get(key)
             if learnt is not None:
                 series[record] = learnt  # packed with the known records around it
                 continue
-            waiting.append((int(offsets[record]), block.payload(record)))
+            waiting.append((place, buf[head:end]))
             if ok and key not in tried:
                 tried.add(key)
                 self._general.feed_records(waiting, keyed=False)
