@@ -291,37 +291,40 @@ class BlockScalars:
         # record's is left to the general path.
         keys = parsed.keys[unknown]
         learnable = parsed.ok[unknown] & equal_keys(keys, keys[firsts[key_numbers]])
-        learnt_keys: dict[int, int] = {}  # key number -> series
-        tried: set[int] = set()
-        # The unknown records, decoded together: only learning a key needs the records
-        # before it decoded first.  The known records between them are packed afterwards
-        # (see _pack), so the general path is called once per block, not once per gap.
+        # The records are taken in stretches between the first learnable record of each key
+        # (where a key is tried), as one loop over them would: in a stretch, a learnable
+        # record of a key learnt before it is known (packed with the known records), every
+        # other one waits for the general path, which decodes the waiting records, in order,
+        # before a key is learnt from its first record and at the end.  A file's first block
+        # is mostly records of keys it learns as it goes: visiting them one by one in Python
+        # cost more than decoding them.
+        learnt = np.full(len(firsts), -1, dtype=np.int64)  # key number -> series
+        learnable_at = np.flatnonzero(learnable)
+        tries = np.sort(learnable_at[np.unique(key_numbers[learnable_at], return_index=True)[1]])
+        heads = block.starts[unknown] + 12
+        ends = heads + block.lengths[unknown]
+        places, buf = offsets[unknown], block.buf
         waiting: list[tuple[int, bytes]] = []
-        # Python ints for the loop: NumPy's scalars cost more to index and convert.
-        buf, heads = block.buf, block.starts[unknown] + 12
-        for record, number, ok, place, head, end in zip(
-            unknown.tolist(),
-            key_numbers.tolist(),
-            learnable.tolist(),
-            offsets[unknown].tolist(),
-            heads.tolist(),
-            (heads + block.lengths[unknown]).tolist(),
-            strict=True,
-        ):
-            key = number if ok else -1
-            learnt = learnt_keys.get(key)
-            if learnt is not None:
-                series[record] = learnt  # packed with the known records around it
-                continue
-            waiting.append((place, buf[head:end]))
-            if ok and key not in tried:
-                tried.add(key)
-                self._general.feed_records(waiting, keyed=False)
-                waiting.clear()
-                learnt = self._learn(block, parsed, record)
-                if learnt is not None:
-                    self._keys.add(parsed, record, learnt)
-                    learnt_keys[key] = learnt
+        start = 0
+        for at in [*tries.tolist(), len(unknown)]:
+            if at > start:
+                numbers = learnt[key_numbers[start:at]]
+                known = learnable[start:at] & (numbers >= 0)
+                series[unknown[start:at][known]] = numbers[known]
+                queued = np.flatnonzero(~known) + start
+                bounds = zip(heads[queued].tolist(), ends[queued].tolist(), strict=True)
+                waiting += zip(places[queued].tolist(), [buf[h:e] for h, e in bounds], strict=True)
+            if at == len(unknown):
+                break
+            record = int(unknown[at])
+            waiting.append((int(places[at]), block.payload(record)))
+            self._general.feed_records(waiting, keyed=False)
+            waiting.clear()
+            series_of = self._learn(block, parsed, record)
+            if series_of is not None:
+                self._keys.add(parsed, record, series_of)
+                learnt[key_numbers[at]] = series_of
+            start = at + 1
         if waiting:
             self._general.feed_records(waiting, keyed=False)
 
