@@ -71,7 +71,7 @@ def string_elements(tensor: Any) -> list[bytes]:
         if dim < 0:
             raise DecodeFailure(f"string tensor has unknown dimension {dim}")
         size *= dim
-    strings = [bytes(raw) for raw in tensor.string_val[:]]
+    strings: list[bytes] = tensor.string_val[:]  # a list of bytes, made by the slice
     if size == 0 or not strings:
         raise DecodeFailure(f"string tensor holds no element (shape size {size})")
     if len(strings) > size:
