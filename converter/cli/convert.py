@@ -174,7 +174,7 @@ def _run(
     """Convert (or watch); Ctrl-C and SIGTERM stop after the current transaction with one
     line saying what is kept (exit 130 / 143; a --watch ends normally)."""
     # Importing the library (SQLAlchemy above all) builds tens of thousands of objects and
-    # no garbage: with the collector off meanwhile, start-up is about 35 ms shorter.  What
+    # no garbage: with the collector off meanwhile, start-up is about 25 ms shorter.  What
     # the imports made lives as long as the process, so the collector need not scan it again
     # on every full collection of a conversion.  A command can do this; the library cannot
     # (a host process may have garbage among its objects).

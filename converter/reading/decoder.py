@@ -93,7 +93,7 @@ class EventDecoder:
         self.simple_series: dict[str, int] = {}
         self.float_tensor_series: dict[str, int] = {}
         self._tag_ok: dict[str, bool] = {}
-        # (tag, kind) -> how its values are decoded, once the tag's first metadata is known.
+        # (tag, kind) -> how its values are decoded (see _route).
         self._routes: dict[tuple[str, str | None], _Route] = {}
         self._blocks: BlockScalars | None = None
         self._by_record = by_record

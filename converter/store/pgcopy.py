@@ -1,9 +1,9 @@
-"""PostgreSQL's binary COPY data for fixed-width rows, written by NumPy in one pass.
+"""PostgreSQL's binary COPY data for fixed-width rows, written by NumPy.
 
 A server's converter spent most of its CPU handing COPY one row at a time (a Python call per
 row, and a NaN check per row): the rows of the block path are a NumPy table already, and
-every field of theirs has a fixed width, so the whole COPY stream (signature, tuples,
-trailer) is one structured array in the wire's byte order.  A tuple is a 16-bit field count,
+every field of theirs has a fixed width, so the stream's tuples are structured arrays in the
+wire's byte order, between the signature and the trailer.  A tuple is a 16-bit field count,
 then per field a 32-bit length and the value, big-endian; NULL is the length -1 and no value.
 NaN is stored as NULL on both backends (``value IS NULL`` means NaN), so the rare rows with a
 NaN float are written one by one with ``struct``.
@@ -70,24 +70,20 @@ class Stream:
         layout: list[tuple[str, str]] = [("fields", ">i2")]
         for index, kind in enumerate(types):
             layout += [(f"length{index}", ">i4"), (f"value{index}", FIXED[kind])]
+        widths = [np.dtype(FIXED[kind]).itemsize for kind in types]
         whole = table[~nan] if nan.any() else table
         head = SIGNATURE
         for start in range(0, len(whole), rows):
             part = whole[start : start + rows]
             tuples = np.empty(len(part), dtype=layout)
             tuples["fields"] = len(types)
-            for index, (name, kind) in enumerate(zip(names, types, strict=True)):
-                tuples[f"length{index}"] = np.dtype(FIXED[kind]).itemsize
+            for index, (name, width) in enumerate(zip(names, widths, strict=True)):
+                tuples[f"length{index}"] = width
                 tuples[f"value{index}"] = part[name]
             yield head + tuples.tobytes()
             head = b""
         with_nan = b"".join(_tuple(row, types) for row in table[nan].tolist())
         yield head + with_nan + TRAILER
-
-
-def binary_copy(table: np.ndarray, types: Sequence[str]) -> bytes:
-    """The whole binary COPY stream of ``table``'s rows at once (see :class:`Stream`)."""
-    return b"".join(Stream(table, types).pieces())
 
 
 def _tuple(row: Sequence[Any], types: Sequence[str]) -> bytes:
