@@ -1,7 +1,7 @@
 """SQLite point inserts, many rows a statement (issue #14).
 
-``SqliteBulk.insert_points`` binds up to a hundred rows a statement and the rest one a
-statement: whatever the number of rows and whichever of them the store already holds, the
+``SqliteBulk.insert_points`` binds up to a hundred rows a statement and the rest in one
+more: whatever the number of rows and whichever of them the store already holds, the
 table must end up holding every row once, the stored ones unchanged, and the count returned
 must be the rows that were new.  The expected table is worked out here from the rows, as a
 set, and compared with what SQLite holds.
@@ -121,6 +121,16 @@ def test_named_inserts_on_sqlite_go_many_rows_a_statement_with_what_follows_them
     expected = {n % 150: f"context {n}" for n in range(260)}  # the later row of an id wins
     assert dict(database.execute("SELECT id, name FROM contexts")) == expected
 
+    # The same rows as tuples in the order of the parameters, and no statement a row: two
+    # of a hundred rows, one of the sixty left.
+    steps: list[str] = []
+    database.execute("DELETE FROM contexts")
+    database.set_trace_callback(steps.append)
+    statements.many(upsert, [(row["id"], row["name"]) for row in rows])
+    database.set_trace_callback(None)
+    assert dict(database.execute("SELECT id, name FROM contexts")) == expected
+    assert len(steps) == 3
+
     statements.many("UPDATE contexts SET name = :name WHERE id = :id", [{"id": 3, "name": "x"}])
     assert database.execute("SELECT name FROM contexts WHERE id = 3").fetchone() == ("x",)
     for not_one_row_of_names in (
@@ -129,6 +139,34 @@ def test_named_inserts_on_sqlite_go_many_rows_a_statement_with_what_follows_them
         "INSERT INTO contexts (name) VALUES (:name)",
     ):
         assert _positional_insert(not_one_row_of_names) is None
+
+
+def test_rows_as_tuples_reach_a_server_as_named_parameters() -> None:
+    """On psycopg (``%(name)s``) rows given as tuples are bound by the statement's names."""
+    sent: list[tuple[str, list[object]]] = []
+
+    class Cursor:
+        def executemany(self, sql: str, params: list[object]) -> None:
+            sent.append((sql, list(params)))
+
+        def close(self) -> None:
+            pass
+
+    class Connection:
+        def cursor(self) -> Cursor:
+            return Cursor()
+
+    statements = Statements(Connection, pyformat=True)
+    statements.many(
+        "INSERT INTO contexts (id, name) VALUES (:id, :name) ON CONFLICT DO NOTHING",
+        [(1, "a"), (2, "b")],
+    )
+    assert sent == [
+        (
+            "INSERT INTO contexts (id, name) VALUES (%(id)s, %(name)s) ON CONFLICT DO NOTHING",
+            [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
+        )
+    ]
 
 
 @settings(max_examples=40, deadline=None)

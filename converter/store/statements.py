@@ -152,15 +152,22 @@ class Statements:
         finally:
             cursor.close()
 
-    def many(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
+    def many(
+        self, sql: str, params: Sequence[Mapping[str, Any]] | Sequence[tuple[Any, ...]]
+    ) -> None:
         """Run a statement once per parameter set: an ``INSERT ... VALUES (:name, ...)`` on
-        SQLite many rows a statement (:func:`insert_many`)."""
-        insert = None if self._pyformat or not params else _positional_insert(sql)
-        if insert is not None:
+        SQLite many rows a statement (:func:`insert_many`).  Such an insert also takes its
+        rows as tuples, in the order of its parameters (no mapping made per row)."""
+        insert = _positional_insert(sql) if params else None
+        as_tuples = bool(params) and isinstance(params[0], tuple)
+        if insert is not None and not self._pyformat:
             into, values, then, names = insert
-            rows = map(operator.itemgetter(*names), params)
+            rows: Iterable[Any] = params if as_tuples else map(operator.itemgetter(*names), params)
             insert_many(self._dbapi(), into, values, rows, len(params), then)
             return
+        if as_tuples:
+            assert insert is not None, "rows as tuples need an INSERT of named values"
+            params = [dict(zip(insert[3], row, strict=True)) for row in params]
         cursor = self._dbapi().cursor()
         try:
             cursor.executemany(self._sql(sql), params)
@@ -177,25 +184,25 @@ def insert_many(
     then: str = "ON CONFLICT DO NOTHING",
 ) -> int:
     """``{into} VALUES {values} {then}`` for the ``count`` rows of ``rows`` on a DB-API
-    connection, ``_ROWS_AT_ONCE`` a statement and the rest one a statement; returns the rows
+    connection, ``_ROWS_AT_ONCE`` a statement and the rest in one more; returns the rows
     inserted.  The rows' values are regrouped in C (``zip`` over one iterator): no list of
     them is built."""
     width = values.count("?")
     at_once = max(1, min(_ROWS_AT_ONCE, _MAX_PARAMETERS // width))
-    whole = count - count % at_once
     values_of = chain.from_iterable(rows)
     cursor = dbapi.cursor()
     try:
         inserted = 0
-        if whole:
-            head = islice(values_of, whole * width)
-            many = ", ".join([values] * at_once)
-            cursor.executemany(
-                f"{into} VALUES {many} {then}",
-                zip(*[head] * (at_once * width), strict=True),
-            )
-            inserted += cursor.rowcount
-        cursor.executemany(f"{into} VALUES {values} {then}", zip(*[values_of] * width, strict=True))
-        return inserted + int(cursor.rowcount)
+        # The rest as one statement too: a group's runs, series or files are rarely a
+        # multiple of ``at_once``, and one statement a row cost a step each.
+        for size, statements in ((at_once, count // at_once), (count % at_once, 1)):
+            if size and statements:
+                head = islice(values_of, size * statements * width)
+                many = ", ".join([values] * size)
+                cursor.executemany(
+                    f"{into} VALUES {many} {then}", zip(*[head] * (size * width), strict=True)
+                )
+                inserted += cursor.rowcount
+        return inserted
     finally:
         cursor.close()

@@ -25,7 +25,8 @@ NaN is NULL in the point tables (``v_scalars``), so the aggregates here skip it,
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from itertools import chain
+from functools import partial
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -84,6 +85,8 @@ class Summary(NamedTuple):
     max_value: float | None
 
 
+_SUMMARY = partial(tuple.__new__, Summary)
+
 # A typed NULL: PostgreSQL takes an untyped one in a subquery for text.
 _NO_VALUE = "CAST(NULL AS DOUBLE PRECISION)"
 _UPSERT = (
@@ -127,7 +130,7 @@ def add_rows(
         _merge(stored[series_id], summary, path_of) if series_id in stored else summary
         for series_id, summary in batch.items()
     ]
-    statements.many(_UPSERT, [summary._asdict() for summary in merged])
+    statements.many(_UPSERT, merged)  # a Summary is a tuple in the statement's order
 
 
 def recount(
@@ -293,13 +296,9 @@ def _aggregate(
             _finite(np.fmin.reduceat(value, starts)),
             _finite(np.fmax.reduceat(value, starts)),
         ]
-    lists = [column.tolist() if hasattr(column, "tolist") else column for column in columns]
-    return [
-        Summary(s, table, n, first, final, w0, w1, f, off, idx, w_last, v_last, low, high)
-        for s, n, first, final, w0, w1, f, off, idx, w_last, v_last, low, high in zip(
-            *lists, strict=True
-        )
-    ]
+    series_ids, *rest = (col.tolist() if hasattr(col, "tolist") else col for col in columns)
+    # Made by the tuple constructor in C: Summary's own __new__ is a Python call a series.
+    return list(map(_SUMMARY, zip(series_ids, repeat(table), *rest, strict=False)))
 
 
 def _finite(values: np.ndarray) -> list[float | None]:
