@@ -24,6 +24,8 @@ from converter.store.statements import Statements
 
 # Runs looked up in one statement (SQLite takes up to 32,766 parameters).
 _LOOKUP_BATCH = 500
+# A run's columns after its id, as INSERT_RUN_WITH_ID takes them.
+_RUN_COLUMNS = ("source", "host", "logdir", "run_path", "group_path", "name")
 
 
 class Identities:
@@ -48,8 +50,9 @@ class Identities:
         self._allocate = allocate
         # The next free id of each table in the open transaction (allocate only).
         self._next_id: dict[str, int] = {}
-        # New rows with their ids, inserted at flush (allocate only).
-        self.staged: dict[str, list[dict[str, Any]]] = {"runs": [], "series": []}
+        # New rows with their ids, inserted at flush (allocate only): tuples in the order of
+        # the values of INSERT_RUN_WITH_ID and INSERT_SERIES_WITH_ID.
+        self.staged: dict[str, list[tuple[Any, ...]]] = {"runs": [], "series": []}
         # Runs of the open transaction's group that the store does not hold (prefetch_runs).
         self._absent_runs: set[tuple[str, str]] = set()
         self._ids: dict[tuple[Any, ...], int] = {}
@@ -129,7 +132,7 @@ class Identities:
         absent = (params["source"], params["run_path"]) in self._absent_runs
         if absent and self._allocate:
             made = self.allocate("runs")
-            self.staged["runs"].append({**params, "id": made})
+            self.staged["runs"].append((made, *(params[column] for column in _RUN_COLUMNS)))
         else:
             found = None if absent else self._statements.scalar(sql.RUN_ID, params)
             if found is not None:
@@ -193,22 +196,24 @@ class Identities:
         )
         if missing:
             text_value = self._text_value
+            # In the order of INSERT_SERIES's values (a sweep makes tens of thousands).
             rows = [
-                {
-                    **where,
-                    "name": key[3],
-                    "plugin": series.plugin,
-                    "dtype": series.dtype,
-                    "display_name": text_value(series.display_name),
-                    "description": text_value(series.description),
-                    "plugin_content": series.plugin_content,
-                }
+                (
+                    run_id,
+                    context_id,
+                    key[3],
+                    series.plugin,
+                    series.dtype,
+                    text_value(series.display_name),
+                    text_value(series.description),
+                    series.plugin_content,
+                )
                 for key, series in missing.items()
             ]
             if self._allocate:
                 for key, row in zip(missing, rows, strict=True):
-                    row["id"] = stored[key] = self.allocate("series")
-                self.staged["series"].extend(rows)
+                    stored[key] = made_id = self.allocate("series")
+                    self.staged["series"].append((made_id, *row))
             else:
                 self._statements.many(sql.INSERT_SERIES, rows)
                 stored = self._stored_series(where)
