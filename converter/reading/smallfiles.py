@@ -19,6 +19,7 @@ another plugin's), is handed to ``read_file`` whole.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,8 @@ __all__ = ["read_files"]
 # its keys from the first files, and a batch looks its keys up before reading any of them.
 _BATCH_BYTES = 4 << 20
 _FIRST_BATCH_FILES, _BATCH_FILES = 8, 1024
+# Windows opens a descriptor in text mode unless told otherwise.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
 
 def read_files(
@@ -121,8 +124,12 @@ class _Batch:
     def load(self, task: FileTask) -> _File | None:
         """Read ``task``'s file; None when ``read_file`` must read it."""
         try:
-            with open(task.path, "rb") as handle:
-                data = handle.read(task.size)
+            # A bare descriptor: a file object's buffer is a fifth of the read (a sweep's).
+            descriptor = os.open(task.path, _READ_FLAGS)
+            try:
+                data = os.read(descriptor, task.size)
+            finally:
+                os.close(descriptor)
         except OSError:
             return None  # read_file says why
         if len(data) != task.size or data[:2] == b"\x1f\x8b":  # shrank, or gzip
