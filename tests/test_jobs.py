@@ -138,6 +138,25 @@ def test_jobs_2_sends_small_files_in_parcels_in_task_order(
     assert view_rows(tmp_path / "two.db") == view_rows(_reference(logdir, tmp_path))
 
 
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="niceness is POSIX's")
+def test_workers_decode_at_a_lower_priority_than_the_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer sets the pace: a worker yields the CPU to it when both want it.
+    seen = tmp_path / "niceness"
+    read_files = workers.read_files
+
+    def noting_niceness(*args: Any) -> Iterator[Any]:
+        seen.write_text(str(os.nice(0)))  # in the forked worker
+        yield from read_files(*args)
+
+    monkeypatch.setattr(workers, "read_files", noting_niceness)
+    logdir = _sweep(tmp_path / "logs", 4)
+    convert(logdir, tmp_path / "two.db", jobs=2)
+    assert int(seen.read_text()) == min(os.nice(0) + workers._WORKER_NICENESS, 19)
+    assert view_rows(tmp_path / "two.db") == view_rows(_reference(logdir, tmp_path))
+
+
 def test_the_writer_commits_what_it_holds_when_the_workers_have_nothing_ready(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

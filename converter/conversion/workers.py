@@ -25,6 +25,12 @@ from converter.reading.chunks import (
 )
 from converter.reading.smallfiles import read_files
 
+# Workers yield the CPU to the writer when both want it: the writer sets the pace (decoding
+# is a sixth of a scalar logdir's work), and a worker only has to keep its parcels ahead.
+# Unused cores stay the workers' whatever their niceness.  1M events with --jobs 2 on two
+# cores: 1.740 s -> 1.698 s (medians of 4, interleaved); the mixed logdir 0.769 -> 0.747 s.
+_WORKER_NICENESS = 10
+
 # Parcels (lists of chunks) a worker may hold ready before the writer takes them; a parcel
 # ends at a chunk's worth of points or of blob bytes (images, audio), or at _PARCEL_CHUNKS
 # chunks: it weighs about one chunk, which bounds memory as one chunk a message did.  It
@@ -209,6 +215,8 @@ def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
     points) made one parcel, and --jobs 2 decoded them all before the writer saw the first.
     """
     stopping.ignore_in_worker()
+    if hasattr(os, "nice"):
+        os.nice(_WORKER_NICENESS)
     carried: KnownMetadataByContext = {}
     parcel: list[Any] = []
     points = size = 0
