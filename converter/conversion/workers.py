@@ -27,8 +27,10 @@ from converter.reading.smallfiles import read_files
 
 # Workers yield the CPU to the writer when both want it: the writer sets the pace (decoding
 # is a sixth of a scalar logdir's work), and a worker only has to keep its parcels ahead.
-# Unused cores stay the workers' whatever their niceness.  1M events with --jobs 2 on two
-# cores: 1.740 s -> 1.698 s (medians of 4, interleaved); the mixed logdir 0.769 -> 0.747 s.
+# Unused cores stay the workers' whatever their niceness.  --jobs 2 on two cores, 10
+# interleaved command-line pairs: 1M events 1.799 s -> 1.752 s (faster in 8), the mixed
+# logdir 0.810 s -> 0.782 s (faster in 10).  An earlier round of 5-8 pairs saw no difference
+# and took it out (bc975f3); these rounds, on a quieter host, did.
 _WORKER_NICENESS = 10
 
 # Parcels (lists of chunks) a worker may hold ready before the writer takes them; a parcel

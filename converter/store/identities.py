@@ -24,8 +24,6 @@ from converter.store.statements import Statements
 
 # Runs looked up in one statement (SQLite takes up to 32,766 parameters).
 _LOOKUP_BATCH = 500
-# A run's columns after its id, as INSERT_RUN_WITH_ID takes them.
-_RUN_COLUMNS = ("source", "host", "logdir", "run_path", "group_path", "name")
 
 
 class Identities:
@@ -50,8 +48,8 @@ class Identities:
         self._allocate = allocate
         # The next free id of each table in the open transaction (allocate only).
         self._next_id: dict[str, int] = {}
-        # New rows with their ids, inserted at flush (allocate only): tuples in the order of
-        # the values of INSERT_RUN_WITH_ID and INSERT_SERIES_WITH_ID.
+        # New rows with their ids, inserted at flush (allocate only): tuples of the id, then
+        # the values of ``sql.RUN_COLUMNS`` or ``sql.SERIES_COLUMNS``.
         self.staged: dict[str, list[tuple[Any, ...]]] = {"runs": [], "series": []}
         # Runs of the open transaction's group that the store does not hold (prefetch_runs).
         self._absent_runs: set[tuple[str, str]] = set()
@@ -132,7 +130,7 @@ class Identities:
         absent = (params["source"], params["run_path"]) in self._absent_runs
         if absent and self._allocate:
             made = self.allocate("runs")
-            self.staged["runs"].append((made, *(params[column] for column in _RUN_COLUMNS)))
+            self.staged["runs"].append((made, *(params[column] for column in sql.RUN_COLUMNS)))
         else:
             found = None if absent else self._statements.scalar(sql.RUN_ID, params)
             if found is not None:
@@ -196,7 +194,7 @@ class Identities:
         )
         if missing:
             text_value = self._text_value
-            # In the order of INSERT_SERIES's values (a sweep makes tens of thousands).
+            # Tuples in the order of ``sql.SERIES_COLUMNS`` (a sweep makes tens of thousands).
             rows = [
                 (
                     run_id,

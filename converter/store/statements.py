@@ -20,48 +20,47 @@ from typing import Any
 
 from converter.store.files import FILE_COLUMNS
 
+
+def _insert(table: str, columns: tuple[str, ...], then: str = "") -> str:
+    """``INSERT INTO table (columns) VALUES (:column, ...)``, then ``then``."""
+    values = ", ".join(f":{column}" for column in columns)
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}){then}"
+
+
+# The columns a new run and a new series are made with, in the order of the inserts' values
+# (``Identities`` stages rows as tuples in that order, after the id where it gives one).
+RUN_COLUMNS = ("source", "host", "logdir", "run_path", "group_path", "name")
+SERIES_COLUMNS = (
+    "run_id",
+    "context_id",
+    "name",
+    "plugin",
+    "dtype",
+    "display_name",
+    "description",
+    "plugin_content",
+)
 RUN_ID = "SELECT id FROM runs WHERE source = :source AND run_path = :run_path"
 # RETURNING gives the id in the same round trip; a conflict (another converter made the run
 # since the look-up) returns nothing, and the look-up runs again.
-INSERT_RUN = (
-    "INSERT INTO runs (source, host, logdir, run_path, group_path, name) "
-    "VALUES (:source, :host, :logdir, :run_path, :group_path, :name) "
-    "ON CONFLICT DO NOTHING RETURNING id"
-)
+INSERT_RUN = _insert("runs", RUN_COLUMNS, " ON CONFLICT DO NOTHING RETURNING id")
 RUNS_OF = "SELECT run_path, id FROM runs WHERE source = :source AND run_path IN ({marks})"
 # With the ids the writer gives (``Identities.allocate``): no conflict is possible.
-INSERT_RUN_WITH_ID = (
-    "INSERT INTO runs (id, source, host, logdir, run_path, group_path, name) "
-    "VALUES (:id, :source, :host, :logdir, :run_path, :group_path, :name)"
-)
+INSERT_RUN_WITH_ID = _insert("runs", ("id", *RUN_COLUMNS))
 NEXT_ID = "SELECT coalesce(max(id), 0) + 1 FROM {table}"
 CONTEXT_ID = "SELECT id FROM contexts WHERE name = :name"
 INSERT_CONTEXT = "INSERT INTO contexts (name) VALUES (:name) ON CONFLICT DO NOTHING RETURNING id"
 SERIES_OF = (
     "SELECT id, name, plugin FROM series WHERE run_id = :run_id AND context_id = :context_id"
 )
-INSERT_SERIES = (
-    "INSERT INTO series (run_id, context_id, name, plugin, dtype, display_name, description, "
-    "plugin_content) VALUES (:run_id, :context_id, :name, :plugin, :dtype, :display_name, "
-    ":description, :plugin_content) ON CONFLICT DO NOTHING"
-)
-INSERT_SERIES_WITH_ID = (
-    "INSERT INTO series (id, run_id, context_id, name, plugin, dtype, display_name, "
-    "description, plugin_content) VALUES (:id, :run_id, :context_id, :name, :plugin, :dtype, "
-    ":display_name, :description, :plugin_content)"
-)
+INSERT_SERIES = _insert("series", SERIES_COLUMNS, " ON CONFLICT DO NOTHING")
+INSERT_SERIES_WITH_ID = _insert("series", ("id", *SERIES_COLUMNS))
 FILE_STATE = (
     f"SELECT id, {', '.join(FILE_COLUMNS)} FROM event_files WHERE run_id = :run_id AND path = :path"
 )
 _STATE_COLUMNS = (*FILE_COLUMNS, "updated_at")
-INSERT_FILE = (
-    f"INSERT INTO event_files ({', '.join(_STATE_COLUMNS)}) "
-    f"VALUES ({', '.join(f':{column}' for column in _STATE_COLUMNS)}) RETURNING id"
-)
-INSERT_FILE_WITH_ID = (
-    f"INSERT INTO event_files (id, {', '.join(_STATE_COLUMNS)}) "
-    f"VALUES (:id, {', '.join(f':{column}' for column in _STATE_COLUMNS)})"
-)
+INSERT_FILE = _insert("event_files", _STATE_COLUMNS, " RETURNING id")
+INSERT_FILE_WITH_ID = _insert("event_files", ("id", *_STATE_COLUMNS))
 UPDATE_FILE = (
     f"UPDATE event_files SET {', '.join(f'{column} = :{column}' for column in _STATE_COLUMNS)} "
     "WHERE id = :id"
