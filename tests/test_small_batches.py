@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import math
 import os
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+from tensorboard.summary.writer.record_writer import RecordWriter
 
 import converter
 from converter.filters import Selection
 from converter.reading import chunks, scalarkeys, smallfiles
+from converter.reading.batchparts import BatchParts
 from converter.reading.chunks import Chunk, FileTask, ReadSettings, read_file
 from converter.reading.records import RecordReader
 from converter.reading.smallfiles import read_files
@@ -386,3 +389,63 @@ def test_files_of_one_length_are_walked_by_their_own_records(tmp_path: Path) -> 
         assert file is not None and not file.damaged
         starts = parts.starts[file.first : file.stop] + file.shift
         assert starts.tolist() == [0, *_boundaries(path)[:-1]]
+
+
+# Version headers as raw payloads: (how, payload, whether the batch settles the file without a
+# decoder).  Field 1 is the wall time (fixed64), field 3 the version string.
+_HEADER = b"\x09" + struct.pack("<d", 1.7e9)
+VERSION_HEADERS = (
+    ("plain", _HEADER + b"\x1a\x0dbrain.Event:2", True),
+    ("empty version", _HEADER + b"\x1a\x00", True),
+    ("127 bytes", _HEADER + b"\x1a\x7f" + b"v" * 127, True),
+    ("128 bytes", _HEADER + b"\x1a\x80\x01" + b"v" * 128, False),
+    ("not ASCII", _HEADER + b"\x1a\x02\xc3\xa9", False),
+    ("not UTF-8", _HEADER + b"\x1a\x01\xff", False),
+    ("infinite", b"\x09" + struct.pack("<d", math.inf) + b"\x1a\x01v", False),
+    ("NaN", b"\x09" + struct.pack("<d", math.nan) + b"\x1a\x01v", False),
+    ("with a step", _HEADER + b"\x10\x05\x1a\x01v", False),
+    ("version first", b"\x1a\x01v" + _HEADER, False),
+    ("twice", _HEADER + b"\x1a\x01v" + b"\x1a\x01w", False),
+)
+
+
+@pytest.mark.parametrize(
+    ("how", "payload", "settles"), VERSION_HEADERS, ids=[how for how, *_ in VERSION_HEADERS]
+)
+def test_a_version_header_is_settled_as_its_decoder_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, payload: bytes, settles: bool
+) -> None:
+    """A file of a version header and records of cached keys needs no decoder
+    (``BatchParts.settled``), but only when the header's bytes can mean nothing else: any
+    other header goes through the decoder, and both make the chunk ``read_file`` makes."""
+    paths = []
+    for index in range(3):
+        path = tmp_path / "run" / event_file_name(1.7e9, suffix=f".{index}")
+        write_events(
+            path,
+            [summary_event(step, 1.7e9 + step, [simple_value("loss", 0.5)]) for step in range(5)],
+            file_version=False,
+        )
+        body = path.read_bytes()
+        with path.open("wb") as handle:
+            RecordWriter(handle).write(payload)
+            handle.write(body)
+        paths.append(path)
+    tasks = [
+        FileTask(i, str(p), p.name, f"run{i}", "", p.stat().st_size, 0, 0, None, None, {})
+        for i, p in enumerate(paths)
+    ]
+    read = ReadSettings(Selection(), 100_000)
+    monkeypatch.setattr(scalarkeys, "KNOWN", {})
+    expected = [_comparable(*item) for item in _one_by_one(tasks, read)]  # learns the key
+    settled = []
+    real = BatchParts.settled
+
+    def recorded(self: BatchParts, *args: Any) -> Any:
+        outcome = real(self, *args)
+        settled.append(outcome is not None)
+        return outcome
+
+    monkeypatch.setattr(BatchParts, "settled", recorded)
+    assert [_comparable(*item) for item in read_files(tasks, read, {})] == expected
+    assert settled == [settles] * 3
