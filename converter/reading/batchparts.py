@@ -14,6 +14,7 @@ import math
 import struct
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
@@ -30,6 +31,9 @@ _FLOAT64 = struct.Struct("<d")
 # An Event of a wall time (field 1, fixed64) and a version string (field 3) under 128 bytes:
 # what every writer puts first in a file.  Its header bytes, and where its length byte is.
 _WALL_TIME_KEY, _VERSION_KEY, _VERSION_LENGTH_AT = 0x09, 0x1A, 10
+# A definition with another local number, with no per-field ``__new__`` (a sweep makes tens
+# of thousands).
+_renumbered = partial(tuple.__new__, SeriesDefinition)
 
 
 class FileRecords(Protocol):
@@ -159,6 +163,7 @@ class BatchParts:
         tags: set[str] = set()
         metadata: KnownMetadata = {}
         series_of = self._no_series.copy()
+        cached = self._definitions
         versions = 0
         for local, number in zip(marked.tolist(), self.key[marked + first].tolist(), strict=True):
             if number < 0:
@@ -169,15 +174,15 @@ class BatchParts:
                 stats.other_events["file_version"] += 1
                 stats.widen_span(wall_time, wall_time)
                 continue
-            definition = self._definition(number)
+            definition = cached[number] if number in cached else self._definition(number)
             if definition is None or definition.tag in known or definition.tag in tags:
                 return None
             tag, own = definition.tag, self.tags[number][2]
             tags.add(tag)
             if own is not None:
                 metadata[tag] = own
-            series_of[number] = len(definitions)
-            definitions.append(SeriesDefinition(len(definitions), *definition[1:]))
+            series = series_of[number] = len(definitions)
+            definitions.append(_renumbered((series, *definition[1:])))
         count = stop - first - versions
         if count >= chunk_points:
             return None
