@@ -82,13 +82,14 @@ class Identities:
         """True when new rows get their ids here (see :meth:`allocate`)."""
         return self._allocate
 
-    def allocate(self, table: str) -> int:
+    def allocate(self, table: str, count: int = 1) -> int:
         """The id of a new row of ``table`` (``allocate`` only): the next after the largest
-        stored or given out in this transaction, which is the id SQLite would give it."""
+        stored or given out in this transaction, which is the id SQLite would give it; with
+        ``count``, the first of that many consecutive ids."""
         next_id = self._next_id.get(table)
         if next_id is None:
             next_id = int(self._statements.scalar(sql.NEXT_ID.format(table=table), {}))
-        self._next_id[table] = next_id + 1
+        self._next_id[table] = next_id + count
         return next_id
 
     def deleted(self) -> None:
@@ -194,7 +195,9 @@ class Identities:
         )
         if missing:
             text_value = self._text_value
-            # Tuples in the order of ``sql.SERIES_COLUMNS`` (a sweep makes tens of thousands).
+            # Tuples in the order of ``sql.SERIES_COLUMNS`` after their id, where this side
+            # gives it (a sweep makes tens of thousands).
+            made_id = self.allocate("series", len(missing)) if self._allocate else None
             rows = [
                 (
                     run_id,
@@ -208,20 +211,22 @@ class Identities:
                 )
                 for key, series in missing.items()
             ]
-            if self._allocate:
-                for key, row in zip(missing, rows, strict=True):
-                    stored[key] = made_id = self.allocate("series")
-                    self.staged["series"].append((made_id, *row))
+            if made_id is not None:
+                made = list(range(made_id, made_id + len(rows)))
+                stored.update(zip(missing, made, strict=True))
+                self.staged["series"].extend(
+                    (series_id, *row) for series_id, row in zip(made, rows, strict=True)
+                )
             else:
                 self._statements.many(sql.INSERT_SERIES, rows)
                 stored = self._stored_series(where)
-            # Series are made under the run's lock (SQLite's write lock, a server's advisory
-            # lock), so the ones missing before the insert are the ones it made.
-            made = [stored[key] for key in missing]
+                # Series are made under the run's lock (SQLite's write lock, a server's
+                # advisory lock), so the ones missing before the insert are the ones it made.
+                made = [stored[key] for key in missing]
             self.created_series.update(made)
             self.unsummarised.update(made)
-        for key in keys:
-            self._remember(key, stored[key])
+        self._ids.update((key, stored[key]) for key in keys)
+        self._new_in_transaction.extend(keys)
 
     def _stored_series(self, where: dict[str, Any]) -> dict[tuple[Any, ...], int]:
         rows = self._statements.all(sql.SERIES_OF, where)
