@@ -16,6 +16,7 @@ import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 
 from converter.errors import LogdirError
 
@@ -31,6 +32,7 @@ __all__ = [
 # TensorBoard itself matches on this substring; it also covers CatBoost's bare
 # ``events.out.tfevents`` and the profiler's ``*.profile-empty`` placeholders.
 _EVENT_MARKER = "tfevents"
+_NAME = attrgetter("name")
 
 
 def is_event_file(name: str) -> bool:
@@ -125,16 +127,18 @@ class _Walker:
             rel, path = stack.pop()
             entries = self._scan(rel, path)
             subdirs: list[tuple[str, str]] = []
+            prefix = f"{rel}/" if rel else ""
             for entry in entries:
-                child = f"{rel}/{entry.name}" if rel else entry.name
+                name = entry.name  # a name, never a path: is_event_file's basename not needed
                 try:
                     if entry.is_dir():
+                        child = prefix + name
                         if entry.is_symlink():
                             links.append((child, entry))
                         elif self._admit(child, entry):
                             subdirs.append((child, entry.path))
-                    elif is_event_file(entry.name) and entry.is_file():
-                        self.found.setdefault(rel, []).append((entry.name, entry.path))
+                    elif _EVENT_MARKER in name and entry.is_file():
+                        self.found.setdefault(rel, []).append((name, entry.path))
                     elif entry.is_symlink() and not os.path.exists(entry.path):
                         self.warnings.append(f"{entry.path}: broken symlink, ignored")
                 except OSError as exc:
@@ -145,7 +149,7 @@ class _Walker:
     def _scan(self, rel: str, path: str) -> list[os.DirEntry[str]]:
         try:
             with os.scandir(path) as iterator:
-                return sorted(iterator, key=lambda entry: entry.name)
+                return sorted(iterator, key=_NAME)
         except OSError as exc:
             if not rel:
                 raise LogdirError(
@@ -271,7 +275,8 @@ def classify(
         # SPEC §9: an empty logdir is not an error (a job may not have logged yet), but say so.
         walker.warnings.append(f"no event files under {root}")
     runs, groups = _assign_roles(list(walker.found), flat)
-    files_by_run: dict[str, list[EventFileSource]] = {}
+    # Run -> its files as (context, name, file): sorted by the first two, which are unique.
+    files_by_run: dict[str, list[tuple[str, str, EventFileSource]]] = {}
     orphans: list[str] = []
     orphan_runs: set[str] = set()
     for directory, entries in walker.found.items():
@@ -285,17 +290,17 @@ def classify(
                 # Kept: the orphans of a directory are a run of their own at its path.
                 orphan_runs.add(directory)
                 source = EventFileSource(path, rel_path, _display(directory), "")
-                files_by_run.setdefault(directory, []).append(source)
+                files_by_run.setdefault(directory, []).append(("", name, source))
                 continue
             context = directory[len(owner) :].lstrip("/") if owner else directory
             source = EventFileSource(path, rel_path, _display(owner), context)
-            files_by_run.setdefault(owner, []).append(source)
+            files_by_run.setdefault(owner, []).append((context, name, source))
 
     run_sources = [
         RunSource(
             run_path=_display(run),
             group_path=posixpath.dirname(run),
-            files=tuple(sorted(files, key=lambda f: (f.context, posixpath.basename(f.rel_path)))),
+            files=tuple(source for _context, _name, source in sorted(files)),
             orphans=run in orphan_runs,
         )
         for run, files in files_by_run.items()
