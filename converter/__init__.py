@@ -15,7 +15,8 @@ How the package is organised, in pipeline order (imports only go down this list,
 - ``reading/``: bytes to rows, no database: ``discovery`` (logdir to runs and files) ->
   ``records`` / ``blocks`` (TFRecord framing, CRCs in ``crc``) -> ``events`` -> ``decoder``
   and ``fastscalars`` -> ``chunks`` (one file into chunks; ``smallfiles``: many small ones at
-  once).  This is what ``--jobs`` workers run.
+  once, their records parsed together in ``batchparts``).  This is what ``--jobs`` workers
+  run.
 - ``store/``: the run store: ``engine``, ``models``, ``migrate``/``admin`` (Alembic), ``files``
   (per-file state), ``writer`` with per-backend ``bulk`` inserts, ``reader`` and ``query``.
 - ``conversion/``: ``plan`` -> ``workers`` -> ``job`` (apply chunks) -> ``summary``.
