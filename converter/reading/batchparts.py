@@ -81,13 +81,11 @@ class BatchParts:
         from converter.rows import packed_dtype
 
         self.buf, self.starts, self.lengths = buf, starts, lengths
-        self._definer = definer
         block = Block(buf, 0, starts, lengths)
         parsed = self.parsed = fastscalars.parse(block)
         # Each record's key number (-1: not of the template, or not in the key cache).
         self.key = np.full(len(starts), -1, dtype=np.int64)
         self.tags: list[tuple[str, bool, Any]] = []
-        self._definitions: dict[int, SeriesDefinition | None] = {}  # by key number
         candidates = np.flatnonzero(parsed.ok)
         if len(candidates):
             firsts, numbers = np.unique(
@@ -104,6 +102,9 @@ class BatchParts:
                     numbering[n] = len(self.tags)
                     self.tags.append(tag)
             self.key[candidates[usable]] = numbering[numbers[usable]]
+        # By key number, what ``define_scalar`` defines from a key's first record (it depends
+        # on the selection alone), None where the general path would not take its fast path.
+        self._definitions = [definer.scalar_definition(*tag) for tag in self.tags]
         counts = [file.stop - file.first for file in files]
         file_of = np.repeat(np.arange(len(files)), counts)
         # Records that may need the decoder: those of unknown keys and the first of each key
@@ -140,14 +141,6 @@ class BatchParts:
         own = value.metadata if value.HasField("metadata") else None
         return cached[0], cached[1], own
 
-    def _definition(self, number: int) -> SeriesDefinition | None:
-        """What ``define_scalar`` defines for key ``number`` (the same for every file of the
-        batch), None when the general path would not take its fast path for it."""
-        if number not in self._definitions:
-            tag, simple, own = self.tags[number]
-            self._definitions[number] = self._definer.scalar_definition(tag, simple, own)
-        return self._definitions[number]
-
     def settled(
         self, file: FileRecords, known: Container[str], chunk_points: int
     ) -> Settled | None:
@@ -163,7 +156,6 @@ class BatchParts:
         tags: set[str] = set()
         metadata: KnownMetadata = {}
         series_of = self._no_series.copy()
-        cached = self._definitions
         versions = 0
         for local, number in zip(marked.tolist(), self.key[marked + first].tolist(), strict=True):
             if number < 0:
@@ -174,7 +166,7 @@ class BatchParts:
                 stats.other_events["file_version"] += 1
                 stats.widen_span(wall_time, wall_time)
                 continue
-            definition = cached[number] if number in cached else self._definition(number)
+            definition = self._definitions[number]
             if definition is None or definition.tag in known or definition.tag in tags:
                 return None
             tag, own = definition.tag, self.tags[number][2]
@@ -225,7 +217,7 @@ class BatchParts:
             if number >= 0:
                 self._feed(decoder, waiting)  # the decoder must be up to this record
                 tag, simple, own = self.tags[number]
-                definition = self._definition(number)
+                definition = self._definitions[number]
                 series = (
                     None if definition is None else decoder.define_scalar(definition, simple, own)
                 )

@@ -129,7 +129,7 @@ class _Walker:
             subdirs: list[tuple[str, str]] = []
             prefix = f"{rel}/" if rel else ""
             for entry in entries:
-                name = entry.name  # a name, never a path: is_event_file's basename not needed
+                name = entry.name
                 try:
                     if entry.is_dir():
                         child = prefix + name
@@ -137,7 +137,7 @@ class _Walker:
                             links.append((child, entry))
                         elif self._admit(child, entry):
                             subdirs.append((child, entry.path))
-                    elif _EVENT_MARKER in name and entry.is_file():
+                    elif is_event_file(name) and entry.is_file():
                         self.found.setdefault(rel, []).append((name, entry.path))
                     elif entry.is_symlink() and not os.path.exists(entry.path):
                         self.warnings.append(f"{entry.path}: broken symlink, ignored")
