@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tensorboardX
 from eventfiles import event_file_name, summary_event, write_events
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 from tensorboard.compat.proto.event_pb2 import Event
@@ -29,6 +32,8 @@ from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.plugins.image import metadata as image_metadata
 
 from converter.conversion import convert
+from converter.plugins.images import _plain_png as plain_png
+from converter.plugins.images import image_header
 from tests.snapshots import connect, rows
 
 W0 = 1_795_000_000.0
@@ -285,3 +290,75 @@ def test_plugin_selection_skips_images_and_says_so(tmp_path: Path, store: str) -
     assert summary.points["scalars"] == 4
     assert count(store, "SELECT count(*) FROM images") == 0
     assert count(store, "SELECT count(*) FROM blobs") == 0
+
+
+def pillow_reads(data: bytes) -> tuple[str | None, int | None, int | None]:
+    """The oracle: what Pillow itself reads of the bytes' header, with no size limit."""
+    limit = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = None
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.format, image.size[0], image.size[1]
+    except Exception:
+        return None, None, None
+    finally:
+        Image.MAX_IMAGE_PIXELS = limit
+
+
+def png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+@st.composite
+def png_headers(draw: st.DrawFn) -> bytes:
+    """A PNG signature and IHDR then IDAT, as writers make them, or with one or more of its
+    fields off: any sizes, depths and methods, a wrong checksum or IHDR length, another chunk
+    before the image data, bytes cut short."""
+
+    def sometimes(usual: st.SearchStrategy[Any], other: st.SearchStrategy[Any]) -> Any:
+        return draw(other) if draw(st.integers(0, 4)) == 0 else draw(usual)
+
+    fields = struct.pack(
+        ">IIBBBBB",
+        sometimes(st.integers(1, 2**12), st.sampled_from([0, 2**31 - 1, 2**32 - 1])),
+        sometimes(st.integers(1, 2**12), st.sampled_from([0, 2**31, 2**32 - 1])),
+        *sometimes(
+            st.sampled_from([(1, 0), (2, 0), (16, 0), (8, 2), (16, 2), (4, 3), (8, 3), (8, 4)])
+            | st.sampled_from([(16, 4), (8, 6), (16, 6), (8, 0), (1, 3)]),
+            st.tuples(st.integers(0, 255), st.integers(0, 255)),
+        ),
+        sometimes(st.just(0), st.integers(1, 255)),  # compression: Pillow's open ignores it
+        sometimes(st.just(0), st.integers(1, 255)),  # filter
+        sometimes(st.sampled_from([0, 1]), st.integers(2, 255)),  # interlace
+    )
+    header = png_chunk(b"IHDR", fields)
+    if draw(st.integers(0, 5)) == 0:
+        header = header[:-1] + bytes([header[-1] ^ (1 << draw(st.integers(0, 7)))])
+    if draw(st.integers(0, 9)) == 0:
+        header = struct.pack(">I", draw(st.sampled_from([0, 12, 14]))) + header[4:]
+    following = sometimes(st.just(b"IDAT"), st.sampled_from([b"pHYs", b"IEND", b"idat", b"I\0AT"]))
+    data = b"\x89PNG\r\n\x1a\n" + header + png_chunk(following, draw(st.binary(max_size=12)))
+    data += png_chunk(b"IEND", b"")
+    return data[: sometimes(st.just(len(data)), st.sampled_from([8, 33, 40, 41]))]
+
+
+@settings(max_examples=400, deadline=None)
+@given(png_headers())
+def test_a_png_header_is_read_as_pillow_reads_it(data: bytes) -> None:
+    assert image_header(data) == pillow_reads(data)
+
+
+def test_pngs_that_writers_make_are_read_without_pillow(tmp_path: Path) -> None:
+    tbx = tensorboardX.SummaryWriter(str(tmp_path))
+    tbx.add_image("hwc", pixels(3, 5, 7), 0, dataformats="HWC")
+    tbx.add_image("gray", pixels(4, 6, 2, 1)[:, :, 0], 0, dataformats="HW")
+    tbx.close()
+    written = [
+        bytes(value.image.encoded_image_string)
+        for path in tmp_path.iterdir()
+        for record in RawEventFileLoader(str(path)).Load()
+        for value in Event.FromString(record).summary.value
+    ]
+    assert len(written) == 2
+    for data in [*written, png(5, 3, 4)]:
+        assert plain_png(data) == pillow_reads(data) != (None, None, None)

@@ -7,6 +7,11 @@ step is stored once.  Pillow reads format, width and height from the header only
 never decoded, so a decompression bomb costs nothing and is stored like any other image.
 Bytes Pillow cannot identify are stored too, with format NULL and the writer's own width and
 height: a corrupt image is data to keep, never a reason to fail.
+
+The common PNG (a valid IHDR chunk, then the image data: what PIL, libpng and every
+TensorBoard writer make) is read without Pillow, with the checks Pillow's reader makes of
+those two chunks, so that Pillow (its import and its plugins' are most of what a few hundred
+images cost) is loaded only for other images.
 """
 
 from __future__ import annotations
@@ -14,9 +19,8 @@ from __future__ import annotations
 import io
 import struct
 import warnings
+import zlib
 from typing import Any
-
-from PIL import Image
 
 from converter.plugins._tensorproto import DT_STRING, shape_of
 from converter.plugins.base import Decoded, DecodeFailure, blob
@@ -24,6 +28,18 @@ from converter.plugins.base import Decoded, DecodeFailure, blob
 TABLE = "images"
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _GIF_MAGICS = (b"GIF87a", b"GIF89a")
+# Signature, then the IHDR chunk's length (13) and type.
+_PNG_IHDR_START = _PNG_MAGIC + b"\x00\x00\x00\x0dIHDR"
+# Width, height, bit depth, colour type, compression, filter, interlace, then the CRC.
+_IHDR = struct.Struct(">IIBBBBBI")
+# The (bit depth, colour type) pairs the PNG standard allows: those Pillow opens.
+_PNG_DEPTHS = {
+    (1, 0), (2, 0), (4, 0), (8, 0), (16, 0),
+    (8, 2), (16, 2),
+    (1, 3), (2, 3), (4, 3), (8, 3),
+    (8, 4), (16, 4),
+    (8, 6), (16, 6),
+}  # fmt: skip
 
 Header = tuple[str | None, int | None, int | None]  # (format, width, height)
 
@@ -57,6 +73,29 @@ def image_header(data: bytes) -> Header:
     for Pillow's decompression-bomb limit are harmless here (nothing is decoded); PNG and GIF
     ones still get their format and size from their fixed header fields.
     """
+    return _plain_png(data) or _pillow_header(data)
+
+
+def _plain_png(data: bytes) -> Header | None:
+    """The header of a PNG whose IHDR chunk is valid and followed by the image data, as
+    Pillow reads it; None for any other bytes (Pillow's to judge)."""
+    if not data.startswith(_PNG_IHDR_START) or data[37:41] != b"IDAT":
+        return None
+    width, height, depth, colour, _, filter_method, _, crc = _IHDR.unpack_from(data, 16)
+    if (
+        not width
+        or not height
+        or filter_method
+        or (depth, colour) not in _PNG_DEPTHS
+        or zlib.crc32(data[12:29]) != crc
+    ):
+        return None
+    return "PNG", width, height
+
+
+def _pillow_header(data: bytes) -> Header:
+    from PIL import Image
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # DecompressionBombWarning, truncated-file chatter
