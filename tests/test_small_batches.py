@@ -431,13 +431,19 @@ def test_a_version_header_is_settled_as_its_decoder_reads_it(
             RecordWriter(handle).write(payload)
             handle.write(body)
         paths.append(path)
+    assert _settled_as_read_one_by_one(paths, monkeypatch) == [settles] * 3
+
+
+def _settled_as_read_one_by_one(paths: list[Path], monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Read the files (each its own run) one by one, which teaches the key cache their keys,
+    then in a batch: the chunks must be the same; which files the batch settled."""
     tasks = [
         FileTask(i, str(p), p.name, f"run{i}", "", p.stat().st_size, 0, 0, None, None, {})
         for i, p in enumerate(paths)
     ]
     read = ReadSettings(Selection(), 100_000)
     monkeypatch.setattr(scalarkeys, "KNOWN", {})
-    expected = [_comparable(*item) for item in _one_by_one(tasks, read)]  # learns the key
+    expected = [_comparable(*item) for item in _one_by_one(tasks, read)]  # learns the keys
     settled = []
     real = BatchParts.settled
 
@@ -448,4 +454,28 @@ def test_a_version_header_is_settled_as_its_decoder_reads_it(
 
     monkeypatch.setattr(BatchParts, "settled", recorded)
     assert [_comparable(*item) for item in read_files(tasks, read, {})] == expected
-    assert settled == [settles] * 3
+    return settled
+
+
+@pytest.mark.parametrize("how", ["a version header after a record", "a tag in two keys"])
+def test_files_of_cached_keys_that_only_the_decoder_reads_right(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Files of nothing but cached keys and version headers, where the batch cannot tell
+    the decoder's result: a version header behind another record (counted, not a point),
+    and one tag written as a simple value and as a tensor (two keys, one series).  The
+    files between them, with no such record, are settled."""
+    paths = []
+    for index in range(4):
+        odd = index % 2 == 1
+        # The even files teach the key cache the tensor's key of the tag.
+        value = tensor_value if how == "a tag in two keys" and not odd else simple_value
+        events = [summary_event(step, 1.7e9 + step, [value("loss", 0.5)]) for step in range(4)]
+        if odd and how == "a version header after a record":
+            events.insert(2, file_version_event(1.7e9 + 1.5))
+        if odd and how == "a tag in two keys":
+            events.insert(2, summary_event(9, 1.7e9 + 9, [tensor_value("loss", 0.25)]))
+        path = tmp_path / f"run{index}" / event_file_name(1.7e9, suffix=f".{index}")
+        write_events(path, events)
+        paths.append(path)
+    assert _settled_as_read_one_by_one(paths, monkeypatch) == [True, False, True, False]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Container, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -59,6 +59,16 @@ class Settled:
     stats: DecodeStats
     metadata: KnownMetadata
     blobs: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Defined:
+    """The series a sequence of keys' first records define, in order (see ``_defined``)."""
+
+    definitions: list[SeriesDefinition]
+    tags: frozenset[str]
+    metadata: KnownMetadata
+    series_of: Any  # local series number by key number, -1 for the keys not in it
 
 
 class BatchParts:
@@ -114,6 +124,7 @@ class BatchParts:
         firsts = np.unique(file_of[known] * len(self.tags) + self.key[known], return_index=True)[1]
         self.general[known[firsts]] = True
         self._no_series = np.full(max(len(self.tags), 1), -1, dtype=np.int64)
+        self._series_of_keys: dict[tuple[int, ...], _Defined | None] = {}
         # Every record as a packed row, its series to be set per file.
         self.rows = np.empty(len(starts), dtype=packed_dtype())
         self.rows["step"] = parsed.step
@@ -142,7 +153,7 @@ class BatchParts:
         return cached[0], cached[1], own
 
     def settled(
-        self, file: FileRecords, known: Container[str], chunk_points: int
+        self, file: FileRecords, known: Collection[str], chunk_points: int
     ) -> Settled | None:
         """The file's rows, series, statistics and metadata as its decoder would make them,
         when they follow from the batch alone: its records are version headers (leading) and
@@ -151,30 +162,26 @@ class BatchParts:
         ``chunk_points`` rows.  None otherwise (:meth:`decode` then reads the file)."""
         first, stop = file.first, file.stop
         marked = self.general[first:stop].nonzero()[0]
+        numbers = self.key[marked + first].tolist()
         stats = DecodeStats()
-        definitions: list[SeriesDefinition] = []
-        tags: set[str] = set()
-        metadata: KnownMetadata = {}
-        series_of = self._no_series.copy()
         versions = 0
-        for local, number in zip(marked.tolist(), self.key[marked + first].tolist(), strict=True):
-            if number < 0:
-                wall_time = self._version_wall_time(first + local) if local == versions else None
-                if wall_time is None:
-                    return None
-                versions += 1
-                stats.other_events["file_version"] += 1
-                stats.widen_span(wall_time, wall_time)
-                continue
-            definition = self._definitions[number]
-            if definition is None or definition.tag in known or definition.tag in tags:
+        # Leading records of no cached key (the first ``marked`` ones: a file's first record
+        # is the first of its key) must be version headers; a later one leaves ``keys``
+        # undefined.
+        while versions < len(numbers) and numbers[versions] < 0:
+            wall_time = self._version_wall_time(first + versions)
+            if wall_time is None:
                 return None
-            tag, own = definition.tag, self.tags[number][2]
-            tags.add(tag)
-            if own is not None:
-                metadata[tag] = own
-            series = series_of[number] = len(definitions)
-            definitions.append(_renumbered((series, *definition[1:])))
+            versions += 1
+            stats.other_events["file_version"] += 1
+            stats.widen_span(wall_time, wall_time)
+        keys = tuple(numbers[versions:])
+        if keys not in self._series_of_keys:
+            self._series_of_keys[keys] = self._defined(keys)
+        defined = self._series_of_keys[keys]
+        if defined is None or not defined.tags.isdisjoint(known):
+            return None
+        series_of = defined.series_of
         count = stop - first - versions
         if count >= chunk_points:
             return None
@@ -184,7 +191,27 @@ class BatchParts:
             packed = self._packed(self.rows[index], index, series_of, stats)
             rows["scalars"] = PackedRows([packed], count, 0)
             stats.points["scalars"] += count
-        return Settled(rows, definitions, stats, metadata)
+        return Settled(rows, list(defined.definitions), stats, dict(defined.metadata))
+
+    def _defined(self, keys: tuple[int, ...]) -> _Defined | None:
+        """What the first records of ``keys`` (key numbers, in record order) define in a file
+        with no ``known`` tag; None when one is not of a cached key, leaves no series to
+        ``define_scalar``, or repeats a tag.  Files of a sweep share a few such sequences."""
+        definitions: list[SeriesDefinition] = []
+        tags: set[str] = set()
+        metadata: KnownMetadata = {}
+        series_of = self._no_series.copy()
+        for number in keys:
+            definition = self._definitions[number] if number >= 0 else None
+            if definition is None or definition.tag in tags:
+                return None
+            tag, own = definition.tag, self.tags[number][2]
+            tags.add(tag)
+            if own is not None:
+                metadata[tag] = own
+            series = series_of[number] = len(definitions)
+            definitions.append(_renumbered((series, *definition[1:])))
+        return _Defined(definitions, frozenset(tags), metadata, series_of)
 
     def _version_wall_time(self, record: int) -> float | None:
         """The wall time of a record that is a version header and nothing else, if finite
