@@ -479,3 +479,22 @@ def test_files_of_cached_keys_that_only_the_decoder_reads_right(
         write_events(path, events)
         paths.append(path)
     assert _settled_as_read_one_by_one(paths, monkeypatch) == [True, False, True, False]
+
+
+def test_metadata_after_another_plugins_value_routes_the_tags_later_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tag written first as a tensor with no metadata (the tensors plugin), then as simple
+    values with scalars metadata of a cached key, then as a tensor again: the batch defines
+    the scalar series with the decoder's ``define_scalar``, which must forget the tensor's
+    route as the decoder's own first metadata does, so that the last tensor is a scalar."""
+    events = [
+        summary_event(0, 1.7e9, [tensor_value("acc", 0.5, with_metadata=False)]),
+        summary_event(1, 1.7e9, [simple_value("acc", 0.5, metadata=scalar_metadata())]),
+        summary_event(2, 1.7e9, [simple_value("acc", 0.5, metadata=scalar_metadata())]),
+        summary_event(3, 1.7e9, [tensor_value("acc", 0.5)]),
+    ]
+    paths = [tmp_path / f"run{index}" / event_file_name(1.7e9) for index in range(2)]
+    for path in paths:
+        write_events(path, events)
+    assert _settled_as_read_one_by_one(paths, monkeypatch) == [False, False]

@@ -216,13 +216,13 @@ class EventDecoder:
     def define_scalar(self, definition: SeriesDefinition, simple: bool, own: Any) -> int | None:
         """The series the general path would define from a single-scalar record whose
         ``scalar_definition`` is ``definition`` (``simple`` and ``own`` as there), when that
-        follows from the record alone: nothing about its tag seen or remembered yet.  None
-        otherwise (the general path must decode the record)."""
+        follows from the record alone: its tag has no metadata and no scalar series yet.
+        None otherwise (the general path must decode the record)."""
         tag = definition.tag
         if tag in self._metadata or tag in self._known or (tag, "scalars") in self._series:
             return None
         if own is not None:
-            self._metadata[tag] = own
+            self._first_metadata(tag, own)
         series = self._series[(tag, "scalars")] = len(self.definitions)
         self.definitions.append(SeriesDefinition(series, *definition[1:]))
         (self.simple_series if simple else self.float_tensor_series)[tag] = series
@@ -286,19 +286,22 @@ class EventDecoder:
 
     def _route(self, tag: str, kind: str | None, own: Any) -> _Route | None:
         """The plugin, its decoder and the tag's first metadata for a value of ``tag`` and
-        ``kind`` (remembered), None when the filters leave it out (counted each time).  The
-        first value of the tag in this file that carries metadata fixes them anew: what was
-        remembered for the tag before it is forgotten."""
+        ``kind`` (remembered), None when the filters leave it out (counted each time)."""
         if tag not in self._metadata and own is not None:
-            self._metadata[tag] = own
-            for other in _KINDS:
-                self._routes.pop((tag, other), None)
+            self._first_metadata(tag, own)
         first = self._metadata.get(tag) or self._known.get(tag)
         plugin = plugin_for(kind, first)
         if not self._admits(tag, plugin):
             return None
         route = self._routes[(tag, kind)] = (plugin, DECODERS.get(plugin), first)
         return route
+
+    def _first_metadata(self, tag: str, own: Any) -> None:
+        """The first value of ``tag`` in this file that carries metadata fixes its routes
+        anew: the ones its values took before (another plugin's, maybe) are forgotten."""
+        self._metadata[tag] = own
+        for other in _KINDS:
+            self._routes.pop((tag, other), None)
 
     def _run_decoders(
         self, decoder: Decoder | None, plugin: str, tag: str, value: Any, metadata: Any
