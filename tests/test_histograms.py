@@ -553,3 +553,45 @@ def test_a_packed_histogram_tensor_gives_the_row_of_its_values_given_one_by_one(
     packed = TensorProto(dtype=dtype, tensor_shape=shape, tensor_content=content)
     one_by_one = TensorProto(dtype=dtype, tensor_shape=shape, **{field: values})
     assert repr(histograms.tensor_row(packed)) == repr(histograms.tensor_row(one_by_one))
+
+
+@pytest.mark.parametrize(
+    ("counts", "count"),
+    [
+        ([0.1] * 10, 1.0),  # exactly rounded: a running sum gives 0.9999999999999999
+        ([1e308, 1e308, -1e308], 1e308),  # the exact sum, which partial sums overflow
+        ([1e308, 1e308], math.inf),
+        ([-1e308, -1e308], -math.inf),
+        ([math.inf, 1e308, 1e308], math.inf),
+        ([1e308, 1e308, -math.inf], -math.inf),
+        ([math.inf, -math.inf], math.nan),
+        ([math.nan, math.inf, -math.inf], math.nan),
+        ([math.nan, 1e308, 1e308], math.nan),
+    ],
+)
+def test_a_tensors_count_is_the_sum_of_its_counts_where_fsum_raises_too(
+    counts: list[float], count: float
+) -> None:
+    """IEEE's sum where ``math.fsum`` raises (both infinities, partial sums past the float
+    range), in the packed encoding and value by value."""
+    rows = np.array([[0.0, 1.0, c] for c in counts])
+    for field in ("content", "val"):
+        (row,) = histograms.decode(tensor_value("h", rows, field=field), None).rows
+        assert repr(row[0]) == repr(count)
+
+
+def test_a_histogram_of_both_infinities_is_stored_with_the_rest(tmp_path: Path, store: str) -> None:
+    """Counts of +inf and -inf once stopped the whole conversion (fsum's ValueError); their
+    NaN sum is stored as NULL, as every NaN outside the JSON is (SQLite holds no NaN)."""
+    values = [
+        tensor_value("odd", np.array([[0.0, 1.0, math.inf], [1.0, 2.0, -math.inf]])),
+        tensor_value("plain", np.array([[0.0, 1.0, 3.0]])),
+    ]
+    write_events(tmp_path / "logdir" / event_file_name(W0), [summary_event(1, W0, values)])
+    summary = convert(tmp_path / "logdir", store, progress=False)
+    assert summary.exit_code == 0
+    with closing(connect(store)) as conn:
+        assert rows(conn, "SELECT tag, count FROM v_histograms ORDER BY tag") == [
+            ("odd", None),
+            ("plain", 3.0),
+        ]

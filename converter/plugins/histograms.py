@@ -18,7 +18,8 @@ Each value becomes one row ``(count, min, max, sum, sum_squares, buckets, raw_bu
   ``num``; ``min``, ``max``, ``sum`` and ``sum_squares`` are kept as written.
 * TF2 tensors are ``(left, right, count)`` rows already, TensorBoard's own form: kept as given
   (float32 widens to float64 exactly), ``raw_buckets`` NULL.  ``count`` is the exactly rounded
-  sum of the counts (``math.fsum``), ``min`` the first left edge, ``max`` the last right edge
+  sum of the counts (``math.fsum``; NaN where they hold NaN or both infinities, and beyond the
+  float range ±inf), ``min`` the first left edge, ``max`` the last right edge
   (NULL when ``k = 0``); ``sum`` and ``sum_squares`` are not in the tensor and stay NULL.
 
 Non-finite numbers in the JSON (which has no literal for them): ``+inf`` is written ``1e999``
@@ -33,6 +34,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -175,7 +177,7 @@ def tensor_row(tensor: Any) -> tuple[Any, ...]:
         values = array(packed[0], content).tolist()
         counts = values[2::3]
         buckets = list(zip(values[0::3], values[1::3], counts, strict=True))
-        return (math.fsum(counts), values[0], values[-2], None, None, _floats_json(buckets), None)
+        return (total(counts), values[0], values[-2], None, None, _floats_json(buckets), None)
     if not content:
         # Checked before decoding: TensorFlow would repeat a lone value over the whole shape.
         given = max(len(getattr(tensor, name)) for name in _VALUE_FIELDS)
@@ -185,10 +187,30 @@ def tensor_row(tensor: Any) -> tuple[Any, ...]:
     if decoded.dtype.kind not in "fiu" or decoded.shape != (shape[0], 3):
         raise DecodeFailure(f"a histogram tensor must be real [k,3], got {decoded.dtype}")
     rows = decoded.astype("float64")
-    count = math.fsum(rows[:, 2].tolist())
+    count = total(rows[:, 2].tolist())
     low = float(rows[0, 0]) if len(rows) else None
     high = float(rows[-1, 1]) if len(rows) else None
     return (count, low, high, None, None, buckets_json(rows), None)
+
+
+def total(counts: list[float]) -> float:
+    """The exactly rounded sum of ``counts``, as ``math.fsum`` gives it, and IEEE's sum where
+    fsum raises: NaN when they hold both infinities, ±inf when the exact sum of finite counts
+    lies beyond the float range."""
+    try:
+        return math.fsum(counts)
+    except (ValueError, OverflowError):  # +inf with -inf; partial sums beyond the range
+        pass
+    infinite = {count for count in counts if math.isinf(count)}
+    if len(infinite) == 2 or any(count != count for count in counts):
+        return math.nan
+    if infinite:
+        return infinite.pop()
+    exact = sum(map(Fraction, counts))
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def _floats_json(rows: Sequence[Sequence[float]]) -> str:
