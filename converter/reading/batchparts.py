@@ -181,14 +181,13 @@ class BatchParts:
         defined = self._series_of_keys[keys]
         if defined is None or not defined.tags.isdisjoint(known):
             return None
-        series_of = defined.series_of
         count = stop - first - versions
         if count >= chunk_points:
             return None
         rows: dict[str, TableRows] = {}
         if count:
             index = slice(first + versions, stop)
-            packed = self._packed(self.rows[index], index, series_of, stats)
+            packed = self._packed(self.rows[index], index, defined.series_of, stats)
             rows["scalars"] = PackedRows([packed], count, 0)
             stats.points["scalars"] += count
         return Settled(rows, list(defined.definitions), stats, dict(defined.metadata))

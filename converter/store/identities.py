@@ -197,7 +197,6 @@ class Identities:
             text_value = self._text_value
             # Tuples in the order of ``sql.SERIES_COLUMNS`` after their id, where this side
             # gives it (a sweep makes tens of thousands).
-            made_id = self.allocate("series", len(missing)) if self._allocate else None
             rows = [
                 (
                     run_id,
@@ -211,8 +210,9 @@ class Identities:
                 )
                 for key, series in missing.items()
             ]
-            if made_id is not None:
-                made = list(range(made_id, made_id + len(rows)))
+            if self._allocate:
+                first = self.allocate("series", len(rows))
+                made = list(range(first, first + len(rows)))
                 stored.update(zip(missing, made, strict=True))
                 self.staged["series"].extend(
                     (series_id, *row) for series_id, row in zip(made, rows, strict=True)
