@@ -15,12 +15,13 @@ import numpy as np
 import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import BigInteger, Double, Integer, LargeBinary, Text
 
 from converter.rows import POINT_COLUMNS, _with_file, packed_dtype
-from converter.store.bulk import _copy_types
-from converter.store.pgcopy import Stream, encodable
+from converter.store import models
+from converter.store.pgcopy import POINT_TYPES, Stream, encodable
 
-_TYPES = _copy_types("scalars", POINT_COLUMNS["scalars"])
+_TYPES = POINT_TYPES["scalars"]
 _floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
 _rows = st.lists(
     st.tuples(
@@ -32,6 +33,27 @@ _rows = st.lists(
     ),
     max_size=60,
 )
+
+
+# PostgreSQL's name of each column type, as binary COPY spells it (most specific first:
+# BigInteger is an Integer).
+_PG_NAMES = (
+    (BigInteger, "int8"),
+    (Integer, "int4"),
+    (Double, "float8"),
+    (LargeBinary, "bytea"),
+    (Text, "text"),
+)
+
+
+def _pg_name(column: Any) -> str:
+    return next(name for kind, name in _PG_NAMES if isinstance(column.type, kind))
+
+
+def test_the_copy_types_are_the_models_column_types() -> None:
+    for table, columns in POINT_COLUMNS.items():
+        definition = models.Base.metadata.tables[table]
+        assert POINT_TYPES[table] == tuple(_pg_name(definition.c[name]) for name in columns)
 
 
 def _table(rows: list[tuple[Any, ...]], file_id: int) -> np.ndarray:

@@ -19,7 +19,8 @@ import psycopg
 import pytest
 
 import converter
-from converter.rows import SeriesDefinition
+from converter.rows import POINT_COLUMNS, SeriesDefinition
+from converter.store import keys, models
 from converter.store.engine import create_store_engine
 from converter.store.writer import StoreWriter
 from tests.snapshots import connect, rows, view_rows, without_run_ids
@@ -160,6 +161,16 @@ def test_the_triggers_are_off_for_the_points_alone(writer: StoreWriter) -> None:
         with pytest.raises(Exception, match="foreign key"):
             writer.conn.exec_driver_sql(f"UPDATE series SET run_id = -1 WHERE id = {series_id}")
     assert writer.notices() == []
+
+
+def test_the_parents_locked_are_the_models_foreign_keys() -> None:
+    for table in POINT_COLUMNS:
+        declared = {
+            (key.parent.name, key.column.table.name)
+            for key in models.Base.metadata.tables[table].foreign_keys
+        }
+        assert set(keys._parents(table)) == declared
+        assert all(column in POINT_COLUMNS[table] for column, _parent in declared)
 
 
 def test_a_missing_parent_is_refused_by_the_server(writer: StoreWriter) -> None:

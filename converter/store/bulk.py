@@ -21,13 +21,11 @@ are tuples handed to the DBAPI cursor.
 
 from __future__ import annotations
 
-import functools
 import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
-from sqlalchemy import BigInteger, Double, Integer, LargeBinary, Text
 from sqlalchemy.engine import Connection, Engine
 
 from converter.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch, in_key_order
@@ -178,8 +176,7 @@ class PostgresBulk:
         a staging table that skips stored ones.  Returns how many were new."""
         if not rows:
             return 0
-        columns = POINT_COLUMNS[table]
-        types = _copy_types(table, columns)
+        columns, types = POINT_COLUMNS[table], pgcopy.POINT_TYPES[table]
         texts = [index for index, kind in enumerate(types) if kind == "text"]
         data: Iterable[Row] | pgcopy.Stream = rows
         if isinstance(rows, (PackedRows, RowBatch)) and rows.block_count():
@@ -238,7 +235,7 @@ def server_text(value: str | None) -> str | None:
     return value.replace("\x00", "\\x00")
 
 
-def _binary_stream(rows: PackedRows | RowBatch, types: list[str]) -> pgcopy.Stream | None:
+def _binary_stream(rows: PackedRows | RowBatch, types: Sequence[str]) -> pgcopy.Stream | None:
     """The binary COPY stream of scalars rows, all of them in key order (see
     :mod:`converter.store.pgcopy`); None when some field does not fit a fixed width."""
     import numpy as np
@@ -254,7 +251,7 @@ def _binary_stream(rows: PackedRows | RowBatch, types: list[str]) -> pgcopy.Stre
     return pgcopy.Stream(table, types) if pgcopy.encodable(table, types) else None
 
 
-def _write(copy: Any, types: list[str], data: Iterable[Row] | pgcopy.Stream) -> None:
+def _write(copy: Any, types: Sequence[str], data: Iterable[Row] | pgcopy.Stream) -> None:
     """Send rows to a binary COPY: a stream piece by piece, or row by row, NaN as NULL."""
     if isinstance(data, pgcopy.Stream):
         for piece in data.pieces():
@@ -270,7 +267,7 @@ def _copy(
     dbapi: Any,
     table: str,
     columns: tuple[str, ...],
-    types: list[str],
+    types: Sequence[str],
     data: Iterable[Row] | pgcopy.Stream,
 ) -> None:
     """COPY rows straight into a point table (none of them can be stored yet)."""
@@ -283,7 +280,7 @@ def _copy_new(
     dbapi: Any,
     table: str,
     columns: tuple[str, ...],
-    types: list[str],
+    types: Sequence[str],
     data: Iterable[Row] | pgcopy.Stream,
 ) -> int:
     """COPY rows into the session's staging table, then move the ones not stored yet into the
@@ -340,28 +337,3 @@ def _without_nul(row: Row, texts: list[int]) -> Row:
     for index in texts:
         values[index] = server_text(values[index])
     return tuple(values)
-
-
-# PostgreSQL type names for binary COPY, which needs every column's type up front.
-_PG_TYPES = (
-    (BigInteger, "int8"),
-    (Integer, "int4"),
-    (Double, "float8"),
-    (LargeBinary, "bytea"),
-    (Text, "text"),
-)
-
-
-@functools.cache
-def _copy_types(table: str, columns: tuple[str, ...]) -> list[str]:
-    from converter.store import models
-
-    definition = models.Base.metadata.tables[table]
-    return [_pg_type(definition.c[name]) for name in columns]
-
-
-def _pg_type(column: Any) -> str:
-    for sa_type, name in _PG_TYPES:
-        if isinstance(column.type, sa_type):
-            return name
-    raise TypeError(f"no COPY type for {column.table.name}.{column.name}: {column.type!r}")

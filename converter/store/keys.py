@@ -83,14 +83,16 @@ def per_row_notice(role: str, points: int) -> str:
     )
 
 
+# The parent table of each point table column that is a foreign key (tests/test_server_keys.py
+# checks them against the models, which a conversion need not import).
+PARENTS = {"series_id": "series", "file_id": "event_files", "blob_id": "blobs"}
+
+
 @functools.cache
 def _parents(table: str) -> tuple[tuple[str, str], ...]:
-    """(column, parent table) of each foreign key of a point table, from the models."""
-    from converter.store import models
-
-    definition = models.Base.metadata.tables[table]
+    """(column, parent table) of each foreign key of a point table, by column name."""
     return tuple(
-        sorted((key.parent.name, key.column.table.name) for key in definition.foreign_keys)
+        sorted((column, PARENTS[column]) for column in POINT_COLUMNS[table] if column in PARENTS)
     )
 
 

@@ -32,6 +32,21 @@ _STRUCTS = {"int4": struct.Struct(">i"), "int8": struct.Struct(">q"), "float8": 
 _INT4 = (-(2**31), 2**31 - 1)
 # Rows per piece of a stream (about 600 kB): enough that NumPy's cost per call is nothing.
 PIECE_ROWS = 8192
+# The COPY type of each point table's columns, in ``rows.POINT_COLUMNS`` order.  Binary COPY
+# needs them up front; taken from the models they cost a server's conversion the models'
+# import (50 ms, before its first COPY could begin).  tests/test_pgcopy.py checks them against
+# the models.
+_KEY_TYPES = ("int8", "int8", "int8", "int8", "int4", "float8")
+_PAYLOAD_TYPES = {
+    "scalars": ("float8",),
+    "images": ("int4", "int8", "text", "int4", "int4"),
+    "audio": ("int4", "int8", "float8", "int4", "int8", "text", "text"),
+    "histograms": ("float8", "float8", "float8", "float8", "float8", "text", "text"),
+    "texts": ("int4", "text"),
+    "params": ("text", "text", "float8", "text"),
+    "tensors": ("text", "text", "int8"),
+}
+POINT_TYPES = {table: _KEY_TYPES + payload for table, payload in _PAYLOAD_TYPES.items()}
 
 
 def encodable(table: np.ndarray, types: Sequence[str]) -> bool:
