@@ -31,6 +31,7 @@ def test_groups_commit_one_at_a_time_in_order_and_failures_surface() -> None:
         if len(active) > 1 + len(done):
             overlap.set()  # two commits at once: must never happen
         if group.points == 2:
+            committer.waiting_on_server()  # as before a COPY: submit() returns
             release.wait(5)
         if group.points == 3:
             raise RuntimeError("server went away")
@@ -52,6 +53,30 @@ def test_groups_commit_one_at_a_time_in_order_and_failures_surface() -> None:
     in_line = Committer(commit, in_thread=False)
     in_line.submit(Group(4))
     assert active[-1] == threading.current_thread().name and done[-1] == 4
+
+
+def test_submit_returns_once_the_commit_waits_on_the_server() -> None:
+    """The next group decodes only when the commit thread's own work is done: until then
+    they would share the interpreter while the server idles."""
+    steps: list[str] = []
+    handed = threading.Event()
+    release = threading.Event()
+
+    def commit(group: Group) -> None:
+        steps.append(f"statements {group.points}")
+        if group.points == 1:
+            committer.waiting_on_server()
+            handed.set()
+            release.wait(5)
+        steps.append(f"committed {group.points}")
+
+    committer = Committer(commit, in_thread=True)
+    committer.submit(Group(1))
+    assert handed.is_set() and steps == ["statements 1"]
+    release.set()
+    committer.submit(Group(2))  # never waits on the server: returns when it is done
+    assert steps == ["statements 1", "committed 1", "statements 2", "committed 2"]
+    committer.wait()
 
 
 def _logdir(root: Path, runs: int) -> Path:

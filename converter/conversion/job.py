@@ -147,6 +147,7 @@ class Job:
         group = Group(self.settings.chunk_points)
         decoded = iter(chunks)
         committer = Committer(lambda full: self._commit_group(full, advance), self.writer.shared)
+        self.writer.call_when_waiting_on_server(committer.waiting_on_server)
         try:
             while True:
                 try:

@@ -22,7 +22,7 @@ are tuples handed to the DBAPI cursor.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
@@ -47,6 +47,7 @@ class SqliteBulk:
         """Args: the store's engine."""
         self._path = sqlite_path(str(engine.url))
         self._checkpointer = None if self._path is None else Checkpointer(self._path)
+        self.waiting_on_server: Callable[[], None] = _nothing  # never: no server
 
     def on_connect(self, dbapi: Any) -> None:
         """Every parent row a point refers to (series, file) is made by this writer, in the
@@ -138,6 +139,8 @@ class PostgresBulk:
         self.role = ""
         # Points whose keys the server checked one row at a time (see store.keys).
         self.checked_per_row = 0
+        # Called before each COPY (see StoreWriter.call_when_waiting_on_server).
+        self.waiting_on_server: Callable[[], None] = _nothing
 
     def on_connect(self, dbapi: Any) -> None:
         """Learn whether this role may check the point tables' keys per chunk."""
@@ -194,6 +197,7 @@ class PostgresBulk:
             per_chunk = self.keys_per_chunk and keys.lock_parents(cursor, table, rows)
         if not per_chunk:
             self.checked_per_row += len(rows)
+        self.waiting_on_server()
         if fresh:
             _copy(dbapi, table, columns, types, data)
             inserted = len(rows)  # COPY stores every row or fails
@@ -219,6 +223,10 @@ Bulk = SqliteBulk | PostgresBulk
 def bulk_for(engine: Engine) -> Bulk:
     """The bulk writer of the engine's backend."""
     return PostgresBulk(engine) if engine.dialect.name == "postgresql" else SqliteBulk(engine)
+
+
+def _nothing() -> None:
+    pass
 
 
 def is_transient(error: BaseException) -> bool:

@@ -12,7 +12,7 @@ files then costs one insert per table and one update of their states.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -73,6 +73,11 @@ class StoreWriter:
         self._new_files: dict[int, FileState] = {}  # by id (see save_file)
         self._paths: dict[int, str] = {}
         self._points_inserted = False  # by the open transaction
+
+    def call_when_waiting_on_server(self, callback: Callable[[], None]) -> None:
+        """Have ``callback`` called whenever the writer hands a server work it then waits for
+        (a point table's COPY; never on SQLite, whose inserts are the writer's own work)."""
+        self.bulk.waiting_on_server = callback
 
     def is_busy(self) -> bool:
         """True when another process holds the store's write lock right now (SQLite only)."""
