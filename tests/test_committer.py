@@ -8,6 +8,7 @@ converter with every group before it kept, and nothing of the failed one.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,23 +60,29 @@ def test_submit_returns_once_the_commit_waits_on_the_server() -> None:
     """The next group decodes only when the commit thread's own work is done: until then
     they would share the interpreter while the server idles."""
     steps: list[str] = []
-    handed = threading.Event()
     release = threading.Event()
 
     def commit(group: Group) -> None:
         steps.append(f"statements {group.points}")
         if group.points == 1:
+            time.sleep(0.2)  # statements take a while: submit() must wait for them
+            steps.append("handed over")  # before the call that lets submit() return
             committer.waiting_on_server()
-            handed.set()
             release.wait(5)
         steps.append(f"committed {group.points}")
 
     committer = Committer(commit, in_thread=True)
     committer.submit(Group(1))
-    assert handed.is_set() and steps == ["statements 1"]
+    assert steps == ["statements 1", "handed over"]
     release.set()
     committer.submit(Group(2))  # never waits on the server: returns when it is done
-    assert steps == ["statements 1", "committed 1", "statements 2", "committed 2"]
+    assert steps == [
+        "statements 1",
+        "handed over",
+        "committed 1",
+        "statements 2",
+        "committed 2",
+    ]
     committer.wait()
 
 
