@@ -7,7 +7,7 @@ STORE ?= demo.db
 DEMO_LOGS ?= demo_logs
 REPORT ?= demo-report.html
 
-.PHONY: demo test lint bench mutate clean
+.PHONY: demo test test-long lint bench mutate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ demo: $(VENV)/.installed-all
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
+
+# The property tests with random seeds and many more examples (not in CI: a failure found here
+# is added to its test as an @example, so that CI runs it every time).
+test-long: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-profile=long --hypothesis-seed=$${SEED:-$$RANDOM} \
+		$$(grep -rl "from hypothesis import" tests --include='test_*.py')
 
 # The gates CI runs before the tests: lint, formatting, strict types on the package.
 lint: $(VENV)/.installed

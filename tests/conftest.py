@@ -184,9 +184,22 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
-# Mutation runs (`make mutate`, docs/mutation.md): the same examples for every mutant, so a
-# mutant's verdict does not depend on the draw, and no example database shared between them.
-settings.register_profile("mutmut", derandomize=True, database=None, deadline=None)
+# The default (`make test`, CI): the same examples on every run of the same commit, and no
+# example database, so a commit's result never depends on the draw or on an earlier run.
+# Random exploration is `make test-long` (profile "long"); what it finds becomes an @example.
+settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, print_blob=True
+)
+settings.register_profile(
+    "long",
+    max_examples=500,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+# Mutation runs (`make mutate`, docs/mutation.md): the same examples for every mutant.
+settings.register_profile("mutmut", parent=settings.get_profile("ci"))
+settings.load_profile(os.environ.get("TBCONVERT_HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
