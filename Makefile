@@ -29,7 +29,7 @@ demo: $(VENV)/.installed-all
 	$(BIN)/tbconvert tf --logdir sample_logdirs --store $(STORE) -q
 	$(BIN)/tbconvert report --store $(STORE) --run 'demo/*' -o $(REPORT)
 	@echo
-	@$(BIN)/python -m converter.cli.demo $(STORE)
+	@$(BIN)/python -m tbconvert.cli.demo $(STORE)
 	@echo
 	@echo "Report: $(CURDIR)/$(REPORT) (open it in a browser; it works offline)"
 	@echo "Run the installed tbconvert as $(BIN)/tbconvert, or first: source $(BIN)/activate"
@@ -49,8 +49,8 @@ test-long: $(VENV)/.installed
 
 # The gates CI runs before the tests: lint, formatting, strict types on the package.
 lint: $(VENV)/.installed
-	$(BIN)/ruff check converter tests benchmarks migrations
-	$(BIN)/ruff format --check converter tests benchmarks migrations
+	$(BIN)/ruff check tbconvert tests tools benchmarks migrations
+	$(BIN)/ruff format --check tbconvert tests tools benchmarks migrations
 	$(BIN)/mypy
 
 $(VENV)/.installed-mutate: pyproject.toml | $(BIN)/python
@@ -59,10 +59,10 @@ $(VENV)/.installed-mutate: pyproject.toml | $(BIN)/python
 
 # Mutation testing of the reading side, the planner, the job and the writer (docs/mutation.md):
 # each module against the tests aimed at it.  Not in CI: it takes over an hour.  One module:
-# make mutate MUTANTS='converter.reading.records.*'
+# make mutate MUTANTS='tbconvert.reading.records.*'
 MUTANTS ?=
 mutate: $(VENV)/.installed-mutate
-	nice -n 10 $(BIN)/python tests/mutation_run.py $(MUTANTS)
+	nice -n 10 $(BIN)/python tools/mutation_run.py $(MUTANTS)
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py

@@ -11,8 +11,8 @@ the packed bytes to the last commit:
 * ``executemany``: what the writer did until the eighth pass of #14, the tuples unpacked by
   ``struct.iter_unpack`` in record order and bound one statement a row by ``sqlite3``
   (``INSERT ... ON CONFLICT DO NOTHING``);
-* ``many_rows``: what the writer does now (``converter.store.statements.insert_many``): the
-  rows sorted in key order (``converter.rows.in_key_order``, timed), a hundred a statement,
+* ``many_rows``: what the writer does now (``tbconvert.writing.statements.insert_many``): the
+  rows sorted in key order (``tbconvert.rows.in_key_order``, timed), a hundred a statement,
   on the same connection and in the same transaction as everything else of the chunk;
 * ``adbc``: ``adbc-driver-sqlite``'s ``adbc_ingest`` of an Arrow table whose columns are
   NumPy views of the same bytes (no tuple is ever made), on its own connection, one ADBC
@@ -35,7 +35,7 @@ import tempfile
 import time
 from typing import Any
 
-PACKED_ROW = struct.Struct("<qqqdd")  # converter.rows.PACKED_ROW
+PACKED_ROW = struct.Struct("<qqqdd")  # tbconvert.rows.PACKED_ROW
 CHUNK = 50_000
 COLUMNS = "series_id, step, file_id, record_offset, value_index, wall_time, value"
 
@@ -111,8 +111,8 @@ def with_executemany(path: str, chunks: list[tuple[int, bytes]]) -> float:
 def with_many_rows(path: str, chunks: list[tuple[int, bytes]]) -> float:
     import numpy as np
 
-    from converter.rows import in_key_order, packed_dtype
-    from converter.store.statements import insert_many
+    from tbconvert.rows import in_key_order, packed_dtype
+    from tbconvert.writing.statements import insert_many
 
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA synchronous = NORMAL")

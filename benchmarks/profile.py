@@ -4,7 +4,7 @@
     python benchmarks/profile.py --quick            # small data
     python benchmarks/profile.py --top 40 --output /tmp/tb.prof   # then: snakeviz /tmp/tb.prof
 
-Runs ``converter.convert(logdir, store=<fresh SQLite file>, progress=False)`` in this process
+Runs ``tbconvert.convert(logdir, store=<fresh SQLite file>, progress=False)`` in this process
 (``--jobs`` is passed through, but only this process is profiled) and prints the top
 functions by cumulative and by total (own) time.  cProfile adds a roughly constant cost per
 Python call, so functions called once per record look heavier than they are; compare the
@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
 
     params = generate.QUICK if args.quick else generate.Params(events=args.events)
     dataset = generate.ensure_scalars(params)
-    import converter  # after generation: its imports are not what we profile
+    import tbconvert  # after generation: its imports are not what we profile
 
-    convert = converter.convert  # the public API (SPEC §10), whatever module holds it
+    convert = tbconvert.convert  # the public API (SPEC §10), whatever module holds it
 
     work = Path(tempfile.mkdtemp(prefix="profile-", dir=generate.DATA_DIR))
     try:
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
     events = dataset.manifest["scalar_events"]
     print(
-        f"tbconvert {converter.__version__}: {dataset.root.name}: {events:,} scalar events, "
+        f"tbconvert {tbconvert.__version__}: {dataset.root.name}: {events:,} scalar events, "
         f"points {dict(summary.points)}"
     )
     print(

@@ -7,7 +7,7 @@
 The store is written straight by SQL, not by converting logs (20M events would take minutes
 to generate and convert, and what is measured here is reading): the schema of the migrations,
 one event file per run, ``steps`` points per series in step order, and the series summaries
-filled by ``converter.store.summaries.recount_sql``, the statements the tests use to check
+filled by ``tbconvert.writing.series_summaries.recount_sql``, the statements the tests use to check
 that the writer keeps them exact.  The same rows then go into a throwaway local PostgreSQL
 server by COPY.
 
@@ -40,11 +40,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from converter.datasette import QUERIES  # noqa: E402
-from converter.rows import POINT_TABLES  # noqa: E402
-from converter.store.summaries import recount_sql  # noqa: E402
+from tbconvert.output.datasette import QUERIES  # noqa: E402
+from tbconvert.rows import POINT_TABLES  # noqa: E402
+from tbconvert.writing.series_summaries import recount_sql  # noqa: E402
 
-TBCONVERT = [sys.executable, "-m", "converter"]
+TBCONVERT = [sys.executable, "-m", "tbconvert"]
 TAGS = 100
 STEPS = 10_000
 # Filled in for the canned queries' forms: a series that exists, and a tag for the others.
@@ -161,8 +161,8 @@ _OWNER_SQL = {
 
 def create_schema(url: str) -> None:
     """An empty store of this version, made by the migrations."""
-    from converter.store.engine import create_store_engine, store_url
-    from converter.store.migrate import ensure_schema
+    from tbconvert.store.engine import create_store_engine, store_url
+    from tbconvert.store.migrate import ensure_schema
 
     engine = create_store_engine(store_url(url))
     try:
@@ -282,7 +282,7 @@ def postgres_executor(url: str) -> Callable[[str, dict[str, Any]], list[Any]]:
 def command_timings(store: str) -> dict[str, Any]:
     """``tbconvert runs`` and ``show``, whole commands as a user waits for them (interpreter
     and imports included), and the library calls behind them alone."""
-    from converter import open_store
+    from tbconvert import open_store
 
     results = {}
     with open_store(store) as opened:
@@ -441,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_sqlite:
         report.update(_sqlite(path, runs, steps, total))
     if not args.skip_pg:
-        from tests.pgserver import PostgresServer
+        from tests.support.pgserver import PostgresServer
 
         server = PostgresServer.start()
         try:

@@ -20,14 +20,15 @@ Measured, each in a fresh subprocess (so imports and caches never leak between t
 6. A no-change re-run over 10,000 tiny files (converted once untimed first).
 7. Peak RSS: of (1), and with ``--big`` of a conversion of a ~2 GB logdir.
 8. ``tbconvert tf`` end to end into a throwaway PostgreSQL server on 127.0.0.1 (the tests'
-   ``tests/pgserver.py``; skipped with a note when no server binaries are installed), and its
+   ``tests/support/pgserver.py``; skipped with a note when no server binaries are installed), and
+   its
    ratio to (1); also without the point tables' foreign keys, and two converters at once.
 9. A sweep: 2,000 runs of 200 scalar events, against EventAccumulator; the per-file overhead.
 10. Mixed plugins (scalars, histograms, text, images) against EventAccumulator.
 (8-10: ``benchmarks/workloads.py``.)
 
 Both sides run from byte-compiled modules, as after ``pip install``: the harness compiles
-``converter/`` first, since an editable install under ``PYTHONDONTWRITEBYTECODE`` would
+``tbconvert/`` first, since an editable install under ``PYTHONDONTWRITEBYTECODE`` would
 otherwise compile every module again in every run (about 60 ms), while the reference's
 packages in site-packages were compiled when pip installed them.
 
@@ -174,19 +175,19 @@ def generated(ensure: Any, params: Any) -> generate.Dataset:
 
 
 def compile_package() -> bool:
-    """Byte-compile ``converter/`` (into its ``__pycache__``, as pip does for site-packages).
+    """Byte-compile ``tbconvert/`` (into its ``__pycache__``, as pip does for site-packages).
 
     The bytecode is read even where ``PYTHONDONTWRITEBYTECODE`` is set, which only stops
     the interpreter from writing it."""
-    return bool(compileall.compile_dir(REPO / "converter", quiet=1))
+    return bool(compileall.compile_dir(REPO / "tbconvert", quiet=1))
 
 
 def tbconvert_cmd() -> list[str]:
-    """The console script next to this interpreter, else ``python -m converter``."""
+    """The console script next to this interpreter, else ``python -m tbconvert``."""
     script = Path(sys.executable).parent / "tbconvert"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "converter"]
+    return [sys.executable, "-m", "tbconvert"]
 
 
 def fresh_store(work: Path, name: str) -> Path:
@@ -269,14 +270,14 @@ def _git() -> str:
             timeout=10,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--", "converter", "migrations"],
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "tbconvert", "migrations"],
             capture_output=True,
             text=True,
             timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return head + (" + uncommitted changes in converter/" if dirty else "")
+    return head + (" + uncommitted changes in tbconvert/" if dirty else "")
 
 
 def _environment() -> dict[str, Any]:

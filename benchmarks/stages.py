@@ -61,7 +61,7 @@ def startup(work: Path, repeat: int) -> float:
     empty = work / "empty"
     (empty / "run").mkdir(parents=True, exist_ok=True)
     script = Path(sys.executable).parent / "tbconvert"
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "converter"]
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "tbconvert"]
     times = []
     for k in range(repeat):
         started = time.perf_counter()
@@ -76,8 +76,8 @@ def startup(work: Path, repeat: int) -> float:
 
 def tasks(logdir: Path) -> list[Any]:
     """A FileTask per event file, as a first conversion plans them."""
-    from converter.reading import discovery
-    from converter.reading.chunks import FileTask
+    from tbconvert.reading import discovery
+    from tbconvert.reading.chunks import FileTask
 
     found = []
     for run in discovery.classify(logdir).runs:
@@ -102,7 +102,7 @@ def tasks(logdir: Path) -> list[Any]:
 
 
 def read_only(file_tasks: list[Any]) -> int:
-    from converter.reading.records import RecordReader
+    from tbconvert.reading.records import RecordReader
 
     records = 0
     for task in file_tasks:
@@ -116,9 +116,9 @@ def read_only(file_tasks: list[Any]) -> int:
 
 def decode_only(file_tasks: list[Any]) -> tuple[int, int]:
     """Rows made, and records decoded by the general path."""
-    from converter.filters import Selection
-    from converter.reading.chunks import ReadSettings, read_file
-    from converter.reading.decoder import EventDecoder
+    from tbconvert.filters import Selection
+    from tbconvert.reading.chunks import ReadSettings, read_file
+    from tbconvert.reading.decoder import EventDecoder
 
     general = 0
     feed_records = EventDecoder.feed_records
@@ -147,7 +147,7 @@ def decode_only(file_tasks: list[Any]) -> tuple[int, int]:
 def timed_inserts() -> tuple[list[float], Callable[[], None]]:
     """Accumulate the CPU seconds spent in ``StoreWriter.insert_points``; returns the list
     holding the total and a function that undoes the wrapping."""
-    from converter.store.writer import StoreWriter
+    from tbconvert.writing.writer import StoreWriter
 
     total = [0.0]
     insert = StoreWriter.insert_points
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     records = dataset.manifest["records"]
     work = Path(tempfile.mkdtemp(prefix="stages-", dir=generate.DATA_DIR))
     try:
-        import converter
+        import tbconvert
 
         start = startup(work, args.repeat)
         file_tasks = tasks(dataset.logdir)
@@ -192,18 +192,18 @@ def main(argv: list[str] | None = None) -> int:
         store = work / "stages.db"
         # The first call imports what convert() imports lazily: best of several leaves it out.
         empty_cpu, _, _ = best(
-            lambda: converter.convert(
+            lambda: tbconvert.convert(
                 str(work / "empty"), store=str(fresh(work / "empty.db")), progress=False
             ),
             max(2, args.repeat),
         )
         convert_cpu, convert_wall, _ = best(
-            lambda: converter.convert(str(dataset.logdir), store=str(fresh(store)), progress=False),
+            lambda: tbconvert.convert(str(dataset.logdir), store=str(fresh(store)), progress=False),
             args.repeat,
         )
         inserting, undo = timed_inserts()
         try:
-            converter.convert(str(dataset.logdir), store=str(fresh(store)), progress=False)
+            tbconvert.convert(str(dataset.logdir), store=str(fresh(store)), progress=False)
         finally:
             undo()
     finally:

@@ -7,7 +7,8 @@
   EventAccumulator reading every value back.
 * **server**: the big logdir into a throwaway local PostgreSQL server, next to SQLite's rate
   of the same run: as the server's superuser (the converter checks the point tables' foreign
-  keys per chunk, ``converter/store/keys.py``), as a role without the grant that allows it
+  keys per chunk, ``tbconvert/writing/pg_foreign_keys.py``), as a role without the grant that
+  allows it
   (the server checks every row), without the keys (dropped in that database only, to price
   them), and two converters at once (two ``--source`` names into one database).
 
@@ -504,7 +505,7 @@ def server(
 ) -> dict:
     """The big logdir into a local PostgreSQL server, against SQLite's run ``sqlite``."""
     sys.path.insert(0, str(h.REPO))
-    from tests.pgserver import PostgresServer, find_bindir
+    from tests.support.pgserver import PostgresServer, find_bindir
 
     if find_bindir() is None:
         report.notes.append("PostgreSQL: no server binaries (apt-get install postgresql)")

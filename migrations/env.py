@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from alembic import context
 
-from converter.store.engine import DEFAULT_STORE, create_store_engine, store_url
-from converter.store.migrate import VERSION_TABLE, include_name
+from tbconvert.store.engine import DEFAULT_STORE, create_store_engine, store_url
+from tbconvert.store.migrate import VERSION_TABLE, include_name
 
 config = context.config
 
@@ -39,7 +39,7 @@ def run_migrations_online() -> None:
             context.run_migrations()
         return
     url = config.get_main_option("sqlalchemy.url") or store_url(DEFAULT_STORE)
-    from converter.store.models import Base
+    from tbconvert.store.models import Base
 
     engine = create_store_engine(url)
     with engine.begin() as connection:

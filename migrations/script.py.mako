@@ -5,7 +5,7 @@ Revises: ${down_revision | comma,n}
 Create Date: ${create_date}
 
 Rules for revisions of the tbconvert store:
-- never import converter.store.models: freeze table definitions inline;
+- never import tbconvert.store.models: freeze table definitions inline;
 - change existing tables through op.batch_alter_table; views name tables, so drop the views a
   batch rebuild touches first and create them again after (SQLite refuses otherwise);
 - dialect-specific SQL (views) branches on op.get_bind().dialect.name;

@@ -6,7 +6,7 @@ Every event file is real: tensorboardX's own ``SummaryWriter`` for the torch/ten
 style (``simple_value``), and hand-built ``tensorboard.compat.proto`` Events framed by
 tensorboard's ``RecordWriter`` for what tensorboardX cannot write (TF2 / Keras rank-0 tensors,
 TF1 ``merge_all`` events, torch ``new_style`` and ``double_precision``).  See
-``tests/eventfiles.py`` for the builders.
+``tests/support/eventfiles.py`` for the builders.
 
 Output is deterministic: fixed seeds, fixed wall times, and for tensorboardX (which takes its
 file name and its ``file_version`` wall time from ``time.time()`` and ``socket.gethostname()``)

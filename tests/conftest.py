@@ -2,7 +2,7 @@
 
 ``make_store`` is parametrised over SQLite and PostgreSQL: a test that takes it runs once per
 backend.  The PostgreSQL server is a throwaway cluster started once per session (see
-``tests/pgserver.py``); each store is a fresh database of it.  Without server binaries the
+``tests/support/pgserver.py``); each store is a fresh database of it.  Without server binaries the
 PostgreSQL half is skipped with the reason, unless ``TBCONVERT_REQUIRE_POSTGRES`` is set (CI),
 where their absence is a failure.
 """
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from converter.reading import chunks
-from converter.store.writer import StoreWriter
-from tests.pgserver import PostgresServer, find_bindir
-from tests.snapshots import StoreFactory
-from tests.storecheck import dangling_in
+from tbconvert.reading import chunks
+from tbconvert.writing.writer import StoreWriter
+from tests.support.pgserver import PostgresServer, find_bindir
+from tests.support.snapshots import StoreFactory
+from tests.support.storecheck import dangling_in
 
 pytest_plugins = ["pytester"]
 
@@ -118,7 +118,7 @@ def _no_dangling_rows(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
     """After every test: the stores it made hold no row whose reference points nowhere,
-    whichever process wrote them (see ``tests/storecheck.py``).  A test that leaves such
+    whichever process wrote them (see ``tests/support/storecheck.py``).  A test that leaves such
     rows on purpose (and checks them itself) is marked ``dangling_rows``."""
     made = _Made(tmp_path_factory)
     yield
@@ -174,8 +174,8 @@ def store(make_store: StoreFactory, tmp_path: Path) -> str:
     return make_store(tmp_path)
 
 
-# Long runs of the stateful invariant test (tests/test_invariant_property.py):
-# pytest tests/test_invariant_property.py --hypothesis-profile=invariant-long
+# Long runs of the stateful invariant test (tests/safety/test_invariant_property.py):
+# pytest tests/safety/test_invariant_property.py --hypothesis-profile=invariant-long
 settings.register_profile(
     "invariant-long",
     max_examples=1000,
@@ -187,9 +187,7 @@ settings.register_profile(
 # The default (`make test`, CI): the same examples on every run of the same commit, and no
 # example database, so a commit's result never depends on the draw or on an earlier run.
 # Random exploration is `make test-long` (profile "long"); what it finds becomes an @example.
-settings.register_profile(
-    "ci", derandomize=True, database=None, deadline=None, print_blob=True
-)
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.register_profile(
     "long",
     max_examples=500,
@@ -203,12 +201,12 @@ settings.load_profile(os.environ.get("TBCONVERT_HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``TBCONVERT_MUTATION_TESTS`` (set by tests/mutation_run.py), run only the test
+    """Under ``TBCONVERT_MUTATION_TESTS`` (set by tools/mutation_run.py), run only the test
     files aimed at the module of the mutant under test (``MUTANT_UNDER_TEST``, set by mutmut),
     or at any mutated module while mutmut maps tests to functions (docs/mutation.md)."""
     if not os.environ.get("TBCONVERT_MUTATION_TESTS"):
         return
-    from tests.mutation_run import test_files_for
+    from tools.mutation_run import test_files_for
 
     files = test_files_for(os.environ.get("MUTANT_UNDER_TEST", ""))
     dropped = [item for item in items if item.path.name not in files]

@@ -1,4 +1,4 @@
-"""The package's layers (converter/__init__.py lists them): no import cycles, counting imports
+"""The package's layers (tbconvert/__init__.py lists them): no import cycles, counting imports
 made inside functions, and imports only go down the pipeline.
 
 Read from the source with ``ast``: a lazy import (inside a function, for start-up time) is
@@ -13,41 +13,50 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "converter"
-# Layer -> the layers it may import (its own included).
+PACKAGE = Path(__file__).resolve().parents[1] / "tbconvert"
+# Layer -> the layers it may import (its own included).  Two sides meet only in the store's
+# schema: the write side (reading -> conversion -> writing) and the read side (query ->
+# output); the CLI sits on both.
 ALLOWED = {
-    "vocabulary": {"vocabulary"},  # errors, filters, rows, plugins.names
+    "vocabulary": {"vocabulary"},  # errors, filters, rows, version, plugins.names
     "plugins": {"vocabulary", "plugins"},
     "reading": {"vocabulary", "plugins", "reading"},
     "store": {"vocabulary", "store"},
-    "conversion": {"vocabulary", "plugins", "reading", "store", "conversion"},
-    "output": {"vocabulary", "store", "output"},  # OUTPUT below
-    "cli": {"vocabulary", "store", "output", "conversion", "reading", "plugins", "cli", "top"},
-    "top": {"vocabulary", "store", "conversion", "top"},  # converter/__init__.py
+    "writing": {"vocabulary", "store", "writing"},
+    "conversion": {"vocabulary", "plugins", "reading", "store", "writing", "conversion"},
+    "query": {"vocabulary", "store", "query"},
+    "output": {"vocabulary", "store", "query", "output"},
+    "cli": {
+        "vocabulary",
+        "plugins",
+        "reading",
+        "store",
+        "writing",
+        "conversion",
+        "query",
+        "output",
+        "cli",
+        "top",
+    },
+    "top": {"vocabulary", "conversion", "query", "top"},  # tbconvert/__init__.py
 }
-
-# The output layer: getting data out of a store (files, charts, pages, a server).
-OUTPUT = (
-    "export",
-    "datasette",
-    "hparams",
-    "image_export",
-    "plot",
-    "report",
-    "serve",
-    "svgchart",
-)
+# The speed-only paths of reading/fast/ sit below the general path: they may use its parts
+# (framing, CRCs, row buffers) but never the decoder or the file readers that call them.
+ABOVE_FAST = {
+    "tbconvert.reading.decoder",
+    "tbconvert.reading.chunks",
+    "tbconvert.reading.small_files",
+    "tbconvert.reading.discovery",
+}
 
 
 def layer_of(module: str) -> str:
     parts = module.split(".")
-    if module in ("converter", "converter.__main__"):
-        return "top" if module == "converter" else "cli"
+    if module in ("tbconvert", "tbconvert.__main__"):
+        return "top" if module == "tbconvert" else "cli"
     first = parts[1]
-    if first in ("errors", "filters", "rows", "version") or module == "converter.plugins.names":
+    if first in ("errors", "filters", "rows", "version") or module == "tbconvert.plugins.names":
         return "vocabulary"
-    if first in OUTPUT:
-        return "output"
     return first
 
 
@@ -64,24 +73,22 @@ def is_type_checking(node: ast.If) -> bool:
 
 
 def imports_of(path: Path) -> set[str]:
-    """Every converter module that ``path`` imports, at any depth, outside TYPE_CHECKING."""
+    """Every tbconvert module that ``path`` imports, at any depth: in functions (lazily) and
+    under ``if TYPE_CHECKING:`` (annotations) too, since both are dependencies a reader must
+    follow, and a cycle hidden in either is a cycle all the same."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.startswith("converter"))
+            found.update(alias.name for alias in node.names if alias.name.startswith("tbconvert"))
         elif (
             isinstance(node, ast.ImportFrom)
             and node.module
             and node.level == 0
-            and node.module.startswith("converter")
+            and node.module.startswith("tbconvert")
         ):
             for alias in node.names:
-                # ``from converter.x import y``: y may be a module or a name in x.
+                # ``from tbconvert.x import y``: y may be a module or a name in x.
                 candidate = f"{node.module}.{alias.name}"
                 found.add(candidate if candidate in MODULES else node.module)
         for child in ast.iter_child_nodes(node):
@@ -98,9 +105,11 @@ GRAPH = {module_name(path): imports_of(path) for path in FILES}
 
 def test_the_graph_is_read() -> None:
     # A sanity check of the pass itself: known edges, one of them a lazy import.
-    assert "converter.reading.decoder" in GRAPH["converter.reading.chunks"]
-    assert "converter.reading.fastscalars" in GRAPH["converter.reading.decoder"]
-    assert "converter.conversion" in GRAPH["converter.cli.convert"]
+    assert "tbconvert.reading.decoder" in GRAPH["tbconvert.reading.chunks"]
+    assert "tbconvert.reading.fast.block_scalars" in GRAPH["tbconvert.reading.decoder"]
+    assert "tbconvert.conversion.pipeline" in GRAPH["tbconvert.cli.convert"]
+    # An annotation-only import (under TYPE_CHECKING) is an edge too.
+    assert "tbconvert.conversion.pipeline" in GRAPH["tbconvert"]
 
 
 def test_no_import_cycles() -> None:
@@ -137,6 +146,13 @@ def test_imports_go_down_the_layers(module: str) -> None:
         if target in GRAPH and layer_of(target) not in ALLOWED[own]
     )
     assert not wrong, f"{module} ({own}) imports {wrong}"
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in GRAPH if m.startswith("tbconvert.reading.fast"))
+)
+def test_the_fast_paths_stay_below_the_general_path(module: str) -> None:
+    assert not GRAPH[module] & ABOVE_FAST, f"{module} imports {GRAPH[module] & ABOVE_FAST}"
 
 
 def test_the_reading_side_never_touches_a_database() -> None:

@@ -1,0 +1,36 @@
+"""The ``tbconvert`` command line: parse, call the library, render.  Nothing else lives here.
+
+The group and the options commands share are in ``group``; the commands are in ``convert``
+(tf), ``inspect`` (runs, show, hparams, export, datasette-metadata), ``look`` (plot, report,
+serve) and ``db``, and all text rendering in ``render``.  Library modules are imported
+inside commands, so ``--help`` starts fast.
+
+Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error, 3 finished but damaged
+records or unreadable files were skipped.
+"""
+
+from __future__ import annotations
+
+import os
+
+# tbconvert makes no BLAS call, but OpenBLAS starts a thread per core when NumPy is imported,
+# and they spin: about 0.1 s of a second core per conversion, more with --jobs.  Set before
+# any command imports NumPy; a value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# Importing a command module registers its commands on the group.
+from tbconvert.cli import convert, db, inspect, look
+from tbconvert.cli.group import cli, end_process
+
+__all__ = ["cli", "convert", "db", "inspect", "look", "main"]
+
+
+def main() -> None:
+    """The ``tbconvert`` console script and ``python -m tbconvert``: the CLI in a process of
+    its own, which ends as soon as the command does (:func:`end_process`)."""
+    try:
+        cli.main(prog_name="tbconvert")
+    except SystemExit as end:
+        if end.code is None or isinstance(end.code, int):
+            end_process(end.code or 0)
+        raise

@@ -1,0 +1,275 @@
+"""``tbconvert tf`` (alias ``tensorboard``): convert a logdir into the store."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from typing import Any
+
+import click
+
+from tbconvert.cli.group import (
+    CONTEXT_SETTINGS,
+    EXIT_CODES_EPILOG,
+    cli,
+    json_option,
+    run_library,
+    store_option,
+)
+from tbconvert.plugins.names import KNOWN_PLUGINS
+
+
+def _tf_command(name: str, hidden: bool = False) -> click.Command:
+    @cli.command(name, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG, hidden=hidden)
+    @click.option(
+        "--logdir",
+        required=True,
+        type=click.Path(file_okay=False, path_type=str),
+        help="The TensorBoard log directory to convert.",
+    )
+    @store_option
+    @click.option(
+        "--flat", is_flag=True, help="Every directory holding event files is a run (no contexts)."
+    )
+    @click.option(
+        "--skip-orphans",
+        is_flag=True,
+        help="Leave out event files directly in the logdir or in a group, as Aim does "
+        "(default: keep them as a run of their directory).",
+    )
+    @click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Print the classification and what would be read; write nothing.",
+    )
+    @click.option(
+        "--full", is_flag=True, help="Read every file again from its start (no duplicates result)."
+    )
+    @click.option(
+        "--plugins",
+        metavar="LIST",
+        help="Comma-separated plugins to convert (default: all): "
+        + ", ".join(KNOWN_PLUGINS)
+        + " (everything kept raw).",
+    )
+    @click.option(
+        "--run",
+        "runs",
+        multiple=True,
+        metavar="GLOB",
+        help="Only runs whose path matches (repeatable).",
+    )
+    @click.option(
+        "--tag", "tags", multiple=True, metavar="GLOB", help="Only tags that match (repeatable)."
+    )
+    @click.option(
+        "--exclude-tag",
+        "exclude_tags",
+        multiple=True,
+        metavar="GLOB",
+        help="Skip tags that match (repeatable).",
+    )
+    @click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Decode files in this many worker processes (one writer); 2 pays on a machine "
+        "with a core to spare.",
+    )
+    @click.option(
+        "--source",
+        envvar="TBCONVERT_SOURCE",
+        metavar="NAME",
+        help="The logdir's name in the store (default: its resolved absolute path). Runs are "
+        "(source, run path): give each machine's logdir its own name on a shared "
+        "server, and the same name to one directory mounted at different paths.",
+    )
+    @click.option(
+        "--upgrade-store",
+        is_flag=True,
+        help="Upgrade an older PostgreSQL store's schema first (SQLite files are "
+        "upgraded anyway, after a backup). Only when no older converter writes to it.",
+    )
+    @click.option(
+        "--watch",
+        is_flag=True,
+        help="Convert again every --interval seconds until Ctrl-C, then summarise.",
+    )
+    @click.option(
+        "--interval",
+        type=click.FloatRange(min=0.0),
+        default=5.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="Pause between passes with --watch.",
+    )
+    @json_option
+    @click.option("-q", "--quiet", is_flag=True, help="No progress, warnings or summary.")
+    @click.option("-v", "--verbose", count=True, help="-v more detail, -vv tracebacks.")
+    def tf(
+        logdir: str,
+        store: str,
+        flat: bool,
+        skip_orphans: bool,
+        dry_run: bool,
+        full: bool,
+        plugins: str | None,
+        runs: tuple[str, ...],
+        tags: tuple[str, ...],
+        exclude_tags: tuple[str, ...],
+        jobs: int,
+        source: str | None,
+        upgrade_store: bool,
+        watch: bool,
+        interval: float,
+        as_json: bool,
+        quiet: bool,
+        verbose: int,
+    ) -> None:
+        """Convert a TensorBoard logdir into the store (incremental: re-run any time).
+
+        Directories are classified as groups, runs and contexts with Aim's rules
+        (or --flat); event files directly in the logdir or in a group are orphans,
+        named in warnings and kept as a run of their directory (. for the logdir),
+        or left out with --skip-orphans. Whatever ran before, a plain run leaves the
+        store as one clean conversion of the logdir as it is now would.
+
+        \b
+        Example:
+          tbconvert tf --logdir ~/logs --store ~/logs.db
+          tbconvert tf --logdir ~/logs --store ~/logs.db --run 'sweep*' --dry-run
+          tbconvert tf --logdir ~/logs --store ~/logs.db --watch --interval 30
+          tbconvert tf --logdir /data/tb --source gpu1 --store postgresql://me@db/tb
+        """
+        if watch and dry_run:
+            raise click.UsageError("--watch and --dry-run do not go together")
+        options: dict[str, Any] = dict(
+            flat=flat,
+            skip_orphans=skip_orphans,
+            dry_run=dry_run,
+            full=full,
+            plugins=_parse_plugins(plugins),
+            runs=runs,
+            tags=tags,
+            exclude_tags=exclude_tags,
+            jobs=jobs,
+            source=source,
+            upgrade_store=upgrade_store,
+            progress=False if quiet else None,
+            notify=None if quiet else lambda line: click.echo(line, err=True),
+        )
+        summary = _run(logdir, store, options, watch=watch, interval=interval, verbose=verbose)
+        _report(summary, as_json=as_json, quiet=quiet)
+        sys.exit(summary.exit_code)
+
+    return tf
+
+
+def _run(
+    logdir: str, store: str, options: dict[str, Any], *, watch: bool, interval: float, verbose: int
+) -> Any:
+    """Convert (or watch); Ctrl-C and SIGTERM stop after the current transaction with one
+    line saying what is kept (exit 130 / 143; a --watch ends normally)."""
+    # Importing the library (SQLAlchemy above all) builds tens of thousands of objects and
+    # no garbage: with the collector off meanwhile, start-up is about 25 ms shorter.  What
+    # the imports made lives as long as the process, so the collector need not scan it again
+    # on every full collection of a conversion.  A command can do this; the library cannot
+    # (a host process may have garbage among its objects).
+    gc.disable()
+    try:
+        from tbconvert.conversion import pipeline as library
+        from tbconvert.conversion import stopping
+    finally:
+        gc.freeze()
+        gc.enable()
+    quiet = options["notify"] is None
+    try:
+        with stopping.on_signals():
+            if watch:
+                return run_library(
+                    verbose,
+                    lambda: library.watch(
+                        logdir,
+                        store,
+                        interval=interval,
+                        on_pass=None if quiet else _print_pass,
+                        **options,
+                    ),
+                )
+            return run_library(verbose, lambda: library.convert(logdir, store, **options))
+    except stopping.Interrupted as stop:
+        click.echo(
+            f"{stop} after the current transaction: {stop.kept} is kept; run the same "
+            "command again to continue",
+            err=True,
+        )
+        sys.exit(stop.exit_code)
+    except KeyboardInterrupt:
+        click.echo(
+            "stopped at once: the transaction under way was rolled back, every one before it "
+            "is kept; run the same command again to continue",
+            err=True,
+        )
+        sys.exit(130)
+
+
+def _print_pass(summary: Any) -> None:
+    """One line per --watch pass that changed something: files, and points per plugin."""
+    changed = summary.files_read + summary.files_gone + summary.files_moved
+    if not changed:
+        return
+    points = ", ".join(f"{plugin} {count}" for plugin, count in sorted(summary.points.items()))
+    parts = [f"{summary.files_read} files read"]
+    if summary.files_gone:
+        parts.append(f"{summary.files_gone} gone")
+    if summary.files_moved:
+        parts.append(f"{summary.files_moved} moved")
+    click.echo(
+        f"{time.strftime('%H:%M:%S')} pass: {', '.join(parts)}; "
+        f"{summary.total_points} points ({points or 'none'})",
+        err=True,
+    )
+
+
+def _parse_plugins(plugins: str | None) -> list[str] | None:
+    if plugins is None:
+        return None
+    names = [name.strip() for name in plugins.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(KNOWN_PLUGINS))
+    if unknown or not names:
+        raise click.BadParameter(
+            f"unknown plugin {', '.join(unknown) or '(none)'}; choose from "
+            f"{', '.join(KNOWN_PLUGINS)}",
+            param_hint="--plugins",
+        )
+    return names
+
+
+def _report(summary: Any, *, as_json: bool, quiet: bool) -> None:
+    if not quiet:
+        if summary.stopped:
+            click.echo(summary.stopped, err=True)
+        for orphan in summary.orphans:
+            where = orphan.rsplit("/", 1)[0] if "/" in orphan else "."
+            fate = "skipped (--skip-orphans)" if summary.orphans_skipped else f"kept as run {where}"
+            click.echo(
+                f"warning: orphan event file (in the logdir root or a group) {fate}: {orphan}",
+                err=True,
+            )
+        for warning in summary.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        from tbconvert.cli.render import render_summary
+
+        click.echo(render_summary(summary), err=True)
+    elif summary.problems:
+        for problem in summary.problems[:10]:
+            click.echo(f"error: {problem}", err=True)
+    if as_json:
+        click.echo(summary.to_json())
+
+
+tf_command = _tf_command("tf")
+tensorboard_command = _tf_command("tensorboard")

@@ -1,0 +1,270 @@
+"""Text rendering for the terminal: tables, run listings, the conversion summary."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tbconvert.conversion.summary import Summary
+
+_MAX_LISTED = 10
+_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def render_table(
+    columns: Sequence[str],
+    data: Sequence[Sequence[Any]],
+    indent: str = "",
+    *,
+    null: str = "-",
+    rule: bool = False,
+) -> str:
+    """An aligned plain-text table: numbers right-aligned, text left-aligned.
+
+    Args:
+        null: How a NULL cell reads.
+        rule: Underline the header with dashes.
+    """
+    cells = [[null if value is None else _cell(value) for value in row] for row in data]
+    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
+    numeric = [
+        bool(data) and all(isinstance(row[i], (int, float)) or row[i] is None for row in data)
+        for i in range(len(columns))
+    ]
+    lines = [list(columns), *([["-" * width for width in widths]] if rule else []), *cells]
+    return "\n".join(
+        indent
+        + "  ".join(
+            value.rjust(width) if right else value.ljust(width)
+            for value, width, right in zip(line, widths, numeric, strict=True)
+        ).rstrip()
+        for line in lines
+    )
+
+
+def render_runs(runs: Sequence[dict[str, Any]]) -> str:
+    """The ``tbconvert runs`` listing: one line per run, with its source when there are several."""
+    if not runs:
+        return "no runs in this store"
+    several = len({row["source"] for row in runs}) > 1
+    columns = ("id", "run", *(("source",) if several else ()))
+    columns += ("group", "contexts", "series", "points", "params")
+    return render_table(
+        columns,
+        [
+            (
+                row["run_id"],
+                row["run_path"],
+                *((row["source"],) if several else ()),
+                row["group_path"] or "-",
+                ",".join(map(_context, row["contexts"])),
+                row["series"],
+                ", ".join(f"{table} {n}" for table, n in row["points"].items()) or "-",
+                _params_line(row["params"]),
+            )
+            for row in runs
+        ],
+    )
+
+
+def render_run(detail: dict[str, Any]) -> str:
+    """The ``tbconvert show`` text: the run, its series per plugin, params and files."""
+    run = detail["run"]
+    lines = [
+        f"run      {run['run_path']}  (id {run['run_id']}, name {run['name']})",
+        f"logdir   {run['logdir']}",
+        f"group    {run['group_path'] or '-'}",
+        f"written  {_time(run['first_wall_time'])} .. {_time(run['last_wall_time'])}",
+    ]
+    by_plugin: dict[str, list[dict[str, Any]]] = {}
+    for series in detail["series"]:
+        by_plugin.setdefault(series["plugin"], []).append(series)
+    for plugin, series_list in sorted(by_plugin.items()):
+        lines += [
+            "",
+            f"{plugin} ({len(series_list)} series)",
+            render_table(
+                ("context", "tag", "points", "steps", "last value")
+                + (("trend",) if plugin == "scalars" else ()),
+                [
+                    (
+                        _context(s["context"]),
+                        s["tag"],
+                        s["points"],
+                        _steps(s),
+                        _value(s.get("last_value", "")),
+                    )
+                    + ((sparkline(s.get("trend") or []),) if plugin == "scalars" else ())
+                    for s in series_list
+                ],
+                indent="  ",
+            ),
+        ]
+    sessions = len(detail["params"])
+    lines += ["", f"params ({sessions} session{'' if sessions == 1 else 's'})"]
+    lines += [
+        f"  {_context(context)}: {_params_line({context: values})}"
+        for context, values in detail["params"].items()
+    ]
+    lines += [
+        "",
+        f"files ({len(detail['files'])})",
+        render_table(
+            ("path", "context", "bytes", "read to", "records", "damaged", "status"),
+            [
+                (
+                    f["path"],
+                    _context(f["context"]),
+                    f["size"],
+                    f["offset_consumed"],
+                    f["records"],
+                    f["damaged_records"],
+                    f["status"] + (f": {f['last_error']}" if f["last_error"] else ""),
+                )
+                for f in detail["files"]
+            ],
+            indent="  ",
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One block character per value, ``▁`` for the lowest and ``█`` for the highest.
+
+    A missing or non-finite value is a space; a flat series is a row of ``▄``.
+    """
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return " " * len(values)
+    low, high = min(finite), max(finite)
+    characters = []
+    for value in values:
+        if value is None or not math.isfinite(value):
+            characters.append(" ")
+        elif high == low:
+            characters.append(_BLOCKS[3])
+        else:
+            level = round((value - low) / (high - low) * (len(_BLOCKS) - 1))
+            characters.append(_BLOCKS[level])
+    return "".join(characters)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _context(name: str) -> str:
+    return name if name else "''"
+
+
+def _steps(series: dict[str, Any]) -> str:
+    if series["first_step"] is None:
+        return "-"
+    return f"{series['first_step']}..{series['last_step']}"
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "NaN"  # a NULL scalar is a logged NaN (SPEC §6)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _time(wall_time: float | None) -> str:
+    if wall_time is None:
+        return "-"
+    return datetime.fromtimestamp(wall_time, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _params_line(sessions: dict[str, dict[str, Any]]) -> str:
+    # One value per key, or every value the sessions gave it, in context order.
+    values: dict[str, list[Any]] = {}
+    for params in sessions.values():
+        for key, value in params.items():
+            if value not in values.setdefault(key, []):
+                values[key].append(value)
+    return (
+        " ".join(f"{key}={'|'.join(map(_param, found))}" for key, found in sorted(values.items()))
+        or "-"
+    )
+
+
+def _param(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def render_summary(summary: Summary) -> str:
+    """The human summary of a conversion, printed on stderr."""
+    if summary.dry_run:
+        return render_plan(summary)
+    lines = [
+        f"Converted {summary.logdir} into {summary.store} in {summary.elapsed:.2f} s",
+        f"  runs:     {summary.runs} ({summary.runs_created} new, "
+        f"{summary.runs_extended} extended), {summary.contexts} contexts",
+        f"  series:   {summary.series_created} new, {summary.series_extended} extended",
+        f"  points:   {summary.total_points:,}"
+        + (
+            " (" + ", ".join(f"{k} {v:,}" for k, v in sorted(summary.points.items())) + ")"
+            if summary.points
+            else ""
+        )
+        + (f", {summary.rate():,.0f}/s" if summary.total_points else ""),
+        f"  files:    {summary.files_total} ({summary.files_read} read, "
+        f"{summary.files_unchanged} unchanged, {summary.files_replaced} replaced, "
+        f"{summary.files_gone} gone), "
+        f"{summary.bytes_read:,} bytes read",
+    ]
+    for title, counts in (("skipped", summary.skipped), ("undecodable", summary.undecodable)):
+        for plugin, tags in sorted(counts.items()):
+            names = ", ".join(sorted(tags)[:_MAX_LISTED])
+            more = f" and {len(tags) - _MAX_LISTED} more" if len(tags) > _MAX_LISTED else ""
+            lines.append(f"  {title}:  {plugin}: {sum(tags.values()):,} values ({names}{more})")
+    if summary.filtered_values:
+        lines.append(f"  filtered: {summary.filtered_values:,} values by --tag/--exclude-tag")
+    if summary.files_partial:
+        lines.append(
+            f"  partial:  {summary.files_partial} files end inside a record (still "
+            "being written?); the rest is read on the next run"
+        )
+    if summary.orphans:
+        what = "skipped" if summary.orphans_skipped else "kept as runs of their directories"
+        lines.append(f"  orphans:  {len(summary.orphans)} event files {what} (see warnings)")
+    if summary.lossy_records:
+        lines.append(
+            f"  repaired: {summary.lossy_records} records with invalid UTF-8 "
+            "(kept with backslash escapes)"
+        )
+    if summary.damaged_records or summary.problems:
+        lines.append(f"  damaged:  {summary.damaged_records} records skipped; first problems:")
+        lines.extend(f"    {problem}" for problem in summary.problems[:_MAX_LISTED])
+    if summary.schema_change:
+        lines.append(f"  store:    {summary.schema_change}")
+    return "\n".join(lines)
+
+
+def render_plan(summary: Summary) -> str:
+    """What a dry run would read."""
+    lines = [f"Dry run: {summary.logdir} -> {summary.store} (nothing written)"]
+    for entry in summary.plan:
+        lines.append(
+            f"  {entry['action']:<9} {entry['run_path']} [{entry['context']}] "
+            f"{entry['path']} ({entry['bytes']:,} bytes)"
+        )
+    lines.append(
+        f"  {summary.runs} runs, {summary.files_total} files, "
+        f"{sum(e['bytes'] for e in summary.plan if e['action'] != 'unchanged'):,} bytes "
+        "to read"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,256 @@
+"""One conversion pass (:func:`convert`) and its repetition (:func:`watch`): classify the
+logdir, plan its files, decode them and apply the chunks through the store's one writer."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from tbconvert.conversion.job import Job
+from tbconvert.conversion.plan import plan_files
+from tbconvert.conversion.sources import Origin
+from tbconvert.conversion.summary import Summary
+from tbconvert.errors import UsageError
+from tbconvert.filters import Selection
+from tbconvert.reading import discovery
+from tbconvert.store.engine import (
+    DEFAULT_STORE,
+    check_store_location,
+    create_store_engine,
+    expand_path,
+    store_display,
+    store_url,
+)
+from tbconvert.writing.writer import StoreWriter
+
+CHUNK_POINTS = 50_000
+# Allocations between two collections of the youngest generation while converting.
+_GC_YOUNGEST = 100_000
+
+
+def convert(
+    logdir: str | os.PathLike[str],
+    store: str | os.PathLike[str] | None = None,
+    *,
+    flat: bool = False,
+    skip_orphans: bool = False,
+    dry_run: bool = False,
+    full: bool = False,
+    plugins: Iterable[str] | None = None,
+    runs: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    exclude_tags: Sequence[str] = (),
+    jobs: int = 1,
+    source: str | None = None,
+    upgrade_store: bool = False,
+    progress: bool | None = None,
+    chunk_points: int = CHUNK_POINTS,
+    notify: Callable[[str], Any] | None = None,
+) -> Summary:
+    """Convert every event file of ``logdir`` into ``store`` and return the summary.
+
+    Args:
+        logdir: The TensorBoard log directory.
+        store: A SQLite file path or a SQLAlchemy URL (default ``./tbconvert.db``).
+        flat: Every directory with event files is a run (``--flat``).
+        skip_orphans: Leave out event files directly in the logdir or in a group, as Aim
+            does (by default they are kept as a run of their directory, ``.`` for the logdir).
+        dry_run: Classify and plan only; write nothing, not even the store file.
+        full: Read every file again from its start (no duplicates result).
+        plugins: Plugin names to convert (default: all).
+        runs: Globs on run paths; tags / exclude_tags: globs on tags.
+        jobs: Worker processes decoding files (1: decode in this process).
+        source: The logdir's name in the store (default: its resolved absolute path, so a
+            symlink to a logdir is that logdir).  Runs are identified by (source, run path);
+            on a shared server, name each machine's logdir.
+        upgrade_store: Upgrade a server store's schema if it is older than this converter
+            (a SQLite file is upgraded anyway, after a backup).
+        progress: Show a progress bar (None: only when stderr is a terminal).
+        chunk_points: Points per transaction.
+        notify: Called with a line to show the user while waiting (e.g. for a lock).
+
+    Raises:
+        LogdirError: the logdir is missing or unreadable.
+        StoreError: the store cannot be opened, created or written, or ``source`` is taken
+            on a shared server by another machine's logdir of the same path.
+    """
+    started = time.monotonic()
+    logdir = expand_path(logdir)  # ~ and $VARIABLES, from the API as from the CLI
+    classification = discovery.filter_runs(
+        discovery.classify(logdir, flat=flat, skip_orphans=skip_orphans), runs
+    )
+    if store is None:
+        store = os.environ.get("TBCONVERT_STORE", DEFAULT_STORE)
+    url = store_url(store)
+    if source is not None and not source.strip():
+        raise UsageError("the source name is empty", hint="give --source a name, or leave it out")
+    summary = Summary(
+        logdir=classification.logdir,
+        store=store_display(url),
+        dry_run=dry_run,
+        runs=len(classification.runs),
+        files_total=len(classification.files),
+        orphans=list(classification.orphans),
+        orphans_skipped=skip_orphans,
+        warnings=list(classification.warnings),
+    )
+    selection = Selection(
+        plugins=frozenset(plugins) if plugins is not None else None,
+        tags=tuple(tags),
+        exclude_tags=tuple(exclude_tags),
+    )
+    origin = Origin(
+        source or classification.logdir, explicit=source is not None, host=socket.gethostname()
+    )
+    if dry_run:
+        summary.plan = _dry_run_plan(classification, url, origin.source, full, selection)
+    else:
+        check_store_location(url)
+        _convert_into(
+            url,
+            classification,
+            summary,
+            selection,
+            full,
+            progress,
+            chunk_points,
+            prune=not runs,
+            notify=notify or (lambda _message: None),
+            jobs=jobs,
+            origin=origin,
+            upgrade_store=upgrade_store,
+        )
+    summary.elapsed = time.monotonic() - started
+    return summary
+
+
+def watch(
+    logdir: str | os.PathLike[str],
+    store: str | os.PathLike[str] | None = None,
+    *,
+    interval: float = 5.0,
+    passes: int | None = None,
+    on_pass: Callable[[Summary], Any] | None = None,
+    **options: Any,
+) -> Summary:
+    """Repeat :func:`convert` every ``interval`` seconds until stopped (or ``passes`` passes).
+
+    Args:
+        on_pass: Called with each pass's summary once it is done.
+
+    Returns the summary of all passes together (see :meth:`Summary.absorb`).  A pass stopped
+    by Ctrl-C or SIGTERM (:mod:`tbconvert.conversion.stopping`) ends the watch: it has
+    committed whole chunks only, and ``stopped`` says what is kept.
+    """
+    from tbconvert.conversion import stopping
+
+    started = time.monotonic()
+    total: Summary | None = None
+    done = 0
+    try:
+        while passes is None or done < passes:
+            if done:
+                stopping.pause(interval)
+            summary = convert(logdir, store, **options)
+            if on_pass is not None:
+                on_pass(summary)
+            if total is None:
+                total = copy.deepcopy(summary)
+            else:
+                total.absorb(summary)
+            done += 1
+    except (stopping.Interrupted, KeyboardInterrupt) as stop:
+        if total is None:
+            raise
+        total.stopped = _stopped(stop)
+    assert total is not None
+    total.elapsed = time.monotonic() - started
+    return total
+
+
+def _stopped(stop: BaseException) -> str:
+    from tbconvert.conversion.stopping import Interrupted
+
+    if isinstance(stop, Interrupted):
+        return f"{stop}: {stop.kept} is kept; the next run continues from there"
+    return "stopped at once: the transaction under way was rolled back, every one before it is kept"
+
+
+def _convert_into(
+    url: str,
+    classification: discovery.Classification,
+    summary: Summary,
+    selection: Selection,
+    full: bool,
+    progress: bool | None,
+    chunk_points: int,
+    prune: bool,
+    notify: Callable[[str], Any],
+    jobs: int,
+    origin: Origin,
+    upgrade_store: bool,
+) -> None:
+    from tbconvert.store.errors import translate_errors
+    from tbconvert.store.migrate import ensure_schema
+
+    engine = create_store_engine(url)
+    try:
+        with translate_errors(summary.store):
+            change = ensure_schema(engine, allow_upgrade=upgrade_store or None)
+            if change is not None and change.from_revision is not None:
+                summary.schema_change = (
+                    f"schema upgraded {change.from_revision} -> {change.to_revision}"
+                    + (f" (backup: {change.backup})" if change.backup else "")
+                )
+            writer = StoreWriter(engine)
+            try:
+                job = Job(writer, classification, origin, summary, selection, full, chunk_points)
+                with few_collections():
+                    job.run(progress, prune, notify, jobs)
+            finally:
+                writer.close()
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def few_collections() -> Iterator[None]:
+    """Run the cyclic garbage collector rarely while a conversion lasts, as before after it.
+
+    A conversion allocates millions of rows, tuples of numbers and strings, and makes no
+    reference cycles of its own: the collector's passes over them freed nothing and cost
+    5-10% of a conversion's time (issue #14).
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], _GC_YOUNGEST), max(before[1], 50), max(before[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def _dry_run_plan(
+    classification: discovery.Classification,
+    url: str,
+    source: str,
+    full: bool,
+    selection: Selection,
+) -> list[dict[str, Any]]:
+    from tbconvert.store.file_states import read_file_states
+
+    return [
+        {
+            "action": plan.action,
+            "run_path": plan.run.run_path,
+            "context": plan.file.context,
+            "path": plan.file.rel_path,
+            "bytes": plan.bytes_to_read,
+        }
+        for plan in plan_files(classification, read_file_states(url, source), full, selection)
+    ]

@@ -1,0 +1,151 @@
+"""Which files a conversion reads, and how: one planner for real runs and ``--dry-run``.
+
+Per file (keyed by its path relative to the logdir) the store keeps its (run, context), size,
+mtime, a digest of the first record, the offset read, whether that read reached the end, and
+the selection it was read under (SPEC §7).  Actions:
+
+- ``new``: not in the store.
+- ``moved``: in the store under another (run, context) (``--flat`` switched, a classification
+  that changed): its points and row go, and it is read again into its place.
+- ``unchanged``: read to its end under a selection that covers this one, and its size and
+  mtime are as stored: not even opened.
+- ``replaced``: it shrank or its first record changed: read again from 0, old points deleted.
+- ``reread``: ``--full`` (old points deleted), or stored under a narrower selection (read
+  again from 0 for what is missing; what is stored stays, rows are keyed by position).
+- ``append``: anything else, read from the stored offset (grown, touched, or a read that
+  stopped between two chunks).
+- ``unreadable``: cannot be stat'ed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tbconvert.filters import Selection
+from tbconvert.reading.chunks import unreadable_reason
+from tbconvert.reading.discovery import Classification, EventFileSource, RunSource
+from tbconvert.reading.first_record import head_digest
+from tbconvert.reading.records import open_event_file
+from tbconvert.store.file_states import FileState, KnownFile
+
+ACTIONS = ("new", "moved", "append", "replaced", "reread", "unchanged", "unreadable")
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """What to do with one event file.
+
+    Attributes:
+        action: One of :data:`ACTIONS`.
+        run: The run it belongs to; file, the file itself.
+        state: What the store holds for it (None when new; the old place's when moved).
+        size, mtime_ns: As stat'ed now (0 when unreadable).
+        reason: Why it is unreadable.
+    """
+
+    action: str
+    run: RunSource
+    file: EventFileSource
+    state: FileState | None
+    size: int = 0
+    mtime_ns: int = 0
+    reason: str | None = None
+
+    @property
+    def bytes_to_read(self) -> int:
+        """What reading it covers."""
+        if self.action in ("unchanged", "unreadable"):
+            return 0
+        if self.action == "append" and self.state is not None:
+            return max(self.size - self.state.offset_consumed, 0)
+        return self.size
+
+    @property
+    def from_start(self) -> bool:
+        """Whether it is read from offset 0 whatever the store holds."""
+        return self.action in ("moved", "reread")
+
+
+def plan_files(
+    classification: Classification,
+    known: dict[str, KnownFile],
+    full: bool,
+    selection: Selection | None = None,
+) -> list[FilePlan]:
+    """Plan every file of the classification against the stored states ``known``, keyed by
+    path relative to the logdir, for a conversion under ``selection`` (default: everything)."""
+    selection = selection or Selection()
+    plans = []
+    for run in classification.runs:
+        for source in run.files:
+            plans.append(_plan_file(run, source, known.get(source.rel_path), full, selection))
+    return plans
+
+
+def _plan_file(
+    run: RunSource,
+    source: EventFileSource,
+    known: KnownFile | None,
+    full: bool,
+    selection: Selection,
+) -> FilePlan:
+    state = None if known is None else known.state
+    try:
+        stat = os.stat(source.path)
+    except OSError as error:
+        return FilePlan("unreadable", run, source, state, reason=unreadable_reason(error))
+    size, mtime_ns = stat.st_size, stat.st_mtime_ns
+    return FilePlan(
+        _action(run, source, known, full, selection, size, mtime_ns),
+        run,
+        source,
+        state,
+        size,
+        mtime_ns,
+    )
+
+
+def _action(
+    run: RunSource,
+    source: EventFileSource,
+    known: KnownFile | None,
+    full: bool,
+    selection: Selection,
+    size: int,
+    mtime_ns: int,
+) -> str:
+    if known is None:
+        return "new"
+    state = known.state
+    if (known.run_path, known.context) != (run.run_path, source.context):
+        return "moved"
+    if full:
+        return "reread"
+    covered = Selection.from_canonical(state.selection).covers(selection)
+    if covered and state.complete and state.size == size and state.mtime_ns == mtime_ns:
+        return "unchanged"
+    if size < state.offset_consumed or _head_changed(source.path, state):
+        return "replaced"
+    return "append" if covered else "reread"
+
+
+def _head_changed(path: str, state: FileState) -> bool:
+    """Whether the file's first record differs from the one stored (a new file of the same
+    name); a file that cannot be read now is left for the reader to report."""
+    if state.head_digest is None:
+        return False
+    try:
+        return first_record_digest(path) != state.head_digest
+    except OSError:
+        return False
+
+
+def first_record_digest(path: str) -> str | None:
+    """sha256 of the file's first record (None when it has none).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with open_event_file(path) as handle:
+        return head_digest(handle)

@@ -1,0 +1,243 @@
+"""Decoding the files of a conversion, in this process or in ``--jobs`` worker processes.
+
+Workers run only ``tbconvert.reading``: they never touch the store.  Every (run, context) goes
+to one worker, so plugin metadata carries across its files, and chunks reach the single
+writer in task order whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from tbconvert.conversion import stopping
+from tbconvert.errors import ConverterError
+from tbconvert.reading.chunks import (
+    CHUNK_BYTES,
+    Chunk,
+    FileTask,
+    KnownMetadataByContext,
+    ReadSettings,
+)
+from tbconvert.reading.small_files import read_files
+
+# Workers yield the CPU to the writer when both want it: the writer sets the pace (decoding
+# is a sixth of a scalar logdir's work), and a worker only has to keep its parcels ahead.
+# Unused cores stay the workers' whatever their niceness.  --jobs 2 on two cores, 10
+# interleaved command-line pairs: 1M events 1.799 s -> 1.752 s (faster in 8), the mixed
+# logdir 0.810 s -> 0.782 s (faster in 10).  An earlier round of 5-8 pairs saw no difference
+# and took it out (bc975f3); these rounds, on a quieter host, did.
+_WORKER_NICENESS = 10
+
+# Parcels (lists of chunks) a worker may hold ready before the writer takes them; a parcel
+# ends at a chunk's worth of points or of blob bytes (images, audio), or at _PARCEL_CHUNKS
+# chunks: it weighs about one chunk, which bounds memory as one chunk a message did.  It
+# also ends once it took _PARCEL_SECONDS to decode: a message costs tens of microseconds,
+# nothing beside that, and the writer must not wait for slow files to gather.
+_QUEUE_CHUNKS = 4
+_PARCEL_CHUNKS = 256
+_PARCEL_BYTES = CHUNK_BYTES
+_PARCEL_SECONDS = 0.005
+# Seconds between looks at whether a --jobs conversion is being stopped.
+_POLL = 0.1
+
+
+class Decoding:
+    """The chunks of every task, in task order (iterate once); ``jobs > 1`` reads ahead in
+    worker processes, and ``waiting`` then says whether the writer would wait for the next.
+    """
+
+    def __init__(self, tasks: Sequence[FileTask], settings: ReadSettings, jobs: int) -> None:
+        """Args: the files to read, how to read them, and the number of worker processes."""
+        self._tasks = tasks
+        self._settings = settings
+        self._jobs = jobs
+        self._ready: Any = None  # the receiver's hand-overs, with workers
+        self._left = 0  # chunks of the hand-over in use not yielded yet
+
+    def __iter__(self) -> Iterator[tuple[FileTask, Chunk]]:
+        if self._jobs <= 1 or len(self._tasks) <= 1:
+            return read_files(self._tasks, self._settings, {})
+        return self._from_workers()
+
+    def waiting(self) -> bool:
+        """Whether the next chunk is not decoded yet: never in this process (it decodes
+        when asked); with workers, when nothing decoded is ready for the writer."""
+        return self._ready is not None and not self._left and self._ready.empty()
+
+    def _from_workers(self) -> Iterator[tuple[FileTask, Chunk]]:
+        # Every (run, context) goes to one worker so metadata carries across its files; each
+        # worker reads its tasks in task order, which is the order the writer takes them in,
+        # so bounded queues cannot deadlock.
+        import multiprocessing  # only here: --jobs 1 need not pay for importing it
+        import queue
+        import threading
+
+        # Forked workers inherit these (and NumPy) instead of each importing them while the
+        # writer waits for its first chunk.
+        import tbconvert.reading.fast.block_scalars  # noqa: F401
+
+        tasks, jobs = self._tasks, self._jobs
+        context: Any = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        owners: dict[tuple[str, str], int] = {}
+        assignment = [owners.setdefault((t.run_path, t.context), len(owners) % jobs) for t in tasks]
+        queues = [context.Queue(maxsize=_QUEUE_CHUNKS) for _ in range(jobs)]
+        workers = [
+            context.Process(
+                target=_work,
+                args=(
+                    [t for t, owner in zip(tasks, assignment, strict=False) if owner == number],
+                    self._settings,
+                    queues[number],
+                ),
+                daemon=True,
+            )
+            for number in range(jobs)
+        ]
+        for worker in workers:
+            worker.start()
+        ready: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_CHUNKS)
+        self._ready = ready
+        stop = threading.Event()
+        receiver = threading.Thread(
+            target=_receive, args=(tasks, assignment, queues, ready, stop), daemon=True
+        )
+        receiver.start()
+        try:
+            while True:
+                try:
+                    item = ready.get(timeout=_POLL)
+                except queue.Empty:
+                    _check_workers(workers)
+                    stopping.check()
+                    continue
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                self._left = len(item)
+                for entry in item:
+                    self._left -= 1
+                    yield entry
+        finally:
+            stop.set()
+            for worker in workers:
+                if worker.is_alive():
+                    worker.terminate()
+                worker.join()
+            # A receiver waiting for room in ``ready`` sees the stop once it gets some; one
+            # inside a message half-written by a killed worker never returns (a daemon).
+            deadline = time.monotonic() + 1.0
+            while receiver.is_alive() and time.monotonic() < deadline:
+                with contextlib.suppress(queue.Empty):
+                    ready.get(timeout=_POLL)
+
+
+def _receive(
+    tasks: Sequence[FileTask], owners: list[int], parcels: list[Any], ready: Any, stop: Any
+) -> None:
+    """Move chunks from the workers' parcels to ``ready`` in task order, in lists, then None.
+
+    A thread of the writer's process: unpickling the next parcel then overlaps the writer's
+    inserts (SQLite releases the GIL while it steps), rather than waiting for them.  What it
+    has in order goes over as one list whenever it would wait for a worker or holds a
+    parcel's worth, so a sweep's thousands of small chunks do not cost a hand-over each.
+    """
+    import queue
+
+    def hand_over(item: Any) -> bool:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Full):
+                ready.put(item, timeout=_POLL)
+                return True
+        return False
+
+    held: list[deque[Any]] = [deque() for _ in parcels]
+    ordered: list[tuple[FileTask, Chunk]] = []
+
+    def hand_over_ordered() -> bool:
+        sent = not ordered or hand_over(ordered.copy())
+        ordered.clear()
+        return sent
+
+    def next_from(owner: int) -> Any:
+        if not held[owner]:
+            if not hand_over_ordered():
+                return None
+            while not stop.is_set():
+                with contextlib.suppress(queue.Empty):
+                    held[owner].extend(parcels[owner].get(timeout=_POLL))
+                    break
+            else:
+                return None
+        return held[owner].popleft()
+
+    try:
+        for task, owner in zip(tasks, owners, strict=True):
+            while True:
+                chunk = next_from(owner)
+                if chunk is None:
+                    return
+                if isinstance(chunk, BaseException):
+                    hand_over_ordered()
+                    hand_over(chunk)
+                    return
+                ordered.append((task, chunk))
+                if len(ordered) >= _PARCEL_CHUNKS:
+                    hand_over_ordered()
+                if chunk.done:
+                    break
+        hand_over_ordered()
+        hand_over(None)
+    except BaseException as error:
+        hand_over(error)
+
+
+def _check_workers(workers: Sequence[Any]) -> None:
+    """Fail, rather than wait forever, when a worker died without a word (killed, out of
+    memory); one that finished its files exits with 0."""
+    for worker in workers:
+        if worker.exitcode not in (None, 0):
+            raise ConverterError(
+                f"a decoding worker exited (code {worker.exitcode}) before sending all it read",
+                hint="what was committed is kept: run again, with fewer --jobs if memory ran out",
+            )
+
+
+def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
+    """Decode ``tasks`` in order, sending their chunks in parcels: lists of chunks that end
+    once they hold a chunk's worth of points or blob bytes (or ``_PARCEL_CHUNKS`` chunks) or
+    took ``_PARCEL_SECONDS`` to decode, then an error if decoding failed.
+
+    Without the time bound a few files of mixed plugins (tens of milliseconds each, few
+    points) made one parcel, and --jobs 2 decoded them all before the writer saw the first.
+    """
+    stopping.ignore_in_worker()
+    if hasattr(os, "nice"):
+        os.nice(_WORKER_NICENESS)
+    carried: KnownMetadataByContext = {}
+    parcel: list[Any] = []
+    points = size = 0
+    started = time.perf_counter()
+    try:
+        for _task, chunk in read_files(tasks, settings, carried):
+            parcel.append(chunk)
+            points += chunk.points()
+            size += chunk.blob_bytes()
+            if (
+                points >= settings.chunk_points
+                or size >= _PARCEL_BYTES
+                or len(parcel) >= _PARCEL_CHUNKS
+                or time.perf_counter() - started >= _PARCEL_SECONDS
+            ):
+                queue.put(parcel)
+                parcel, points, size = [], 0, 0
+                started = time.perf_counter()
+    except BaseException as error:
+        parcel.append(error)
+    if parcel:
+        queue.put(parcel)

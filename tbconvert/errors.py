@@ -1,0 +1,52 @@
+"""Typed errors raised by the library; only ``tbconvert.cli`` turns them into exit codes."""
+
+from __future__ import annotations
+
+
+class ConverterError(Exception):
+    """Base class: a message that names the path (and byte offset) plus a hint with the fix."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        offset: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.offset = offset
+        self.hint = hint
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}: "
+            if self.offset is not None:
+                where = f"{self.path}: at byte {self.offset}: "
+        text = f"{where}{self.message}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class LogdirError(ConverterError):
+    """The logdir is missing or cannot be walked."""
+
+
+class StoreError(ConverterError):
+    """The store cannot be opened, created or written."""
+
+
+class StoreVersionError(StoreError):
+    """The store's schema revision is unknown to (newer than) this converter."""
+
+
+class UsageError(ConverterError):
+    """Arguments that cannot work together; the CLI maps this to exit code 2."""
+
+
+class MissingDependency(ConverterError, ImportError):
+    """An optional dependency is not installed; the hint names the extra that brings it."""

@@ -1,0 +1,326 @@
+"""Getting data out of a store into files: CSV, JSON, JSON lines, Parquet, image files.
+
+Long-format rows are those of the public views (``store.query.rows``), streamed series by
+series, so a CSV or JSON export needs little memory whatever the store's size (Parquet and the
+``--wide`` step x series table are built in memory).  The format comes from the file's
+extension, so a typo never writes CSV into ``results.xlsx``.
+
+JSON has no NaN or infinity: NaN is written as ``null`` (as the store holds it) and
++/-infinity as ``1e999`` / ``-1e999``, which is valid JSON that Python, JavaScript and pandas
+read back as infinities.  CSV writes ``inf`` / ``-inf`` and leaves NaN cells empty.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+from tbconvert.errors import ConverterError, MissingDependency, UsageError
+from tbconvert.filters import Globs
+from tbconvert.output.image_export import export_images
+from tbconvert.query.tables import COLUMNS, Metric, hparams_table, require_pandas, rows, to_pandas
+from tbconvert.store.engine import expand_path
+
+if TYPE_CHECKING:
+    from tbconvert.query.store import Store
+
+KINDS = ("scalars", "params", "texts", "hparams", "images")
+FORMATS = ("csv", "json", "jsonl", "parquet")
+TEXT_FORMATS = ("csv", "json", "jsonl")
+EXTENSIONS = {
+    ".csv": "csv",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+}
+# The public names of earlier versions, kept: tbconvert.output.export.hparams_table and friends.
+__all__ = [
+    "COLUMNS",
+    "FORMATS",
+    "KINDS",
+    "MissingDependency",
+    "dumps",
+    "export",
+    "export_images",
+    "format_for",
+    "hparams_table",
+    "open_output",
+    "require_pandas",
+    "rows",
+    "table_of",
+    "to_pandas",
+    "wide_scalars",
+    "write_parquet",
+    "write_rows",
+]
+
+
+def dumps(value: Any, indent: int | None = None) -> str:
+    """JSON text for rows and documents: NaN as null, infinities as 1e999 / -1e999."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
+    except ValueError:
+        return _dumps_non_finite(value)
+
+
+def _dumps_non_finite(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "null" if math.isnan(value) else ("1e999" if value > 0 else "-1e999")
+    if isinstance(value, dict):
+        return (
+            "{"
+            + ", ".join(
+                f"{json.dumps(str(key), ensure_ascii=False)}: {_dumps_non_finite(item)}"
+                for key, item in value.items()
+            )
+            + "}"
+        )
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_dumps_non_finite(item) for item in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def write_rows(
+    columns: Sequence[str], data: Iterable[Sequence[Any]], out: TextIO, fmt: str = "csv"
+) -> int:
+    """Write rows as CSV (with a header), one JSON array of objects, or JSON lines.
+
+    Returns:
+        The number of rows written.
+
+    Raises:
+        UsageError: an unknown format (Parquet is binary: see :func:`write_parquet`).
+    """
+    if fmt not in TEXT_FORMATS:
+        raise UsageError(f"unknown format {fmt!r}", hint=f"choose from {', '.join(TEXT_FORMATS)}")
+    count = 0
+    writer = csv.writer(out, lineterminator="\n")
+    if fmt == "csv":
+        writer.writerow(columns)
+    elif fmt == "json":
+        out.write("[")
+    for row in data:
+        if fmt == "csv":
+            writer.writerow(row)
+        else:
+            separator = ("," if count else "") + "\n" if fmt == "json" else ""
+            line = dumps(dict(zip(columns, row, strict=True)))
+            out.write(separator + line + ("\n" if fmt == "jsonl" else ""))
+        count += 1
+    if fmt == "json":
+        out.write("\n]\n" if count else "]\n")
+    return count
+
+
+def format_for(output: str, fmt: str | None) -> str:
+    """The format asked for, else the one the file's extension names; ``-`` is CSV.
+
+    Raises:
+        UsageError: no format was asked for and the extension is not one of ours.
+    """
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown format {fmt!r}", hint=f"choose from {', '.join(FORMATS)}")
+        return fmt
+    if output == "-":
+        return "csv"
+    extension = os.path.splitext(output)[1].lower()
+    if extension not in EXTENSIONS:
+        raise UsageError(
+            f"cannot tell the format of {output!r} from its extension",
+            hint="name the file " + ", ".join(f"*{name}" for name in EXTENSIONS) + ", or use -",
+        )
+    return EXTENSIONS[extension]
+
+
+@contextmanager
+def open_output(output: str) -> Iterator[TextIO]:
+    """Standard output for ``-``; else a file that appears only once complete.
+
+    Raises:
+        ConverterError: the file cannot be created.
+    """
+    if output == "-":
+        yield sys.stdout
+        return
+    with (
+        _replaced_when_done(expand_path(output)) as temporary,
+        open(temporary, "w", encoding="utf-8", newline="") as out,
+    ):
+        yield out
+
+
+def write_parquet(columns: Sequence[str], data: Iterable[Sequence[Any]], output: str) -> int:
+    """Write rows to a Parquet file (the ``parquet`` extra: pyarrow), created once complete.
+
+    A column whose values pyarrow cannot give one type (an hparam that is a number in one
+    session and text in another) is written as text.
+
+    Returns:
+        The number of rows written.
+
+    Raises:
+        MissingDependency: pyarrow is not installed.
+        ConverterError: the file cannot be created.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise MissingDependency(
+            "Parquet needs pyarrow, which is not installed",
+            hint="pip install '.[parquet]' (in a tbconvert checkout)",
+        ) from error
+    values: list[list[Any]] = [[] for _ in columns]
+    for row in data:
+        for column, value in zip(values, row, strict=True):
+            column.append(value)
+    arrays = []
+    for column in values:
+        try:
+            arrays.append(pa.array(column))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            arrays.append(pa.array([None if v is None else str(v) for v in column]))
+    table = pa.Table.from_arrays(arrays, names=list(columns))
+    with _replaced_when_done(expand_path(output)) as temporary:
+        pq.write_table(table, temporary)
+    return int(table.num_rows)
+
+
+@contextmanager
+def _replaced_when_done(output: str) -> Iterator[str]:
+    # A temporary file beside ``output`` that takes its name only once written.
+    directory = os.path.dirname(os.path.abspath(output))
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=".tbconvert-", dir=directory)
+    except OSError as error:
+        raise ConverterError(
+            f"cannot write here: {error.strerror or error}",
+            path=output,
+            hint="check that the directory exists and is writable",
+        ) from error
+    os.close(handle)
+    try:
+        yield temporary
+        # mkstemp makes the file private (0600); the result gets a new file's usual mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, output)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def table_of(
+    store: Store,
+    kind: str,
+    run: Globs = None,
+    tag: Globs = None,
+    context: Globs = None,
+    *,
+    wide: bool = False,
+    metrics: Sequence[Metric] = (),
+    agg: str = "last",
+) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+    """The columns and rows an export of ``kind`` writes (see :func:`export`).
+
+    Raises:
+        UsageError: an unknown kind, or ``wide`` for another kind than scalars.
+    """
+    if wide and kind != "scalars":
+        raise UsageError("--wide is for scalars only", hint="leave it out, or export scalars")
+    if kind == "hparams":
+        table = hparams_table(store, metrics=metrics, run=run, agg=agg)
+        names = ["run_id", "run_path", "context", *(_metric_name(m) for m in metrics)]
+        columns = list(table[0]) if table else names
+        return columns, [[row[name] for name in columns] for row in table]
+    if wide:
+        return wide_scalars(store, run=run, tag=tag, context=context)
+    return COLUMNS[kind], rows(store, kind, run=run, tag=tag, context=context)
+
+
+def wide_scalars(
+    store: Store, run: Globs = None, tag: Globs = None, context: Globs = None
+) -> tuple[list[str], list[list[Any]]]:
+    """Scalars as a step x series table: ``step``, then one column per ``run_path/context/tag``.
+
+    A cell is the series' value at that step (the last written one when a resumed run logged
+    the step twice), None where the series has no point at that step or logged NaN.  A column
+    name two sources share gets ``@run_id`` added.
+    """
+    chosen = store.series(run=run, tag=tag, context=context, plugin="scalars")
+    names = [f"{s.run_path}/{s.context}/{s.tag}" for s in chosen]
+    shared = {name for name in names if names.count(name) > 1}
+    names = [
+        f"{name}@{s.run_id}" if name in shared else name
+        for name, s in zip(names, chosen, strict=True)
+    ]
+    index = {s.id: position for position, s in enumerate(chosen)}
+    by_step: dict[int, list[Any]] = {}
+    for series in chosen:
+        for _, _, _, _, step, _, value in store.points("scalars", [series]):
+            by_step.setdefault(step, [None] * len(chosen))[index[series.id]] = value
+    return ["step", *names], [[step, *by_step[step]] for step in sorted(by_step)]
+
+
+def _metric_name(metric: Metric) -> str:
+    return metric if isinstance(metric, str) else "/".join(metric)
+
+
+def export(
+    store: Store,
+    kind: str,
+    output: str = "-",
+    fmt: str | None = None,
+    run: Globs = None,
+    tag: Globs = None,
+    context: Globs = None,
+    *,
+    wide: bool = False,
+    metrics: Sequence[Metric] = (),
+    agg: str = "last",
+) -> int:
+    """Export one kind of rows to a file or standard output (``-``).
+
+    Args:
+        store: An open store.
+        kind: ``scalars``, ``texts`` or ``params`` (long format, the views' columns),
+            ``hparams`` (:func:`hparams_table`: one row per session), or ``images`` (one file
+            per image under the directory ``output``: see :func:`export_images`).
+        output: A file name, or ``-`` for CSV on standard output.
+        fmt: ``csv``, ``json`` (one array), ``jsonl`` or ``parquet``; default: from the file's
+            extension.
+        run: Globs on run paths.
+        tag: Globs on tags (on keys, for params).
+        context: Globs on contexts.
+        wide: Scalars as a step x series table (:func:`wide_scalars`).
+        metrics: For hparams: the metric tags (or ``(context, tag)`` pairs) to add.
+        agg: For hparams: ``last``, ``min`` or ``max`` of each metric.
+
+    Returns:
+        The number of rows (images) written.
+
+    Raises:
+        UsageError: an unknown kind or format, or a file name whose extension names none.
+    """
+    if kind not in KINDS:
+        raise UsageError(f"unknown kind {kind!r}", hint=f"choose from {', '.join(KINDS)}")
+    if kind == "images":
+        return export_images(store, output, run=run, tag=tag, context=context)
+    chosen = format_for(output, fmt)
+    if chosen == "parquet" and output == "-":
+        raise UsageError("Parquet is not written to standard output", hint="give -o FILE.parquet")
+    columns, data = table_of(store, kind, run, tag, context, wide=wide, metrics=metrics, agg=agg)
+    if chosen == "parquet":
+        return write_parquet(columns, data, output)
+    with open_output(output) as out:
+        return write_rows(columns, data, out, chosen)

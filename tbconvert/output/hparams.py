@@ -1,0 +1,100 @@
+"""The hparams comparison behind ``tbconvert hparams``: sessions as rows, sorted, checked.
+
+:func:`tbconvert.query.tables.hparams_table` builds the table (one row per hparams session,
+one column per hyper-parameter and metric); this adds what a user comparing runs needs on
+top: metrics that exist nowhere are an error naming the tags that do (a typo would otherwise
+give an empty column), and rows sorted on any column, missing values last.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tbconvert.errors import UsageError
+from tbconvert.filters import Globs
+from tbconvert.output.export import table_of
+from tbconvert.query.tables import Metric
+
+if TYPE_CHECKING:
+    from tbconvert.query.store import Store
+
+
+def hparams_rows(
+    store: Store,
+    metrics: Sequence[Metric] = (),
+    run: Globs = None,
+    agg: str = "last",
+    sort: str | None = None,
+) -> tuple[list[str], list[list[Any]]]:
+    """The hparams table as columns and rows, optionally sorted.
+
+    Args:
+        store: An open store.
+        metrics: Scalar tags (or ``(context, tag)`` pairs) to add as columns.
+        run: Globs on run paths.
+        agg: ``last``, ``min`` or ``max`` of each metric's series.
+        sort: A column to sort on, ascending; ``-column`` for descending.
+
+    Raises:
+        UsageError: a metric no scalar series has, or an unknown sort column.
+    """
+    check_metrics(store, metrics)
+    columns, data = table_of(store, "hparams", run, metrics=metrics, agg=agg)
+    rows = [list(row) for row in data]
+    return list(columns), sort_rows(list(columns), rows, sort) if sort else rows
+
+
+def check_metrics(store: Store, metrics: Sequence[Metric]) -> None:
+    """Fail on a metric that no scalar series of the store has, naming the close ones.
+
+    Raises:
+        UsageError: naming the first unknown metric and what exists.
+    """
+    series = store.series(plugin="scalars")
+    tags = sorted({s.tag for s in series})
+    pairs = {(s.context, s.tag) for s in series}
+    for metric in metrics:
+        known = metric in tags if isinstance(metric, str) else tuple(metric) in pairs
+        if known:
+            continue
+        tag = metric if isinstance(metric, str) else metric[1]
+        close = difflib.get_close_matches(tag, tags, n=3)
+        raise UsageError(
+            f"no scalar series {tag!r} in the store"
+            + ("" if isinstance(metric, str) else f" in context {metric[0]!r}"),
+            path=store.display,
+            hint=f"did you mean {', '.join(close)}?"
+            if close
+            else f"its scalar tags: {', '.join(tags[:20]) or '(none)'}",
+        )
+
+
+def sort_rows(columns: list[str], rows: list[list[Any]], sort: str) -> list[list[Any]]:
+    """Rows sorted on one column (``-name``: descending); None and NaN always come last.
+
+    Raises:
+        UsageError: no such column.
+    """
+    descending = sort.startswith("-") and sort not in columns
+    name = sort[1:] if descending else sort
+    if name not in columns:
+        raise UsageError(f"no column {name!r} to sort on", hint=f"choose from {', '.join(columns)}")
+    position = columns.index(name)
+    present = [row for row in rows if not _missing(row[position])]
+    missing = [row for row in rows if _missing(row[position])]
+    # Numbers before text when a column mixes them; each in its own order.
+    present.sort(key=lambda row: _order(row[position]), reverse=descending)
+    return present + missing
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _order(value: Any) -> tuple[int, Any]:
+    if isinstance(value, (int, float)):
+        return (0, value)
+    return (1, str(value))

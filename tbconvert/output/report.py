@@ -1,0 +1,274 @@
+"""One self-contained HTML page of a store (``tbconvert report``): open it offline, mail it.
+
+The page needs nothing but itself: CSS inline, charts as inline SVG (``svgchart``), images as
+``data:`` URIs, no script and no network resource at all.  It shows the runs with their
+hyper-parameters and the final value of every selected scalar tag, one chart per scalar tag
+comparing the runs, the images of each image series' last step, and the last text of each
+text series.
+
+Everything that comes from a log (run paths, contexts, tags, texts, hyper-parameters) is
+HTML-escaped where it is written, in one helper (:func:`_text`), so a tag spelt like markup
+stays text.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from tbconvert.errors import UsageError
+from tbconvert.filters import Globs
+from tbconvert.output.export import open_output
+from tbconvert.output.plot import Curve, curves_of
+from tbconvert.output.svgchart import PALETTE, Line, line_chart
+
+if TYPE_CHECKING:
+    from tbconvert.query.results import StoredImage
+    from tbconvert.query.store import Store
+
+MAX_IMAGES = 120
+_MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+_STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d232a;
+background:#f6f7f9}header,section{max-width:1240px;margin:0 auto;padding:0 20px}
+header{padding-top:18px}h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px;
+border-bottom:1px solid #d8dde3;padding-bottom:4px}.meta{color:#5b6670;margin:0}
+nav a{margin-right:14px;color:#1f5fa8}.scroll{overflow-x:auto;background:#fff;
+border:1px solid #d8dde3;border-radius:6px}table{border-collapse:collapse;width:100%}
+th,td{padding:5px 9px;border-bottom:1px solid #eceff2;text-align:left;vertical-align:top;
+white-space:nowrap}th{background:#eef1f4;font-weight:600}th.group{text-align:center;color:#5b6670;
+font-weight:500;border-left:1px solid #d8dde3}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.grid-cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(580px,1fr));gap:14px}
+figure{margin:0;background:#fff;border:1px solid #d8dde3;border-radius:6px;padding:10px}
+figcaption{font-weight:600;margin-bottom:6px;word-break:break-all}
+svg.chart{width:100%;height:auto}svg .frame{fill:none;stroke:#c4cbd2}
+svg .grid{stroke:#eceff2}svg text{font-size:11px;fill:#5b6670}
+svg .ytick{text-anchor:end}svg .xtick,svg .xlabel,svg .empty{text-anchor:middle}
+svg polyline{fill:none;stroke-width:1.6;stroke-linejoin:round}
+ul.legend{list-style:none;margin:6px 0 0;padding:0;font-size:12px;display:flex;flex-wrap:wrap;
+gap:4px 14px}.swatch{display:inline-block;width:12px;height:3px;margin-right:5px;
+vertical-align:middle}.images{display:grid;grid-template-columns:repeat(auto-fill,
+minmax(220px,1fr));gap:12px}.images img{width:100%;height:auto;background:#eee}
+.images img.tiny{image-rendering:pixelated}.images figcaption{font-weight:400;font-size:12px}
+pre{white-space:pre-wrap;margin:0;max-width:760px}.note{color:#5b6670}
+"""
+
+
+def report(store: Store, output: str, run: Globs = None, tag: Globs = None) -> dict[str, int]:
+    """Write the report page of the selected runs and tags to ``output`` (``-``: stdout).
+
+    Args:
+        store: An open store.
+        output: The page to write, ``*.html`` (or ``-``).
+        run: Globs on run paths.
+        tag: Globs on tags (scalars, images and texts alike).
+
+    Returns:
+        What the page shows: ``runs``, ``charts``, ``images``, ``texts``.
+
+    Raises:
+        UsageError: the file is not ``.html``, or no run matches.
+    """
+    if output != "-" and os.path.splitext(output)[1].lower() not in (".html", ".htm"):
+        raise UsageError(f"a report is an HTML page: {output!r}", hint="name it *.html")
+    runs = store.runs(run)
+    if not runs:
+        everything = ", ".join(r["run_path"] for r in store.runs()[:12]) or "(none)"
+        raise UsageError("no run matches --run", path=store.display, hint=f"runs: {everything}")
+    curves = curves_of(store, store.series(run=run, tag=tag, plugin="scalars"))
+    images = _last_step_images(store.images(run=run, tag=tag))
+    texts = _last_texts(store, run, tag)
+    colours = _colours(curves)
+    body = [
+        _header(store, runs, curves),
+        _runs_section(runs, curves),
+        _charts_section(curves, colours),
+        _images_section(images),
+        _texts_section(texts),
+    ]
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_text('Runs of ' + os.path.basename(store.display))}</title>"
+        f"<style>{_STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+    with open_output(output) as out:
+        out.write(page)
+    charts = len({curve.tag for curve in curves})
+    return {"runs": len(runs), "charts": charts, "images": len(images), "texts": len(texts)}
+
+
+def _text(value: Any) -> str:
+    # The one place log strings enter the page.
+    return escape(str(value), quote=True)
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "NaN" if math.isnan(value) else f"{value:.6g}"
+    return _text(value)
+
+
+def _colours(curves: Sequence[Curve]) -> dict[str, str]:
+    # One colour per run across charts while the palette suffices; else per chart (in
+    # _charts_section), so that lines of one chart never share a colour.
+    labels = sorted({curve.label for curve in curves})
+    if len(labels) > len(PALETTE):
+        return {}
+    return {label: PALETTE[index] for index, label in enumerate(labels)}
+
+
+def _header(store: Store, runs: Sequence[dict[str, Any]], curves: Sequence[Curve]) -> str:
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        f"<header><h1>Runs of {_text(os.path.basename(store.display))}</h1>"
+        f'<p class="meta">{len(runs)} runs, {len(curves)} scalar series, from '
+        f"{_text(store.display)}; generated by tbconvert {now}</p>"
+        '<nav><a href="#runs">Runs</a><a href="#scalars">Scalars</a>'
+        '<a href="#images">Images</a><a href="#texts">Texts</a></nav></header>'
+    )
+
+
+def _runs_section(runs: Sequence[dict[str, Any]], curves: Sequence[Curve]) -> str:
+    keys = sorted({key for row in runs for values in row["params"].values() for key in values})
+    tags = sorted({curve.tag for curve in curves})
+    final: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    for curve in (c for c in curves if c.values):
+        final.setdefault((curve.run_path, curve.tag), []).append((curve.context, curve.values[-1]))
+    # Two header rows: a hyper-parameter and a scalar tag may share a name (``lr``).
+    groups = '<th colspan="2"></th>' + "".join(
+        f'<th colspan="{len(names)}" class="group">{title}</th>'
+        for title, names in (("hyper-parameters", keys), ("last value", tags))
+        if names
+    )
+    names = "".join(f"<th>{_text(name)}</th>" for name in ["run", "group", *keys, *tags])
+    head = f"<tr>{groups}</tr><tr>{names}</tr>"
+    lines = []
+    for row in runs:
+        cells = [f"<td>{_text(row['run_path'])}</td>", f"<td>{_text(row['group_path'])}</td>"]
+        for key in keys:
+            found = _distinct(v[key] for v in row["params"].values() if key in v)
+            cells.append(f'<td class="num">{" | ".join(_number(v) for v in found)}</td>')
+        for tag in tags:
+            values = final.get((row["run_path"], tag), [])
+            # The run directory's own value first and bare, then each context's, named.
+            shown = [
+                (f"{_text(context)}: " if context else "") + _number(value)
+                for context, value in sorted(values)
+            ]
+            cells.append(f'<td class="num">{"<br>".join(shown)}</td>')
+        lines.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        '<section id="runs"><h2>Runs</h2><p class="note">Hyper-parameters of each run '
+        "(every session's value) and the last value of each scalar tag.</p>"
+        f'<div class="scroll"><table><thead>{head}</thead>'
+        f"<tbody>{''.join(lines)}</tbody></table></div></section>"
+    )
+
+
+def _distinct(values: Iterable[Any]) -> list[Any]:
+    found: list[Any] = []
+    for value in values:
+        if value not in found:
+            found.append(value)
+    return found
+
+
+def _charts_section(curves: Sequence[Curve], colours: dict[str, str]) -> str:
+    cards = []
+    for tag in sorted({curve.tag for curve in curves}):
+        chosen = [curve for curve in curves if curve.tag == tag]
+        lines = [
+            Line(
+                curve.label,
+                colours.get(curve.label, PALETTE[i % len(PALETTE)]),
+                curve.steps,
+                curve.values,
+            )
+            for i, curve in enumerate(chosen)
+        ]
+        legend = "".join(
+            f'<li><span class="swatch" style="background:{line.colour}"></span>'
+            f"{_text(line.label)}</li>"
+            for line in lines
+        )
+        cards.append(
+            f"<figure><figcaption>{_text(tag)}</figcaption>{line_chart(lines, tag)}"
+            f'<ul class="legend">{legend}</ul></figure>'
+        )
+    content = "".join(cards) or '<p class="note">No scalar series selected.</p>'
+    return (
+        f'<section id="scalars"><h2>Scalars</h2><div class="grid-cards">{content}</div></section>'
+    )
+
+
+def _last_step_images(images: Iterable[StoredImage]) -> list[StoredImage]:
+    # Per (run, context, tag): the images of its highest step.
+    last: dict[tuple[str, str, str], list[StoredImage]] = {}
+    for image in images:
+        key = (image.run_path, image.context, image.tag)
+        kept = last.get(key)
+        if kept is None or image.step > kept[0].step:
+            last[key] = [image]
+        elif image.step == kept[0].step:
+            kept.append(image)
+    return [image for key in sorted(last) for image in last[key]]
+
+
+def _images_section(images: Sequence[StoredImage]) -> str:
+    figures = []
+    for image in images[:MAX_IMAGES]:
+        mime = _MIME.get((image.format or "").upper())
+        where = " · ".join(p for p in (image.run_path, image.context, image.tag) if p)
+        caption = f"{_text(where)} · step {image.step}" + (f" #{image.idx}" if image.idx else "")
+        if mime is None:
+            figures.append(
+                f"<figure><figcaption>{caption}</figcaption>{_text(image.format)} "
+                "image (not shown by browsers)</figure>"
+            )
+            continue
+        data = base64.b64encode(image.data).decode("ascii")
+        # Tiny images (thumbnails, MNIST digits) are enlarged with their pixels kept sharp.
+        tiny = ' class="tiny"' if (image.width or 0) < 128 else ""
+        figures.append(
+            f'<figure><img{tiny} src="data:{mime};base64,{data}" alt="{_text(where)}">'
+            f"<figcaption>{caption}</figcaption></figure>"
+        )
+    more = len(images) - MAX_IMAGES
+    note = f'<p class="note">{more} more images not shown.</p>' if more > 0 else ""
+    content = "".join(figures) or '<p class="note">No images selected.</p>'
+    return (
+        '<section id="images"><h2>Images of the last step</h2>'
+        f'<div class="images">{content}</div>{note}</section>'
+    )
+
+
+def _last_texts(store: Store, run: Globs, tag: Globs) -> list[tuple[Any, ...]]:
+    last: dict[int, tuple[Any, ...]] = {}
+    for series in store.series(run=run, tag=tag, plugin="text"):
+        for row in store.points("texts", [series]):
+            last[series.id] = row  # in step order: the last row is the last text
+    return list(last.values())
+
+
+def _texts_section(texts: Sequence[tuple[Any, ...]]) -> str:
+    rows = "".join(
+        f"<tr><td>{_text(run_path)}</td><td>{_text(context)}</td><td>{_text(tag)}</td>"
+        f'<td class="num">{step}</td><td><pre>{_text(value)}</pre></td></tr>'
+        for _, run_path, context, tag, step, _, _, value in texts
+    )
+    if not rows:
+        return '<section id="texts"><h2>Texts</h2><p class="note">No texts selected.</p></section>'
+    return (
+        '<section id="texts"><h2>Last text of each series</h2><div class="scroll"><table>'
+        "<thead><tr><th>run</th><th>context</th><th>tag</th><th>step</th><th>text</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table></div></section>"
+    )

@@ -1,0 +1,181 @@
+"""What a store holds, run by run: the listing behind ``tbconvert runs`` and ``show``.
+
+``Store.runs`` and ``Store.describe`` are the API; the counting and the per-run summaries
+live here, over one read connection.  Counts, step ranges
+and last points come from ``series_summaries`` (one row per series and point table), never
+from a count over the point tables.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from tbconvert.filters import Globs, globs, matches
+from tbconvert.query import lookups
+from tbconvert.rows import POINT_TABLES
+
+if TYPE_CHECKING:
+    from tbconvert.query.results import SeriesRef
+
+TREND_BUCKETS = 24
+TREND_SAMPLE = 32
+_FILES_SQL = (
+    "SELECT f.path, c.name AS context, f.size, f.offset_consumed, f.records, f.damaged_records, "
+    "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
+    "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run"
+)
+_CONTEXTS_SQL = (
+    "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series UNION "
+    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id"
+)
+
+
+def list_runs(conn: Connection, run: Globs = None) -> list[dict[str, Any]]:
+    """Every run, or those whose path matches ``run``, sorted by logdir and path.
+
+    Returns:
+        Dicts with the columns of ``v_runs`` plus ``contexts`` (sorted), ``series``,
+        ``points`` (rows per point table, non-zero only), ``scalar_points`` and ``params``
+        (``{context: {key: value}}``: one entry per hparams session).
+    """
+    rows = lookups.query(conn, lookups.RUNS_SQL)
+    rows = [row for row in rows if matches(row["run_path"], globs(run))]
+    rows.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
+    counts = _counts(conn, "s.run_id")
+    series: dict[int, int] = {
+        row[0]: row[1]
+        for row in conn.execute(text("SELECT run_id, count(*) FROM series GROUP BY run_id"))
+    }
+    contexts: dict[int, list[str]] = {}
+    for run_id, name in conn.execute(text(_CONTEXTS_SQL)):
+        contexts.setdefault(run_id, []).append(name)
+    for names in contexts.values():
+        names.sort()
+    params = lookups.param_sessions(conn)
+    for row in rows:
+        run_id = row["run_id"]
+        row["contexts"] = contexts.get(run_id, [])
+        row["series"] = series.get(run_id, 0)
+        row["points"] = {
+            table: by_run[run_id][0] for table, by_run in counts.items() if run_id in by_run
+        }
+        row["scalar_points"] = row["points"].get("scalars", 0)
+        row["params"] = params.get(run_id, {})
+    return rows
+
+
+def describe_run(conn: Connection, run: str | int, display: str) -> dict[str, Any]:
+    """One run in full: its ``v_runs`` row, series, params and event files.
+
+    Returns:
+        ``{"run": {...}, "series": [...], "params": {context: {key: value}},
+        "files": [...]}``.  Each series has its plugin, the table holding its points,
+        the number of points, first and last step, and for scalars and texts the last
+        value (highest step, then last written); a scalar series also its ``trend``: for each of
+        up to 24 equal step ranges, the mean of its first 32 points (None where there is no
+        value), for sparklines;
+        each file its read state.
+
+    Raises:
+        UsageError: no run (or several runs in different logdirs) has that path.
+    """
+    row = lookups.resolve_run(conn, run, display)
+    run_id = row["run_id"]
+    counts = _counts(conn, "m.series_id", run_id)
+    series = [_series_entry(conn, s, counts) for s in lookups.series(conn, run=run_id)]
+    files = sorted(
+        (dict(file._mapping) for file in conn.execute(text(_FILES_SQL), {"run": run_id})),
+        key=lambda file: file["path"],
+    )
+    params = lookups.param_sessions(conn, run_id).get(run_id, {})
+    return {"run": row, "series": series, "params": params, "files": files}
+
+
+def _counts(
+    conn: Connection, key: str, run_id: int | None = None
+) -> dict[str, dict[int, tuple[Any, ...]]]:
+    # table -> run or series id -> (points, first step, last step, last point's key and
+    # scalar value); the last point means something per series only.
+    where = "" if run_id is None else " WHERE s.run_id = :run"
+    sql = (
+        f"SELECT m.point_table, {key}, sum(m.points), min(m.first_step), max(m.last_step), "
+        "min(m.last_file_id), min(m.last_record_offset), min(m.last_value_index), "
+        "min(m.last_value) "
+        f"FROM series_summaries AS m JOIN series AS s ON s.id = m.series_id{where} "
+        f"GROUP BY m.point_table, {key}"
+    )
+    result: dict[str, dict[int, tuple[Any, ...]]] = {table: {} for table in POINT_TABLES}
+    for table, owner, *numbers in conn.execute(text(sql), {"run": run_id}):
+        result[table][owner] = (int(numbers[0]), *numbers[1:])
+    return result
+
+
+def _series_entry(
+    conn: Connection,
+    series: SeriesRef,
+    counts: dict[str, dict[int, tuple[Any, ...]]],
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "context": series.context,
+        "tag": series.tag,
+        "plugin": series.plugin,
+        "table": None,
+        "points": 0,
+        "first_step": None,
+        "last_step": None,
+    }
+    last_point = last_value = None
+    for table, by_series in counts.items():
+        # Values a decoder could not read are kept raw, so a series may span two tables.
+        if series.id in by_series:
+            points, first, last, *key, value = by_series[series.id]
+            if entry["table"] is None:
+                entry.update(table=table, first_step=first, last_step=last)
+                last_point = (last, *key)
+                last_value = value
+            entry["points"] += points
+            entry["first_step"] = min(entry["first_step"], first)
+            entry["last_step"] = max(entry["last_step"], last)
+    if entry["table"] == "scalars":
+        entry["last_value"] = last_value
+    elif entry["table"] == "texts" and last_point is not None:
+        entry["last_value"] = _last_text(conn, series.id, last_point)
+    if entry["table"] == "scalars":
+        entry["trend"] = _trend(conn, series.id, entry["first_step"], entry["last_step"])
+    return entry
+
+
+def _trend(conn: Connection, series_id: int, first: int, last: int) -> list[float | None]:
+    """For each of ``TREND_BUCKETS`` equal step ranges, the mean of its first (up to)
+    ``TREND_SAMPLE`` points (None: no value in it, or only NaN).
+
+    One index seek and a few rows per range, so a sparkline costs the same for a series of
+    ten points or ten million (a mean over every point cost a scan of the series: most of
+    ``tbconvert show``'s time on a big store).
+    """
+    width = -(-(last - first + 1) // TREND_BUCKETS)  # ceiling division, >= 1
+    buckets = (last - first) // width + 1
+    ranges = " UNION ALL ".join(
+        f"SELECT {b} AS bucket, (SELECT avg(q.value) FROM (SELECT value FROM scalars "
+        f"WHERE series_id = :id AND step >= {first + b * width} "
+        f"AND step < {first + (b + 1) * width} ORDER BY step LIMIT {TREND_SAMPLE}) AS q) AS mean"
+        for b in range(buckets)
+    )
+    means: dict[int, Any] = dict(conn.execute(text(ranges), {"id": series_id}).all())
+    return [None if means.get(b) is None else float(means[b]) for b in range(buckets)]
+
+
+def _last_text(conn: Connection, series_id: int, key: tuple[Any, ...]) -> Any:
+    """The last element of the series' last text (its summary holds the point's key)."""
+    step, file_id, offset, index = key
+    return conn.execute(
+        text(
+            "SELECT value FROM texts WHERE series_id = :id AND step = :step "
+            "AND file_id = :file AND record_offset = :offset AND value_index = :index "
+            "ORDER BY idx DESC LIMIT 1"
+        ),
+        {"id": series_id, "step": step, "file": file_id, "offset": offset, "index": index},
+    ).scalar_one_or_none()

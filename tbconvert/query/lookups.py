@@ -1,0 +1,138 @@
+"""Look-ups over one read connection that the read API's modules share: runs by path or id,
+series by globs, typed params by session, and long-format points.
+
+Everything here takes a connection, or a ``Connectable`` (``results``; a ``Store`` is one),
+so that ``store``, ``inventory`` and ``tables`` call down into it and nothing calls back up
+into ``Store``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from tbconvert.errors import UsageError
+from tbconvert.filters import Globs, globs, matches
+from tbconvert.query.results import Connectable, SeriesRef, typed_param
+
+# Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
+RUNS_SQL = "SELECT * FROM v_runs"
+WRITTEN = "file_id, record_offset, value_index"
+POINT_SQL = {
+    "scalars": f"SELECT step, wall_time, value FROM scalars WHERE series_id = :id "
+    f"ORDER BY step, {WRITTEN}",
+    "texts": f"SELECT step, wall_time, idx, value FROM texts WHERE series_id = :id "
+    f"ORDER BY step, {WRITTEN}, idx",
+    "params": f"SELECT key, value, value_num, value_type FROM params WHERE series_id = :id "
+    f"ORDER BY key, step, {WRITTEN}",
+}
+_SERIES_SQL = (
+    "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin, r.logdir "
+    "FROM series AS s JOIN runs AS r ON r.id = s.run_id "
+    "JOIN contexts AS c ON c.id = s.context_id"
+)
+
+
+def query(
+    conn: Connection, sql: str, parameters: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Rows of one SQL statement (named ``:parameters``) as dicts."""
+    return [dict(row._mapping) for row in conn.execute(text(sql), parameters or {})]
+
+
+def series(
+    conn: Connection,
+    run: Globs | int = None,
+    tag: Globs = None,
+    context: Globs = None,
+    plugin: Globs = None,
+) -> list[SeriesRef]:
+    """The series matching the filters (globs; an int ``run`` is a run id), sorted.
+
+    Text tags also match without the ``/text_summary`` suffix torch and tensorboardX add.
+    """
+    ordered = sorted(conn.execute(text(_SERIES_SQL)), key=lambda row: (row[6], *row[2:6], row[0]))
+    found = [SeriesRef(*row[:6]) for row in ordered]
+    if isinstance(run, int):
+        found, run = [s for s in found if s.run_id == run], None
+    runs, tags, contexts, plugins = (globs(g) for g in (run, tag, context, plugin))
+    return [
+        s
+        for s in found
+        if matches(s.run_path, runs)
+        and matches(s.context, contexts)
+        and matches(s.tag, tags, s.tag.removesuffix("/text_summary"))
+        and matches(s.plugin, plugins)
+    ]
+
+
+def param_sessions(
+    conn: Connection, run_id: int | None = None
+) -> dict[int, dict[str, dict[str, Any]]]:
+    """Typed params of every run (or one) as ``{run_id: {context: {key: value}}}``.
+
+    Each context holds one hparams session, as every writer lays them out; should one
+    hold several, the last written value of a key wins.
+    """
+    sql = (
+        "SELECT s.run_id, c.name, p.key, p.value, p.value_num, p.value_type "
+        "FROM params AS p JOIN series AS s ON s.id = p.series_id "
+        "JOIN contexts AS c ON c.id = s.context_id"
+        + ("" if run_id is None else " WHERE s.run_id = :run")
+        + " ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key"
+    )
+    result: dict[int, dict[str, dict[str, Any]]] = {}
+    for owner, context, key, value, value_num, value_type in conn.execute(
+        text(sql), {"run": run_id}
+    ):
+        session = result.setdefault(owner, {}).setdefault(context, {})
+        session[key] = typed_param(value, value_num, value_type)
+    return result
+
+
+def points(
+    store: Connectable, table: str, chosen: Sequence[SeriesRef]
+) -> Iterator[tuple[Any, ...]]:
+    """Long-format rows of ``scalars``, ``texts`` or ``params`` (the views' columns).
+
+    Rows are streamed series by series, all from one snapshot of the store.
+    """
+    with store.connect() as conn:
+        conn = conn.execution_options(stream_results=True)  # PostgreSQL: server cursor
+        for one in chosen:
+            owner: tuple[Any, ...] = (one.run_id, one.run_path, one.context)
+            owner += () if table == "params" else (one.tag,)
+            for row in conn.execute(text(POINT_SQL[table]), {"id": one.id}):
+                yield (*owner, *row)
+
+
+def resolve_run(conn: Connection, run: str | int, display: str) -> dict[str, Any]:
+    """The ``v_runs`` row of a run named by path or id (``display`` names the store).
+
+    Raises:
+        UsageError: no such run, or several (in different logdirs) with that path.
+    """
+    rows = [dict(row._mapping) for row in conn.execute(text(RUNS_SQL))]
+    found = [row for row in rows if run in (row["run_path"], row["run_id"])]
+    if not found and isinstance(run, str) and run.isdigit():
+        found = [row for row in rows if row["run_id"] == int(run)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise UsageError(
+            f"run {run!r} exists in several logdirs",
+            path=display,
+            hint="name it by id: "
+            + ", ".join(f"{row['run_id']} ({row['source']})" for row in found),
+        )
+    close = difflib.get_close_matches(str(run), [row["run_path"] for row in rows], n=3)
+    raise UsageError(
+        f"no run {run!r} in the store",
+        path=display,
+        hint=(f"did you mean {', '.join(close)}? " if close else "")
+        + "'tbconvert runs' lists the runs",
+    )

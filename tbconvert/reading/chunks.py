@@ -1,0 +1,251 @@
+"""Reading one event file into chunks of rows, with no database access.
+
+This is the part of a conversion that runs in worker processes (``--jobs``): a
+:class:`FileTask` says what to read, :func:`read_file` yields :class:`Chunk` s that the single
+writer applies in order.  Series are announced as ``rows.SeriesDefinition`` s with local
+numbers that the writer maps to store ids; rows carry file id 0 until the writer knows the
+file's id.
+
+Files of one (run, context) are read in order by one reader, which carries the plugin
+metadata seen in earlier files to later ones (TF1 writers send it once per tag, and
+``FileWriter.reopen`` starts a new file without it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tbconvert.filters import Selection
+from tbconvert.reading.decode_stats import DecodeStats
+from tbconvert.reading.decoder import EventDecoder
+from tbconvert.reading.fast import KnownMetadata
+from tbconvert.reading.first_record import head_digest
+from tbconvert.reading.records import Damage, RecordReader, open_event_file
+from tbconvert.rows import SeriesDefinition, TableRows, TagMetadata
+
+if TYPE_CHECKING:
+    from tbconvert.reading.fast.blocks import Block
+
+# Records per block handed to the decoder (fewer when a chunk holds fewer points).
+_RECORD_BATCH = 8192
+# Images and audio make few points of many bytes: bound a chunk by bytes too.
+CHUNK_BYTES = 64 << 20
+# Fewer bytes than this to read (a few hundred scalar events, as in each run of a sweep) are
+# decoded record by record: the block path would learn every key of the file first, and that
+# costs more than it saves on so few records (issue #14).
+_BY_RECORD_BYTES = 16 << 10
+
+# (run_path, context) -> tag -> metadata seen in earlier files of that (run, context).
+KnownMetadataByContext = dict[tuple[str, str], KnownMetadata]
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """What every file of a conversion is read with.
+
+    Attributes:
+        selection: The plugins and tags to keep.
+        chunk_points: Points per chunk (one transaction each).
+        full: Read every file from its start, whatever the store holds.
+    """
+
+    selection: Selection
+    chunk_points: int
+    full: bool = False
+
+
+@dataclass(frozen=True)
+class FileTask:
+    """One file to read and the state the store holds for it.
+
+    Attributes:
+        index: Position in the conversion's file order.
+        path: The file on disk; rel_path, its path relative to the logdir.
+        run_path, context: The (run, context) it belongs to.
+        size, mtime_ns: Its size and mtime when planned (nothing past ``size`` is read).
+        offset: The stored offset read to (0 when new).
+        stored_size, stored_digest: The stored size and first-record digest (None when new).
+        known_metadata: Tag metadata the store remembers for this (run, context).
+        from_start: Read from 0 whatever the store holds (stored under a narrower selection,
+            or moved from another (run, context)).
+        moved_from: The id of the file's row in its old (run, context), which goes.
+    """
+
+    index: int
+    path: str
+    rel_path: str
+    run_path: str
+    context: str
+    size: int
+    mtime_ns: int
+    offset: int
+    stored_size: int | None
+    stored_digest: str | None
+    known_metadata: dict[str, TagMetadata]
+    from_start: bool = False
+    moved_from: int | None = None
+
+
+@dataclass
+class Chunk:
+    """Rows decoded from a stretch of one file, and where the file stands after it.
+
+    Attributes:
+        rows: Rows per table (iterable more than once: a writer may retry a chunk).
+        blobs: sha256 -> bytes of the blobs the rows point to.
+        new_series: Series first met in this chunk, in local-number order.
+        consumed: The offset read to; records: records read so far in this read.
+        damage: Damaged regions skipped in this chunk.
+        first_wall_time, last_wall_time: The file's wall-time span so far in this read.
+        done: The file's last chunk; torn: it ends inside a record.
+        restart: First chunk only: read from 0 (the file's counters start again).
+        replaces: First chunk only: and the points stored from it go first (the file was
+            replaced, shrank, or ``--full``).
+        digest: sha256 of the first record (first chunk only).
+        error: Why the file could not be opened (no rows then).
+        stats: What the decoder saw (last chunk only).
+        read: Bytes of the file this chunk covers (from where the one before ended).
+    """
+
+    rows: dict[str, TableRows]
+    blobs: dict[str, bytes]
+    new_series: list[SeriesDefinition]
+    consumed: int
+    records: int
+    damage: list[Damage]
+    first_wall_time: float | None
+    last_wall_time: float | None
+    done: bool = False
+    torn: bool = False
+    restart: bool = False
+    replaces: bool = False
+    digest: str | None = None
+    error: str | None = None
+    stats: DecodeStats | None = None
+    read: int = 0
+
+    def points(self) -> int:
+        """Rows of every table."""
+        return sum(len(rows) for rows in self.rows.values())
+
+    def blob_bytes(self) -> int:
+        """Bytes of its blobs (images, audio)."""
+        return sum(len(data) for data in self.blobs.values())
+
+
+def unreadable_reason(error: OSError) -> str:
+    """The one-line reason a file could not be stat'ed or opened."""
+    return f"cannot read: {error.strerror or error}"
+
+
+def bytes_to_read(task: FileTask, settings: ReadSettings) -> int:
+    """What reading the task will cover, for the progress bar (a restart reads it all)."""
+    if settings.full or task.from_start or task.size < task.offset:
+        return task.size
+    return task.size - task.offset
+
+
+def read_file(
+    task: FileTask, settings: ReadSettings, carried: KnownMetadataByContext
+) -> Iterator[Chunk]:
+    """Yield the chunks of one file; the first tells whether it restarts from 0."""
+    try:
+        handle = open_event_file(task.path)
+    except OSError as error:
+        yield _failed(task, unreadable_reason(error))
+        return
+    with handle:
+        digest = head_digest(handle)
+        restart, replaces = restart_of(task, settings, digest)
+        handle.seek(0)
+        reader = RecordReader(handle, 0 if restart else task.offset, end=task.size)
+        by_record = task.size - (0 if restart else task.offset) < _BY_RECORD_BYTES
+        decoder = EventDecoder(
+            settings.selection, known_metadata(task, carried), by_record=by_record
+        )
+        size = max(1, min(_RECORD_BATCH, settings.chunk_points))
+        # Checked record by record too: NumPy's checks of a whole buffer cost more on so few.
+        batches = reader.batches(size) if by_record else reader.blocks(size)
+        first = True
+        while True:
+            chunk = _next_chunk(settings, reader, batches, decoder)
+            if first:
+                chunk.restart, chunk.replaces, chunk.digest = restart, replaces, digest
+                first = False
+            if chunk.done:
+                chunk.stats = decoder.stats
+                carried.setdefault((task.run_path, task.context), {}).update(decoder.metadata())
+            yield chunk
+            if chunk.done:
+                return
+
+
+def restart_of(task: FileTask, settings: ReadSettings, digest: str | None) -> tuple[bool, bool]:
+    """Whether the task reads its file from 0, and whether the points stored from it go first
+    (replaced, shrank, or ``--full``), given the digest of its first record now."""
+    replaces = settings.full or (
+        task.stored_size is not None
+        and (
+            task.size < task.offset
+            or (task.stored_digest is not None and digest != task.stored_digest)
+        )
+    )
+    return replaces or task.from_start, replaces
+
+
+def known_metadata(task: FileTask, carried: KnownMetadataByContext) -> KnownMetadata:
+    """Metadata the store remembers for the task's (run, context), as protobuf messages,
+    updated with what earlier files of this conversion carried."""
+    from tensorboard.compat.proto.summary_pb2 import SummaryMetadata
+
+    known: KnownMetadata = {
+        tag: SummaryMetadata(
+            display_name=stored.display_name or "",
+            summary_description=stored.description or "",
+            plugin_data=SummaryMetadata.PluginData(
+                plugin_name=stored.plugin, content=stored.plugin_content or b""
+            ),
+        )
+        for tag, stored in task.known_metadata.items()
+    }
+    known.update(carried.get((task.run_path, task.context), {}))
+    return known
+
+
+def _next_chunk(
+    settings: ReadSettings,
+    reader: RecordReader,
+    batches: Iterator[Block | list[tuple[int, bytes]]],
+    decoder: EventDecoder,
+) -> Chunk:
+    before = reader.consumed
+    damage_seen = len(reader.damage)
+    announced = len(decoder.definitions)
+    done = False
+    while decoder.pending() < settings.chunk_points and reader.consumed - before < CHUNK_BYTES:
+        batch = next(batches, None)
+        if batch is None:
+            done = True
+            break
+        decoder.feed(batch)
+    rows, blobs = decoder.take()
+    stats = decoder.stats
+    return Chunk(
+        rows,
+        blobs,
+        decoder.definitions[announced:],
+        reader.consumed,
+        reader.records,
+        reader.damage[damage_seen:],
+        stats.first_wall_time,
+        stats.last_wall_time,
+        done=done,
+        torn=reader.torn if done else False,
+        read=reader.consumed - before,
+    )
+
+
+def _failed(task: FileTask, message: str) -> Chunk:
+    return Chunk({}, {}, [], task.offset, 0, [], None, None, done=True, error=message)

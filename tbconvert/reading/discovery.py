@@ -1,0 +1,339 @@
+"""Walk a logdir and classify its directories into runs, contexts, groups and orphans (SPEC §3).
+
+The rules are Aim's ``aim convert tf`` rules, made total: a logdir that is itself the only
+directory with event files is one run ``"."``, every event file belongs to exactly one
+(run, context), contexts keep their full relative path, symlinks are followed with loops
+reported, and everything comes out sorted.  Orphans (event files directly in the logdir or in
+a group) are kept as a run of their own directory (``"."`` for the logdir), so nothing
+TensorBoard shows is dropped by classification; ``skip_orphans`` leaves them out, as Aim does.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from operator import attrgetter
+
+from tbconvert.errors import LogdirError
+
+__all__ = [
+    "Classification",
+    "EventFileSource",
+    "RunSource",
+    "classify",
+    "filter_runs",
+    "is_event_file",
+]
+
+# TensorBoard itself matches on this substring; it also covers CatBoost's bare
+# ``events.out.tfevents`` and the profiler's ``*.profile-empty`` placeholders.
+_EVENT_MARKER = "tfevents"
+_NAME = attrgetter("name")
+
+
+def is_event_file(name: str) -> bool:
+    """Tell whether a file name denotes a TensorBoard event file.
+
+    Args:
+        name: A file name or path; only its basename is looked at.
+
+    Returns:
+        True when the basename contains ``tfevents``.
+    """
+    return _EVENT_MARKER in os.path.basename(name)
+
+
+@dataclass(frozen=True)
+class EventFileSource:
+    """One event file and the (run, context) it belongs to."""
+
+    path: str
+    rel_path: str
+    run_path: str
+    context: str
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """One run: its path relative to the logdir, its group and its event files.
+
+    ``orphans`` is True for a run made of orphan files (its directory is the logdir or a
+    group); such a run may also hold a run's own files when the directory is both.
+    """
+
+    run_path: str
+    group_path: str
+    files: tuple[EventFileSource, ...]
+    orphans: bool = False
+
+
+@dataclass(frozen=True)
+class Classification:
+    """The result of classifying a logdir: runs, groups, orphan files and walk warnings.
+
+    ``orphans`` lists the orphan files whether they are kept (in runs of their directories)
+    or skipped (``skip_orphans``).
+    """
+
+    logdir: str
+    flat: bool
+    runs: tuple[RunSource, ...]
+    groups: tuple[str, ...]
+    orphans: tuple[str, ...]
+    warnings: tuple[str, ...]
+    skip_orphans: bool = False
+
+    @property
+    def files(self) -> tuple[EventFileSource, ...]:
+        """All event files of all runs, in run order (orphans included unless skipped)."""
+        return tuple(source for run in self.runs for source in run.files)
+
+
+class _Walker:
+    """Collect the event files of a logdir, following symlinks without looping.
+
+    Directories are identified by ``(st_dev, st_ino)``; one seen before is not walked again.
+    Symlinked directories are walked only after the whole real tree, one layer of links at a
+    time, so that ``latest -> run_5`` yields ``run_5`` (with a warning naming ``latest``)
+    rather than the alias, whatever the names sort like.
+    """
+
+    def __init__(self, logdir: str) -> None:
+        self.logdir = logdir
+        # Directory relative path ("" for the logdir) -> [(basename, path as walked)].
+        self.found: dict[str, list[tuple[str, str]]] = {}
+        self.warnings: list[str] = []
+        self._visited: dict[tuple[int, int], str] = {}
+
+    def walk(self) -> None:
+        root = os.stat(self.logdir)
+        self._visited[(root.st_dev, root.st_ino)] = ""
+        frontier = [("", self.logdir)]
+        while frontier:
+            links: list[tuple[str, os.DirEntry[str]]] = []
+            for rel, path in frontier:
+                self._walk_tree(rel, path, links)
+            links.sort(key=lambda item: item[0])
+            frontier = [(rel, entry.path) for rel, entry in links if self._admit(rel, entry)]
+
+    def _walk_tree(self, rel: str, path: str, links: list[tuple[str, os.DirEntry[str]]]) -> None:
+        """Walk the real (non-symlink) directories below ``path``; defer symlinked ones."""
+        stack = [(rel, path)]
+        while stack:
+            rel, path = stack.pop()
+            entries = self._scan(rel, path)
+            subdirs: list[tuple[str, str]] = []
+            prefix = f"{rel}/" if rel else ""
+            for entry in entries:
+                name = entry.name
+                try:
+                    if entry.is_dir():
+                        child = prefix + name
+                        if entry.is_symlink():
+                            links.append((child, entry))
+                        elif self._admit(child, entry):
+                            subdirs.append((child, entry.path))
+                    elif is_event_file(name) and entry.is_file():
+                        self.found.setdefault(rel, []).append((name, entry.path))
+                    elif entry.is_symlink() and not os.path.exists(entry.path):
+                        self.warnings.append(f"{entry.path}: broken symlink, ignored")
+                except OSError as exc:
+                    self._warn_error(entry.path, exc)
+            # Reversed so that the stack pops siblings in name order.
+            stack.extend(reversed(subdirs))
+
+    def _scan(self, rel: str, path: str) -> list[os.DirEntry[str]]:
+        try:
+            with os.scandir(path) as iterator:
+                return sorted(iterator, key=_NAME)
+        except OSError as exc:
+            if not rel:
+                raise LogdirError(
+                    f"cannot read the logdir ({exc.strerror or exc})",
+                    path=self.logdir,
+                    hint="check its permissions",
+                ) from exc
+            self.warnings.append(f"{path}: cannot read directory ({exc.strerror or exc}), skipped")
+            return []
+
+    def _admit(self, rel: str, entry: os.DirEntry[str]) -> bool:
+        """Record a directory as visited; False (with a warning) if it was reached before."""
+        try:
+            # One stat per directory, never per file: the identity is what detects loops.
+            status = entry.stat()
+        except OSError as exc:
+            self._warn_error(entry.path, exc)
+            return False
+        key = (status.st_dev, status.st_ino)
+        seen = self._visited.get(key)
+        if seen is None:
+            self._visited[key] = rel
+            return True
+        if not seen or rel.startswith(seen + "/"):
+            shown = seen or "the logdir"
+            self.warnings.append(f"{entry.path}: symlink loop back to {shown}, not followed")
+        else:
+            self.warnings.append(f"{entry.path}: same directory as {seen}, walked only once")
+        return False
+
+    def _warn_error(self, path: str, exc: OSError) -> None:
+        if exc.errno == errno.ELOOP:
+            self.warnings.append(f"{path}: symlink loop, not followed")
+        else:
+            self.warnings.append(f"{path}: {exc.strerror or exc}, skipped")
+
+
+def _depth(rel: str) -> int:
+    return rel.count("/") + 1 if rel else 0
+
+
+def _assign_roles(candidates: list[str], flat: bool) -> tuple[set[str], set[str]]:
+    """Apply SPEC §3 to the directories that directly hold event files.
+
+    Returns:
+        The sets of run and group directories (relative paths, "" for the logdir).
+    """
+    runs: set[str] = set()
+    groups: set[str] = set()
+    # Deepest first as in Aim; ties in path order so the outcome never depends on the walk.
+    ordered = sorted(candidates, key=lambda rel: (-_depth(rel), rel))
+    for candidate in ordered:
+        if candidate in runs or candidate in groups:
+            continue  # a run's own files stay in it; a group's own files become orphans
+        depth = _depth(candidate)
+        parent = posixpath.dirname(candidate)
+        if depth == 0:
+            # Aim converts nothing for a logdir that is a single run; we make it run ".".
+            if len(ordered) == 1:
+                runs.add(candidate)
+        elif depth == 1:
+            runs.add(candidate)
+        elif flat or parent in groups:
+            runs.add(candidate)
+            groups.add(parent)
+        else:
+            runs.add(parent)
+            grandparent = posixpath.dirname(parent)
+            if grandparent:
+                groups.add(grandparent)
+    return runs, groups
+
+
+def _owning_run(directory: str, runs: set[str]) -> str | None:
+    """Return the nearest run at or above ``directory`` (so nested runs never share files)."""
+    current = directory
+    while current not in runs:
+        if not current:
+            return None
+        current = posixpath.dirname(current)
+    return current
+
+
+def _display(rel: str) -> str:
+    return rel or "."
+
+
+def classify(
+    logdir: str | os.PathLike[str], *, flat: bool = False, skip_orphans: bool = False
+) -> Classification:
+    """Walk a logdir and classify its event files into runs, contexts, groups and orphans.
+
+    Args:
+        logdir: The directory to walk, resolved first (a symlinked logdir is its target, so
+            it names the same runs); symlinked directories below it are followed.
+        flat: Aim's ``--flat``: every directory holding event files is a run and its
+            parent a group, instead of deeper directories being contexts.
+        skip_orphans: Leave orphan files out, as Aim does, instead of keeping the orphans
+            of each directory as a run at that directory's path.
+
+    Returns:
+        The classification, with runs, files, groups, orphans and warnings all sorted.
+
+    Raises:
+        LogdirError: The logdir is missing, is not a directory or cannot be read.
+    """
+    root = os.path.realpath(os.fspath(logdir))
+    if not os.path.exists(root):
+        raise LogdirError("logdir does not exist", path=root, hint="check the --logdir path")
+    if not os.path.isdir(root):
+        raise LogdirError(
+            "logdir is not a directory",
+            path=root,
+            hint="pass the directory that holds the event files, not a file",
+        )
+    walker = _Walker(root)
+    try:
+        walker.walk()
+    except OSError as exc:  # the logdir vanished or became unreadable between checks
+        raise LogdirError(f"cannot walk the logdir ({exc.strerror or exc})", path=root) from exc
+
+    if not walker.found:
+        # SPEC §9: an empty logdir is not an error (a job may not have logged yet), but say so.
+        walker.warnings.append(f"no event files under {root}")
+    runs, groups = _assign_roles(list(walker.found), flat)
+    # Run -> its files as (context, name, file): sorted by the first two, which are unique.
+    files_by_run: dict[str, list[tuple[str, str, EventFileSource]]] = {}
+    orphans: list[str] = []
+    orphan_runs: set[str] = set()
+    for directory, entries in walker.found.items():
+        owner = None if directory in groups else _owning_run(directory, runs)
+        for name, path in entries:
+            rel_path = f"{directory}/{name}" if directory else name
+            if owner is None:
+                orphans.append(rel_path)
+                if skip_orphans:
+                    continue
+                # Kept: the orphans of a directory are a run of their own at its path.
+                orphan_runs.add(directory)
+                source = EventFileSource(path, rel_path, _display(directory), "")
+                files_by_run.setdefault(directory, []).append(("", name, source))
+                continue
+            context = directory[len(owner) :].lstrip("/") if owner else directory
+            source = EventFileSource(path, rel_path, _display(owner), context)
+            files_by_run.setdefault(owner, []).append((context, name, source))
+
+    run_sources = [
+        RunSource(
+            run_path=_display(run),
+            group_path=posixpath.dirname(run),
+            files=tuple(source for _context, _name, source in sorted(files)),
+            orphans=run in orphan_runs,
+        )
+        for run, files in files_by_run.items()
+    ]
+    return Classification(
+        logdir=root,
+        flat=flat,
+        runs=tuple(sorted(run_sources, key=lambda run: run.run_path)),
+        groups=tuple(sorted(groups)),
+        orphans=tuple(sorted(orphans)),
+        warnings=tuple(sorted(walker.warnings)),
+        skip_orphans=skip_orphans,
+    )
+
+
+def filter_runs(classification: Classification, run_globs: Sequence[str]) -> Classification:
+    """Keep only the runs whose path matches one of the globs.
+
+    Matching is ``fnmatch.fnmatchcase`` on ``run_path`` (``*`` also crosses ``/``). Groups,
+    orphans and warnings describe the whole logdir and are kept unchanged.
+
+    Args:
+        classification: The result of :func:`classify`.
+        run_globs: Shell-style patterns; an empty sequence keeps every run.
+
+    Returns:
+        A classification with the non-matching runs removed.
+    """
+    if not run_globs:
+        return classification
+    kept = tuple(
+        run
+        for run in classification.runs
+        if any(fnmatch.fnmatchcase(run.run_path, pattern) for pattern in run_globs)
+    )
+    return replace(classification, runs=kept)

@@ -1,0 +1,230 @@
+"""Many small event files read as one batch: one NumPy pass over all their records (issue #14).
+
+A sweep is thousands of runs of a few hundred scalar events each.  One file at a time, such
+a file is checked and decoded record by record (``chunks._BY_RECORD_BYTES``), because the
+block path's NumPy calls cost more than a few hundred records save.  Here the files of a
+batch are read whole and laid end to end, so that one call checks every checksum of the
+batch (``blocks.verify``) and one parse reads the single-scalar template of every record
+(``block_scalars.parse``).  In each file, a record goes through the file's
+:class:`~tbconvert.reading.decoder.EventDecoder` only when its key is not known to the key
+cache (``fast.template.KNOWN``) or is the first of its key in the file (that record defines
+the key's series there, as it would record by record); every other record becomes a packed
+row of that series, in record order (``fast.batch``).  A file of nothing but its version
+header and records of cached keys needs no decoder at all.
+
+Each file still becomes exactly the one chunk ``chunks.read_file`` makes of it.  A file that
+would not (torn or damaged, more points than a chunk, a first record past its planned size,
+gzip), or in which the first record of a key leaves no series for it (filtered out, or
+another plugin's), is handed to ``read_file`` whole.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tbconvert.reading import chunks
+from tbconvert.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
+from tbconvert.reading.decoder import EventDecoder
+from tbconvert.reading.fast.batch import BatchParts, Settled
+from tbconvert.reading.first_record import digest_of, first_record
+
+__all__ = ["read_files"]
+
+# A batch ends at whichever comes first.  The first batches are small: the key cache learns
+# its keys from the first files, and a batch looks its keys up before reading any of them.
+_BATCH_BYTES = 4 << 20
+_FIRST_BATCH_FILES, _BATCH_FILES = 8, 1024
+# Windows opens a descriptor in text mode unless told otherwise.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
+
+def read_files(
+    tasks: Sequence[FileTask], settings: ReadSettings, carried: KnownMetadataByContext
+) -> Iterator[tuple[FileTask, Chunk]]:
+    """The chunks of every task in task order, as ``chunks.read_file`` makes them; files
+    under ``chunks._BY_RECORD_BYTES`` are read in batches."""
+    batch: list[FileTask] = []
+    size = 0
+    most = _FIRST_BATCH_FILES
+    for task in tasks:
+        small = 0 < task.size < chunks._BY_RECORD_BYTES
+        if small:
+            batch.append(task)
+            size += task.size
+            if size < _BATCH_BYTES and len(batch) < most:
+                continue
+            most = min(2 * most, _BATCH_FILES)
+        yield from _read_batch(batch, settings, carried)
+        batch, size = [], 0
+        if not small:
+            yield from _read_one(task, settings, carried)
+    yield from _read_batch(batch, settings, carried)
+
+
+def _read_one(
+    task: FileTask, settings: ReadSettings, carried: KnownMetadataByContext
+) -> Iterator[tuple[FileTask, Chunk]]:
+    for chunk in chunks.read_file(task, settings, carried):
+        yield task, chunk
+
+
+def _read_batch(
+    tasks: list[FileTask], settings: ReadSettings, carried: KnownMetadataByContext
+) -> Iterator[tuple[FileTask, Chunk]]:
+    if not tasks:
+        return
+    batch = _Batch(settings)
+    loaded = [batch.load(task) for task in tasks]
+    batch.check(loaded)
+    for task, file in zip(tasks, loaded, strict=True):
+        chunk = None if file is None or file.damaged else batch.chunk(file, carried)
+        if chunk is None:
+            yield from _read_one(task, settings, carried)
+            continue
+        yield task, chunk
+
+
+@dataclass
+class _File:
+    """One file of a batch: its bytes from ``start`` lie from ``base`` in the batch's
+    buffer, and its records are ``first:stop`` of the batch's (set by ``_Batch.check``)."""
+
+    task: FileTask
+    restart: bool
+    replaces: bool
+    digest: str
+    data: bytes
+    start: int
+    base: int
+    first: int = 0
+    stop: int = 0
+    damaged: bool = False  # torn, damaged or past its end: read_file finds out how
+
+    @property
+    def shift(self) -> int:
+        """File offset minus buffer index, for each of its records."""
+        return self.start - self.base
+
+
+class _Batch:
+    """Files read whole and laid end to end in ``buf``; ``starts``, each record's header."""
+
+    def __init__(self, settings: ReadSettings) -> None:
+        self.settings = settings
+        self._size = 0
+        # Set by check():
+        self.buf = b""
+        self._parts: BatchParts | None = None
+
+    def load(self, task: FileTask) -> _File | None:
+        """Read ``task``'s file; None when ``read_file`` must read it."""
+        try:
+            # A bare descriptor: a file object's buffer is a fifth of the read (a sweep's).
+            descriptor = os.open(task.path, _READ_FLAGS)
+            try:
+                data = os.read(descriptor, task.size)
+            finally:
+                os.close(descriptor)
+        except OSError:
+            return None  # read_file says why
+        if len(data) != task.size or data[:2] == b"\x1f\x8b":  # shrank, or gzip
+            return None
+        # As read_file would; a first record not whole in the planned size is left to it.
+        digest = digest_of(first_record(data))
+        if digest is None:
+            return None
+        restart, replaces = chunks.restart_of(task, self.settings, digest)
+        start = 0 if restart else task.offset
+        if start > len(data):
+            return None
+        file = _File(task, restart, replaces, digest, data, start, self._size)
+        self._size += len(data) - start
+        return file
+
+    def check(self, loaded: list[_File | None]) -> None:
+        """Find every file's records, verify their checksums and read the template from all
+        of them.  A file whose records do not end exactly at its end, or (when some record
+        of the batch is damaged) whose own records fail, is marked ``damaged``."""
+
+        from tbconvert.reading.fast import block_scalars, blocks
+
+        files = [file for file in loaded if file is not None]
+        data = b"".join(memoryview(file.data)[file.start :] for file in files)
+        starts = _walk(data, files)
+        for file in files:
+            file.data = b""  # in ``buf`` now
+        # Padded so that the template's reach covers the last records too.
+        self.buf = data + bytes(block_scalars.REACH)
+        files = [file for file in files if file.stop > file.first]
+        if not files:
+            return
+        lengths = blocks.lengths_at(self.buf, starts)
+        if not blocks.verify(self.buf, starts, lengths):
+            for file in files:
+                part = slice(file.first, file.stop)
+                file.damaged = not blocks.verify(self.buf, starts[part], lengths[part])
+        # The lengths of a damaged file's records still tile it: parse() stays in bounds.
+        self._parts = BatchParts(
+            self.buf, starts, lengths, files, EventDecoder(self.settings.selection)
+        )
+
+    def chunk(self, file: _File, carried: KnownMetadataByContext) -> Chunk | None:
+        """The file's one chunk, or None when ``read_file`` must read it."""
+        task = file.task
+        group = (task.run_path, task.context)
+        parts = self._parts  # None when no file of the batch has records to read
+        settled = None
+        if parts is not None and file.stop > file.first:
+            known = task.known_metadata.keys() | carried.get(group, {}).keys()
+            settled = parts.settled(file, known, self.settings.chunk_points)
+        if settled is None:
+            settled = self._decode(file, carried)
+            if settled is None:
+                return None
+        stats = settled.stats
+        carried.setdefault(group, {}).update(settled.metadata)
+        return Chunk(
+            settled.rows,
+            settled.blobs,
+            settled.definitions,
+            task.size,
+            file.stop - file.first,
+            [],
+            stats.first_wall_time,
+            stats.last_wall_time,
+            done=True,
+            restart=file.restart,
+            replaces=file.replaces,
+            digest=file.digest,
+            stats=stats,
+            read=task.size - (0 if file.restart else task.offset),
+        )
+
+    def _decode(self, file: _File, carried: KnownMetadataByContext) -> Settled | None:
+        """The file read through its decoder; None when ``read_file`` must read it."""
+        decoder = EventDecoder(self.settings.selection, chunks.known_metadata(file.task, carried))
+        parts = self._parts
+        if parts is not None and file.stop > file.first and not parts.decode(decoder, file):
+            return None
+        if decoder.pending() >= self.settings.chunk_points:
+            return None  # read_file would end its chunk there
+        rows, blobs = decoder.take()
+        return Settled(rows, list(decoder.definitions), decoder.stats, decoder.metadata(), blobs)
+
+
+def _walk(data: bytes, files: list[_File]) -> Any:
+    """The header index of every record of the files laid end to end in ``data``, setting
+    each file's ``first:stop`` (``damaged`` when its records overrun its end: nothing is
+    checked yet)."""
+    from tbconvert.reading.fast.blocks import walk_files
+
+    starts, counts = walk_files(data, [file.base for file in files])
+    first = 0
+    for file, count in zip(files, counts, strict=True):
+        file.damaged = file.damaged or count < 0
+        file.first, file.stop = first, first + max(count, 0)
+        first = file.stop
+    return starts

@@ -1,0 +1,166 @@
+"""Engine creation: store path or URL to a SQLAlchemy engine with the right connection set-up."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, Engine
+
+from tbconvert.errors import StoreError
+
+DEFAULT_STORE = "tbconvert.db"
+# Alembic's version table under our name: what makes a database a tbconvert store.
+VERSION_TABLE = "tbconvert_alembic_version"
+BUSY_TIMEOUT_MS = 60_000
+# SQLite's page cache per connection (its default is 2 MiB): a conversion inserts into the
+# point tables' B-trees all over, and a cache that holds their hot pages took 10-25% off the
+# sweep and 1M-event benchmarks (issue #14).  Filled only as pages are read.
+PAGE_CACHE_KIB = 32 << 10
+
+
+def expand_path(path: str | os.PathLike[str]) -> str:
+    """A path as a shell would give it: ``~`` and ``$VARIABLES`` expanded (SPEC §2)."""
+    return os.path.expanduser(os.path.expandvars(os.fspath(path)))
+
+
+def store_url(store: str | os.PathLike[str]) -> str:
+    """Turn a ``--store`` value into a SQLAlchemy URL (a value with ``://`` already is one).
+
+    ``~`` and ``$VARIABLES`` are expanded in paths and URLs alike (``sqlite:///~/runs.db``).
+    """
+    text = os.path.expandvars(os.fspath(store))
+    if "://" in text:
+        scheme, rest = text.split("://", 1)
+        # Plain postgresql:// would pick psycopg2, which tbconvert does not install.
+        if scheme in ("postgres", "postgresql"):
+            return f"postgresql+psycopg://{rest}"
+        if scheme.startswith("sqlite") and rest.startswith("/~"):
+            return f"{scheme}:///{os.path.expanduser(rest[1:])}"
+        return text
+    return "sqlite:///" + os.path.abspath(os.path.expanduser(text))
+
+
+def sqlite_path(url: str) -> str | None:
+    """The database file of a SQLite URL, or None for other backends and in-memory stores."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split("://", 1)[1]
+    path = path[1:] if path.startswith("/") else path
+    path = path.split("?", 1)[0]
+    # sqlite:///file:/abs/path?mode=ro&uri=true names the same file through SQLite's URIs.
+    path = path[len("file:") :] if path.startswith("file:") else path
+    if path in ("", ":memory:"):
+        return None
+    return path
+
+
+def store_display(url: str) -> str:
+    """How to name a store in messages: its file, or its URL without the password."""
+    from sqlalchemy.engine import make_url
+
+    return sqlite_path(url) or make_url(url).render_as_string(hide_password=True)
+
+
+def check_store_location(url: str) -> None:
+    """Fail early, with the fix, when a SQLite store cannot be created where asked."""
+    path = sqlite_path(url)
+    if path is None:
+        return
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        raise StoreError(
+            "the store's directory does not exist",
+            path=path,
+            hint=f"create it first (mkdir -p {directory}) or choose another --store",
+        )
+    if os.path.exists(path) and os.path.isdir(path):
+        raise StoreError("the store path is a directory", path=path, hint="give a file name")
+
+
+def advisory_key(*parts: str) -> int:
+    """A signed 64-bit PostgreSQL advisory lock key naming ``parts`` (stable across hosts)."""
+    digest = hashlib.blake2b("\0".join(("tbconvert", *parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def create_store_engine(url: str) -> Engine:
+    """Create an engine; SQLite gets WAL, synchronous=NORMAL, foreign keys, a busy timeout.
+
+    On SQLite the driver's own transaction handling is switched off and SQLAlchemy emits
+    ``BEGIN`` itself, so DDL in migrations is transactional (pysqlite otherwise commits
+    before DDL and a failed migration leaves half its changes behind).  A connection with the
+    execution option ``sqlite_begin="IMMEDIATE"`` takes the write lock when it begins, so two
+    writers queue on the busy timeout instead of failing to upgrade a read lock.
+    """
+    if not url.startswith("sqlite"):
+        return _server_engine(url)
+    url = _read_only_if_unwritable(url)
+    engine = create_engine(
+        url,
+        connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+    )
+    event.listen(engine, "connect", _on_sqlite_connect)
+    event.listen(engine, "begin", _on_sqlite_begin)
+    return engine
+
+
+def _read_only_if_unwritable(url: str) -> str:
+    """A store SQLite cannot write (read-only media, a read-only file or directory) is opened
+    read-only, so that reading it never tries to write (SQLite reads a WAL store without its
+    ``-shm`` file then).  Not ``immutable``: another process with more rights may still be
+    writing it.  Writing through it fails with SQLite's "readonly database", named."""
+    path = sqlite_path(url)
+    if path is None or not os.path.exists(path) or "mode=" in url:
+        return url
+    directory = os.path.dirname(path) or "."
+    if os.access(path, os.W_OK) and os.access(directory, os.W_OK):
+        return url
+    return f"sqlite:///file:{path}?mode=ro&uri=true"
+
+
+def _server_engine(url: str) -> Engine:
+    # The application name shows in pg_stat_activity: an admin can tell converters apart.
+    connect_args = {"application_name": "tbconvert"} if url.startswith("postgresql") else {}
+    try:
+        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    except ModuleNotFoundError as error:
+        raise StoreError(
+            f"the database driver for this store is not installed ({error.name})",
+            hint="install PostgreSQL support: pip install '.[postgres]' (in a tbconvert checkout)",
+        ) from None
+
+
+def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        # WAL is a property of the file: switch only a store of ours, or an empty file about
+        # to become one.  A database that is not ours is refused unchanged (SPEC §9).
+        if _is_ours_or_empty(cursor):
+            # A read-only store cannot switch journal mode; reading it still works.
+            with contextlib.suppress(sqlite3.OperationalError):
+                cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
+    finally:
+        cursor.close()
+
+
+def _is_ours_or_empty(cursor: sqlite3.Cursor) -> bool:
+    try:
+        names = {row[0] for row in cursor.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.DatabaseError:
+        return False  # not a database at all: left for the caller to report
+    return not names or VERSION_TABLE in names
+
+
+def _on_sqlite_begin(connection: Connection) -> None:
+    mode = connection.get_execution_options().get("sqlite_begin", "")
+    connection.exec_driver_sql(f"BEGIN {mode}".strip())

@@ -1,0 +1,370 @@
+"""Per-series summaries (``series_summaries``), kept exact in the transaction of the points.
+
+One row per (series, point table): how many points, first and last step and wall time, the
+key, wall time and (scalars) value of the last point (highest step, then the file later in
+path byte order, then the record offset and value index: what ``v_last_scalars`` has always
+meant), and for scalars the smallest and largest value.  ``v_series`` and ``v_last_scalars``
+read them, so listing a store's series or their last values costs one row per series, never
+a scan of the points.
+
+Two ways keep them exact, both inside the writer's transaction:
+
+* **Added rows.**  When every row of an insert was new (the driver's row count says so), the
+  insert's own aggregates fold into the stored row: NumPy over its rows, then one select and
+  one upsert per table.  An insert holds the rows of a whole group of small files (issue
+  #14), so a series may get rows of several files at once: the last point among them is
+  found by the same order as above, the files ranked by path.  An insert that stored
+  nothing (the same bytes read again) changes nothing.
+* **Anything else** (an insert that stored only part of its rows, points deleted with a
+  replaced or moved file) recounts the series concerned from the point table, by SQL.
+
+NaN is NULL in the point tables (``v_scalars``), so the aggregates here skip it, as SQL's
+``min``/``max`` skip NULL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from functools import partial
+from itertools import chain, repeat
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from tbconvert.rows import (
+    POINT_TABLES,
+    InsertRows,
+    LocalRows,
+    PackedRows,
+    Row,
+    RowBatch,
+    packed_columns,
+    packed_runs,
+)
+from tbconvert.writing.statements import Statements
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SUMMARY_COLUMNS = (
+    "series_id",
+    "point_table",
+    "points",
+    "first_step",
+    "last_step",
+    "first_wall_time",
+    "last_wall_time",
+    "last_file_id",
+    "last_record_offset",
+    "last_value_index",
+    "last_point_wall_time",
+    "last_value",
+    "min_value",
+    "max_value",
+)
+
+
+class Summary(NamedTuple):
+    """One ``series_summaries`` row."""
+
+    series_id: int
+    point_table: str
+    points: int
+    first_step: int
+    last_step: int
+    first_wall_time: float | None
+    last_wall_time: float | None
+    last_file_id: int
+    last_record_offset: int
+    last_value_index: int
+    last_point_wall_time: float | None
+    last_value: float | None
+    min_value: float | None
+    max_value: float | None
+
+
+_SUMMARY = partial(tuple.__new__, Summary)
+
+# A typed NULL: PostgreSQL takes an untyped one in a subquery for text.
+_NO_VALUE = "CAST(NULL AS DOUBLE PRECISION)"
+_UPSERT = (
+    f"INSERT INTO series_summaries ({', '.join(SUMMARY_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + column for column in SUMMARY_COLUMNS)}) "
+    "ON CONFLICT (series_id, point_table) DO UPDATE SET "
+    + ", ".join(f"{column} = excluded.{column}" for column in SUMMARY_COLUMNS[2:])
+)
+_FILE_PATH = "SELECT path FROM event_files WHERE id = :id"
+
+
+def add_rows(
+    statements: Statements,
+    table: str,
+    rows: InsertRows,
+    unsummarised: set[int] | None = None,
+    paths: Mapping[int, str] | None = None,
+) -> None:
+    """Fold rows just inserted, all of them new, into the stored summaries of their series:
+    one file's rows or a group's, in one aggregation whatever the number of files (on the
+    driver's cursor: this runs for every group of a sweep).  ``unsummarised``: series known
+    to have no summary row yet (made by the open transaction), whose look-up is skipped; they
+    leave the set here.  ``paths``: the paths of the rows' files, where known (a tie on the
+    last step between files is broken by path); the others are looked up when needed."""
+    if not len(rows):
+        return
+    known: dict[int, str] = dict(paths or {})
+
+    def path_of(file_id: int) -> str:
+        if file_id not in known:
+            known[file_id] = statements.scalar(_FILE_PATH, {"id": file_id})
+        return known[file_id]
+
+    batch = {summary.series_id: summary for summary in _aggregate(table, rows, path_of)}
+    if unsummarised:
+        stored = _stored(statements, table, [i for i in batch if i not in unsummarised])
+        unsummarised.difference_update(batch)
+    else:
+        stored = _stored(statements, table, list(batch))
+    merged = [
+        _merge(stored[series_id], summary, path_of) if series_id in stored else summary
+        for series_id, summary in batch.items()
+    ]
+    statements.many(_UPSERT, merged)  # a Summary is a tuple in the statement's order
+
+
+def recount(
+    conn: Connection, series_ids: Collection[int], tables: Iterable[str] = POINT_TABLES
+) -> None:
+    """Summarise the given series again from their points (after a delete, or an insert
+    that stored only some of its rows); a series left without points in a table loses
+    its row there."""
+    if not series_ids:
+        return
+    for statement in recount_sql(conn.dialect.name, tables, series_ids):
+        conn.execute(text(statement))
+
+
+def recount_sql(
+    dialect: str, tables: Iterable[str], series_ids: Collection[int] | None = None
+) -> list[str]:
+    """The statements that summarise series from their points: the given ones, or every
+    series when ``series_ids`` is None.  Plain SQL, so that a test can run them on a copy of
+    a store to check what the writer kept."""
+    collate = ' COLLATE "C"' if dialect == "postgresql" else ""
+    only = ""
+    if series_ids is not None:
+        only = f" AND series_id IN ({', '.join(str(int(i)) for i in sorted(series_ids))})"
+    statements = []
+    for table in tables:
+        scalars = table == "scalars"
+        low, high = ("min(value)", "max(value)") if scalars else (_NO_VALUE, _NO_VALUE)
+        # The highest step is one probe of the clustered key; only the points at that step
+        # are sorted by file path (byte order on both backends), offset and value index.
+        last = (
+            "(SELECT q.{} FROM " + table + " AS q JOIN event_files AS f ON f.id = q.file_id "
+            "WHERE q.series_id = a.series_id AND q.step = a.last_step "
+            f"ORDER BY f.path{collate} DESC, q.record_offset DESC, q.value_index DESC LIMIT 1)"
+        )
+        statements += [
+            f"DELETE FROM series_summaries WHERE point_table = '{table}'{only}",
+            f"INSERT INTO series_summaries ({', '.join(SUMMARY_COLUMNS)}) "
+            f"SELECT a.series_id, '{table}', a.points, a.first_step, a.last_step, a.first_wall, "
+            f"a.last_wall, {last.format('file_id')}, {last.format('record_offset')}, "
+            f"{last.format('value_index')}, {last.format('wall_time')}, "
+            f"{last.format('value') if scalars else _NO_VALUE}, a.low, a.high "
+            "FROM (SELECT series_id, "
+            "count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
+            f"min(wall_time) AS first_wall, max(wall_time) AS last_wall, {low} AS low, "
+            f"{high} AS high "
+            f"FROM {table} WHERE 1 = 1{only} GROUP BY series_id) AS a",
+        ]
+    return statements
+
+
+def series_of(table: str, rows: InsertRows) -> set[int]:
+    """The series ids of some rows."""
+    return {int(series_id) for series_id in set(_columns(table, rows)[0].tolist())}
+
+
+def forget(conn: Connection, series_ids: Collection[int]) -> None:
+    """Delete the summaries of series about to be deleted."""
+    if series_ids:
+        marks = ", ".join(str(int(i)) for i in sorted(series_ids))
+        conn.execute(text(f"DELETE FROM series_summaries WHERE series_id IN ({marks})"))
+
+
+def _stored(
+    statements: Statements, table: str, series_ids: list[int]
+) -> dict[int, tuple[Summary, str]]:
+    if not series_ids:
+        return {}
+    marks = ", ".join(str(int(i)) for i in series_ids)
+    found = statements.all(
+        f"SELECT {', '.join('m.' + column for column in SUMMARY_COLUMNS)}, f.path "
+        "FROM series_summaries AS m JOIN event_files AS f ON f.id = m.last_file_id "
+        f"WHERE m.point_table = :table AND m.series_id IN ({marks})",
+        {"table": table},
+    )
+    return {row[0]: (Summary(*row[:-1]), row[-1]) for row in found}
+
+
+def _merge(stored: tuple[Summary, str], new: Summary, path_of: Callable[[int], str]) -> Summary:
+    old, old_path = stored
+    if new.last_step != old.last_step:
+        newer = new.last_step > old.last_step
+    elif new.last_file_id == old.last_file_id:
+        newer = (new.last_record_offset, new.last_value_index) > (
+            old.last_record_offset,
+            old.last_value_index,
+        )
+    else:
+        newer = path_of(new.last_file_id).encode() > old_path.encode()
+    last = new if newer else old
+    return Summary(
+        old.series_id,
+        old.point_table,
+        old.points + new.points,
+        min(old.first_step, new.first_step),
+        max(old.last_step, new.last_step),
+        _pick(min, old.first_wall_time, new.first_wall_time),
+        _pick(max, old.last_wall_time, new.last_wall_time),
+        last.last_file_id,
+        last.last_record_offset,
+        last.last_value_index,
+        last.last_point_wall_time,
+        last.last_value,
+        _pick(min, old.min_value, new.min_value),
+        _pick(max, old.max_value, new.max_value),
+    )
+
+
+def _pick(extreme: Any, old: float | None, new: float | None) -> float | None:
+    if old is None:
+        return new
+    return old if new is None else extreme(old, new)
+
+
+def _aggregate(
+    table: str, rows: InsertRows, path_of: Callable[[int], str] | None = None
+) -> list[Summary]:
+    """Per series of the rows: the summary of those rows alone.  Rows of several files (a
+    group's) rank the files by path, as ``v_last_scalars`` does, so ``path_of`` is asked for
+    the path of each file only then."""
+    import numpy as np
+
+    series, step, file, offset, index, wall, value = _columns(table, rows)
+    order = np.argsort(series, kind="stable")
+    series, step, file, offset, index, wall = (
+        column[order] for column in (series, step, file, offset, index, wall)
+    )
+    starts = np.flatnonzero(np.concatenate(([True], series[1:] != series[:-1])))
+    counts = np.diff(np.append(starts, len(series)))
+    last_step = np.maximum.reduceat(step, starts)
+    segment = np.repeat(np.arange(len(starts)), counts)
+    # The last point: among the rows at the highest step, the highest (path, offset, index).
+    at_last = np.flatnonzero(step == last_step[segment])
+    keys = [index[at_last], offset[at_last]]
+    files = np.unique(file[at_last])
+    if len(files) > 1:
+        assert path_of is not None, "rows of several files need their paths"
+        by_path = np.argsort([path_of(int(i)).encode() for i in files.tolist()], kind="stable")
+        rank = np.empty(len(files), dtype=np.int64)
+        rank[by_path] = np.arange(len(files))
+        keys.append(rank[np.searchsorted(files, file[at_last])])
+    ranked = at_last[np.lexsort((*keys, segment[at_last]))]
+    ends = np.append(segment[ranked][1:] != segment[ranked][:-1], True)
+    last = ranked[ends]
+    columns: list[Any] = [
+        series[starts],
+        counts,
+        np.minimum.reduceat(step, starts),
+        last_step,
+        _finite(np.fmin.reduceat(wall, starts)),
+        _finite(np.fmax.reduceat(wall, starts)),
+        file[last],
+        offset[last],
+        index[last],
+        _finite(wall[last]),
+    ]
+    if value is None:
+        columns += [[None] * len(starts)] * 3
+    else:
+        value = value[order]
+        columns += [
+            _finite(value[last]),
+            _finite(np.fmin.reduceat(value, starts)),
+            _finite(np.fmax.reduceat(value, starts)),
+        ]
+    series_ids, *rest = (col.tolist() if hasattr(col, "tolist") else col for col in columns)
+    # Made by the tuple constructor in C: Summary's own __new__ is a Python call a series.
+    return list(map(_SUMMARY, zip(series_ids, repeat(table), *rest, strict=False)))
+
+
+def _finite(values: np.ndarray) -> list[float | None]:
+    # NaN is NULL in the point tables; from fmin/fmax it means every value was NaN (they skip
+    # NaN), and SQL's min() of only NULLs is NULL too.
+    return [None if v != v else v for v in values.tolist()]
+
+
+def _columns(table: str, rows: InsertRows) -> tuple[Any, ...]:
+    """(series, step, file, offset, value index, wall time, value or None) as NumPy columns."""
+    import numpy as np
+
+    tuples: list[list[Row]] = []
+    local: list[LocalRows] = []
+    parts: list[tuple[np.ndarray, ...]] = []
+    runs: list[tuple[bytes, int]] = []  # packed, of every file at once
+    for rows_of_file in rows.parts if isinstance(rows, RowBatch) else [rows]:
+        if isinstance(rows_of_file, LocalRows):
+            local.append(rows_of_file)
+        elif not isinstance(rows_of_file, PackedRows):
+            tuples.append(rows_of_file)
+        else:
+            for part in rows_of_file.parts():
+                if isinstance(part, list):
+                    tuples.append(part)
+                else:
+                    runs.append((part, rows_of_file.file_id))
+    if runs:
+        packed, file = packed_runs(runs)
+        series, step, offset, index, wall, value = packed_columns(packed)
+        parts.append((series, step, file, offset, index, wall, value))
+    if any(tuples):
+        parts.append(_tuple_columns(table, _joined(tuples)))
+    if any(local):
+        parts.append(_local_columns(table, [part for part in local if part.rows]))
+    merged = [np.concatenate(column) for column in zip(*parts, strict=True)]
+    return (*merged[:6], merged[6] if table == "scalars" else None)
+
+
+def _local_columns(table: str, local: list[LocalRows]) -> tuple[np.ndarray, ...]:
+    """The columns of files' rows still in local series numbers, mapped to store ids."""
+    import numpy as np
+
+    columns = list(_tuple_columns(table, _joined([part.rows for part in local])))
+    sizes = [len(part.rows) for part in local]
+    ids = [np.asarray(part.series_ids, dtype=np.int64) for part in local]
+    bases = np.cumsum([0] + [len(known) for known in ids[:-1]])
+    columns[0] = np.concatenate(ids)[np.repeat(bases, sizes) + columns[0]]
+    columns[2] = np.repeat(np.array([part.file_id for part in local], dtype=np.int64), sizes)
+    return tuple(columns)
+
+
+def _joined(lists: list[list[Row]]) -> list[Row]:
+    return lists[0] if len(lists) == 1 else list(chain.from_iterable(lists))
+
+
+def _tuple_columns(table: str, rows: list[Row]) -> tuple[np.ndarray, ...]:
+    # Column by column: zip(*rows) over a group's rows walks every row at each step.
+    import numpy as np
+
+    def column(position: int, dtype: Any) -> np.ndarray:
+        try:
+            return np.fromiter(map(itemgetter(position), rows), dtype=dtype, count=len(rows))
+        except TypeError:  # None (NaN's NULL) in a float column becomes NaN
+            return np.array(list(map(itemgetter(position), rows)), dtype=dtype)
+
+    wall = column(5, np.float64)
+    value = column(6, np.float64) if table == "scalars" else wall
+    return (*(column(position, np.int64) for position in range(5)), wall, value)

@@ -1,0 +1,191 @@
+"""``tbconvert report``: one offline HTML page, parsed here with the standard library.
+
+The store holds the read API's sweep (known hparams, metrics, images, notes) and a run whose
+directory, tags, text and hparams are written like markup.  The page must show the sweep's
+values, carry the images as the exact logged bytes in ``data:`` URIs, load nothing from
+anywhere, and keep every string from the logs as text (no element or attribute of its own).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from tensorboardX import SummaryWriter
+
+import tbconvert
+from tbconvert.cli import cli
+from tbconvert.output.report import report
+from tests.query.test_read_api import SWEEP, build_store, view_rows
+from tests.support.eventfiles import event_file_name, simple_value, summary_event, write_events
+from tests.support.snapshots import StoreFactory
+
+W0 = 1_795_400_000.0
+
+HOSTILE_RUN = '"><img src=x onerror=alert(1)>'
+HOSTILE_TAG = "<script>alert(1)</script>"
+HOSTILE_TEXT = "</pre><iframe src=//evil.example></iframe>"
+HOSTILE_PARAM = "<b onmouseover=alert(1)>adam</b>"
+
+
+class Page(HTMLParser):
+    """Every element (with its attributes) and every text of a page, in order."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.texts: list[str] = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.texts.append(data)
+
+    def count(self, tag: str, **attrs: str) -> int:
+        return sum(
+            1
+            for name, found in self.elements
+            if name == tag and all(found.get(k) == v for k, v in attrs.items())
+        )
+
+
+def write_hostile(logdir: Path) -> None:
+    # tensorboardX cleans tags, so the markup tags are hand-built Events (TF1 writes them as is).
+    run = logdir / "evil" / HOSTILE_RUN
+    pixels = np.zeros((2, 2, 3), np.uint8)
+    with SummaryWriter(str(run), flush_secs=3600) as writer:
+        writer.add_text("note", HOSTILE_TEXT, 0)
+        writer.add_image("picture", pixels, 0, dataformats="HWC")
+        writer.add_hparams({"optimizer": HOSTILE_PARAM}, {"hparam/score": 1.0})
+    events = [
+        summary_event(step, W0 + step, [simple_value(HOSTILE_TAG, step)]) for step in range(3)
+    ]
+    write_events(run / event_file_name(W0, suffix=".markup"), events)
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    base = tmp_path_factory.mktemp("report")
+    store = build_store(base, StoreFactory("sqlite", None))
+    write_hostile(base / "evil_logs")
+    assert tbconvert.convert(base / "evil_logs", store, progress=False).exit_code == 0
+    return store
+
+
+@pytest.fixture(scope="module")
+def page(store_path: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Page]:
+    target = tmp_path_factory.mktemp("page") / "report.html"
+    result = CliRunner().invoke(cli, ["report", "--store", store_path, "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    text = target.read_text(encoding="utf-8")
+    return text, Page(text)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_nothing_is_loaded_from_anywhere(page: tuple[str, Page]) -> None:
+    text, parsed = page
+    names = {name for name, _ in parsed.elements}
+    assert not names & {"script", "link", "iframe", "object", "embed", "base"}
+    for name, attrs in parsed.elements:
+        assert not any(key.startswith("on") for key in attrs), (name, attrs)
+        if "src" in attrs:
+            assert (attrs["src"] or "").startswith("data:image/"), (name, attrs)
+        if "href" in attrs and name == "a":
+            assert (attrs["href"] or "").startswith("#"), attrs
+    assert "url(" not in text and "@import" not in text
+    assert text.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in text
+
+
+def test_strings_from_logs_are_text_not_markup(page: tuple[str, Page]) -> None:
+    text, parsed = page
+    data = "\n".join(parsed.texts)
+    for hostile in (HOSTILE_RUN, HOSTILE_TAG, HOSTILE_TEXT, HOSTILE_PARAM):
+        assert hostile in data  # shown, as text
+        assert hostile not in text  # never written raw
+    assert parsed.count("img", src="x") == 0
+    assert parsed.count("b") == 0 and parsed.count("iframe") == 0
+
+
+def test_runs_table_has_hparams_and_final_metrics(page: tuple[str, Page]) -> None:
+    text, _ = page
+    table = text.split('<section id="runs">', 1)[1].split("</section>", 1)[0]
+    groups, names = table.split("<tbody>")[0].split("<tr>")[1:3]
+    header = re.findall(r"<th>(.*?)</th>", names)
+    assert header[:2] == ["run", "group"]
+    # Hyper-parameters, then last values: run_1 logs a scalar "lr" besides the sweep's hparam.
+    spans = [int(n) for n in re.findall(r'colspan="(\d+)"', groups)]
+    assert "hyper-parameters" in groups and "last value" in groups and sum(spans) == len(header)
+    keys, tags = header[2 : 2 + spans[1]], header[2 + spans[1] :]
+    assert keys == ["batch_size", "lr", "optimizer"] and {"accuracy", "loss", "lr"} <= set(tags)
+    rows = {
+        re.sub("<.*?>", "", cells[0]): [re.sub("<.*?>", "", c) for c in cells]
+        for cells in (re.findall(r"<td[^>]*>(.*?)</td>", row) for row in table.split("<tr>")[3:])
+    }
+    header = ["run", "group", *(f"param {k}" for k in keys), *tags]
+    for run, (lr, optimizer, final, _) in SWEEP.items():
+        cells = dict(zip(header, rows[f"sweep/{run}"], strict=True))
+        assert float(cells["param lr"]) == lr and cells["param optimizer"] == optimizer
+        assert float(cells["accuracy"]) == pytest.approx(final, rel=1e-5)
+    assert rows["sweep/lr_1.0"][header.index("loss")] == "NaN"  # its last loss
+
+
+def test_one_chart_per_scalar_tag_with_a_line_per_series(
+    page: tuple[str, Page], store_path: str
+) -> None:
+    text, parsed = page
+    series = view_rows(store_path, "SELECT tag, count(*) FROM v_last_scalars GROUP BY tag")
+    assert parsed.count("svg") == len(series)
+    charts = text.split('<section id="scalars">', 1)[1].split("</section>", 1)[0]
+    cards = charts.split("<figure>")[1:]
+    assert len(cards) == len(series)
+    by_tag = dict(series)
+    for card in cards:
+        caption = re.search(r"<figcaption>(.*?)</figcaption>", card)
+        assert caption is not None
+        tag = Page(caption.group(1)).texts[0]
+        assert card.count('<g class="line">') == by_tag[tag], tag
+
+
+def test_images_are_the_last_steps_bytes(page: tuple[str, Page], store_path: str) -> None:
+    _, parsed = page
+    sources = [attrs["src"] or "" for name, attrs in parsed.elements if name == "img"]
+    shown = sorted(base64.b64decode(src.split(",", 1)[1]) for src in sources)
+    expected = sorted(
+        bytes(data)
+        for (data,) in view_rows(
+            store_path,
+            "SELECT i.data FROM v_images AS i WHERE i.step = (SELECT max(step) FROM v_images "
+            "AS j WHERE j.run_id = i.run_id AND j.context = i.context AND j.tag = i.tag)",
+        )
+    )
+    assert shown == expected and len(shown) == len(SWEEP) + 1
+
+
+def test_texts_show_the_last_text(page: tuple[str, Page]) -> None:
+    _, parsed = page
+    assert "Diverged at step 6" in parsed.texts
+
+
+def test_filters_and_errors(store_path: str, tmp_path: Path) -> None:
+    target = tmp_path / "sweep.html"
+    with tbconvert.open_store(store_path) as store:
+        shown = report(store, str(target), run="sweep/*", tag=["loss", "samples"])
+    assert shown == {"runs": 3, "charts": 1, "images": 3, "texts": 0}
+    assert Page(target.read_text()).count("svg") == 1
+    assert invoke("report", "--store", store_path, "-o", str(tmp_path / "r.txt")).exit_code == 2
+    missing = invoke("report", "--store", store_path, "--run", "nope", "-o", str(target))
+    assert missing.exit_code == 2 and "sweep/lr_0.1" in missing.stderr

@@ -1,0 +1,288 @@
+"""A stateful property test of SPEC §7: over random histories, one plain conversion leaves the
+store equal to a clean conversion of the logdir as it is now.
+
+Rules grow files by any number of bytes (cutting records anywhere), truncate, replace, touch,
+delete and add files and runs, rename run directories, and convert with random ``--plugins``,
+``--tag``, ``--exclude-tag``, ``--run``, ``--flat`` and ``--jobs``, sometimes stopped right
+after a random commit.  The check (a rule, and the end of every history) runs one plain
+conversion in a mode and compares every view, and the state of every present file, with a
+clean conversion into a fresh store in that mode; rows of deleted files (kept as ``gone``) are
+left out of the comparison.
+
+Bounded for CI; ``pytest --hypothesis-profile=invariant-long`` runs long histories.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from tensorboard.summary.writer.record_writer import RecordWriter
+
+from tbconvert import convert
+from tbconvert.reading import chunks
+from tbconvert.writing.writer import StoreWriter
+from tests.conftest import REAL_BY_RECORD_BYTES
+from tests.conversion.test_invariant import Crash, text_value
+from tests.support.eventfiles import file_version_event, simple_value, summary_event
+from tests.support.snapshots import (
+    StoreFactory,
+    connect,
+    rows,
+    view_rows,
+    views_without_gone,
+    without_run_ids,
+)
+
+# Directories files go into: the logdir and a group (orphans), runs, contexts, a nested run (a
+# context by default, a run with --flat); renamed run directories get the names of RENAMES.
+DIRECTORIES = ("", "grp", "r0", "r1", "r1/train", "grp/r2", "grp/r3", "grp/r3/eval/deep", "r1/eval")
+RENAMES = {"r0": "r9", "r9": "r0", "grp": "grq", "grq": "grp"}
+NAMES = ("events.out.tfevents.1.h", "events.out.tfevents.2.h", "events.out.tfevents.3.h")
+CHUNK_POINTS = 7
+SELECTIONS = st.fixed_dictionaries(
+    {},
+    optional={
+        "plugins": st.sampled_from([["scalars"], ["text"], ["scalars", "text"], ["images"]]),
+        "tags": st.sampled_from([["loss"], ["l*"], ["notes", "acc"]]),
+        "exclude_tags": st.sampled_from([["acc"], ["*s"]]),
+        "runs": st.sampled_from([["r*"], ["grp*"], ["r1"]]),
+    },
+)
+FILE_COLUMNS = (
+    "f.path, r.run_path, c.name, f.status, f.size, f.mtime_ns, f.head_digest, "
+    "f.offset_consumed, f.records, f.damaged_records, f.selection"
+)
+histories = [0]
+INVARIANT_LONG = "invariant-long"
+
+
+def records(seed: int, count: int, first: bool) -> bytes:
+    """``count`` framed Events: steps that repeat and go back, scalars and text."""
+    rng = random.Random(seed)
+    buffer = io.BytesIO()
+    writer = RecordWriter(buffer)
+    if first:
+        writer.write(file_version_event(1e9 + seed % 1000).SerializeToString())
+    for _ in range(count):
+        values = []
+        if rng.random() < 0.8:
+            values.append(simple_value("loss", rng.choice([rng.random(), float("nan"), 1.0])))
+        if rng.random() < 0.5:
+            values.append(simple_value("acc", rng.random()))
+        if rng.random() < 0.3:
+            values.append(text_value("notes", f"n{rng.randrange(5)}"))
+        event = summary_event(rng.randrange(12), 1e9 + rng.randrange(100), values)
+        writer.write(event.SerializeToString())
+    return buffer.getvalue()
+
+
+@contextmanager
+def crash_after(commits: int | None) -> Iterator[None]:
+    """Stop the conversion right after its ``commits``-th commit (None: never)."""
+    if commits is None:
+        yield
+        return
+    original = StoreWriter.transaction
+    made = [0]
+
+    @contextmanager
+    def transaction(writer: StoreWriter) -> Iterator[None]:
+        with original(writer):
+            yield
+        made[0] += 1
+        if made[0] == commits:
+            raise Crash
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(StoreWriter, "transaction", transaction)
+        with suppress(Crash):
+            yield
+
+
+def file_rows(store: str) -> list[tuple[Any, ...]]:
+    with connect(store) as connection:
+        return sorted(
+            rows(
+                connection,
+                f"SELECT {FILE_COLUMNS} FROM event_files AS f JOIN runs AS r ON r.id = f.run_id "
+                "JOIN contexts AS c ON c.id = f.context_id WHERE f.status <> 'gone'",
+            ),
+            key=repr,
+        )
+
+
+class History(RuleBasedStateMachine):
+    """One logdir and one store, through a random history."""
+
+    factory: ClassVar[StoreFactory]
+
+    def __init__(self) -> None:
+        super().__init__()
+        histories[0] += 1
+        self.root = Path(tempfile.mkdtemp(prefix="tbconvert-history-"))
+        self.logdir = self.root / "logs"
+        self.logdir.mkdir()
+        self.store = self.factory(self.root, "history")
+        # What each file's writer has written, of which the file holds a prefix.
+        self.written: dict[str, bytes] = {}
+        self.cleans = 0
+        self.final_flat = False
+
+    @initialize(flat=st.booleans())
+    def choose_final_mode(self, flat: bool) -> None:
+        self.final_flat = flat
+
+    def _write(self, path: str, length: int) -> None:
+        target = self.logdir / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(self.written[path][:length])
+
+    def _size(self, path: str) -> int:
+        return (self.logdir / path).stat().st_size
+
+    @rule(
+        directory=st.sampled_from(DIRECTORIES),
+        name=st.sampled_from(NAMES),
+        seed=st.integers(0, 2**31),
+        count=st.integers(0, 30),
+        cut=st.integers(0, 40),
+    )
+    def add_or_replace_file(
+        self, directory: str, name: str, seed: int, count: int, cut: int
+    ) -> None:
+        path = f"{directory}/{name}" if directory else name
+        for old, new in RENAMES.items():  # a renamed run's directory
+            if path.startswith(old + "/") and any(p.startswith(new + "/") for p in self.written):
+                path = new + path[len(old) :]
+                break
+        self.written[path] = records(seed, count, first=True)
+        self._write(path, max(len(self.written[path]) - cut, 0))
+
+    @precondition(lambda self: self.written)
+    @rule(data=st.data(), seed=st.integers(0, 2**31), count=st.integers(0, 20))
+    def grow(self, data: st.DataObject, seed: int, count: int) -> None:
+        path = data.draw(st.sampled_from(sorted(self.written)))
+        self.written[path] += records(seed, count, first=False)
+        size = self._size(path)
+        self._write(path, data.draw(st.integers(size, len(self.written[path]))))
+
+    @precondition(lambda self: self.written)
+    @rule(data=st.data())
+    def truncate(self, data: st.DataObject) -> None:
+        path = data.draw(st.sampled_from(sorted(self.written)))
+        self._write(path, data.draw(st.integers(0, self._size(path))))
+
+    @precondition(lambda self: self.written)
+    @rule(data=st.data())
+    def touch(self, data: st.DataObject) -> None:
+        path = self.logdir / data.draw(st.sampled_from(sorted(self.written)))
+        stat = path.stat()
+        path.touch()
+        if path.stat().st_mtime_ns == stat.st_mtime_ns:
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+
+    @precondition(lambda self: self.written)
+    @rule(data=st.data())
+    def delete(self, data: st.DataObject) -> None:
+        path = data.draw(st.sampled_from(sorted(self.written)))
+        (self.logdir / path).unlink()
+        del self.written[path]
+
+    @rule(old=st.sampled_from(sorted(RENAMES)))
+    def rename_run_directory(self, old: str) -> None:
+        new = RENAMES[old]
+        if not (self.logdir / old).exists() or (self.logdir / new).exists():
+            return
+        (self.logdir / old).rename(self.logdir / new)
+        self.written = {
+            (new + path[len(old) :] if path.startswith(old + "/") else path): content
+            for path, content in self.written.items()
+        }
+
+    @rule(
+        selection=SELECTIONS,
+        flat=st.booleans(),
+        jobs=st.sampled_from([1, 1, 2]),
+        crash=st.none() | st.integers(1, 40),
+        full=st.booleans(),
+        batches=st.booleans(),
+    )
+    def convert_some_way(
+        self,
+        selection: dict[str, Any],
+        flat: bool,
+        jobs: int,
+        crash: int | None,
+        full: bool,
+        batches: bool,
+    ) -> None:
+        # Small files read in batches (small_files), or each on its own as the suite does.
+        by_record_bytes = REAL_BY_RECORD_BYTES if batches else chunks._BY_RECORD_BYTES
+        with crash_after(crash), pytest.MonkeyPatch.context() as patch:
+            patch.setattr(chunks, "_BY_RECORD_BYTES", by_record_bytes)
+            convert(
+                self.logdir,
+                self.store,
+                flat=flat,
+                jobs=jobs,
+                full=full and crash is None,
+                chunk_points=CHUNK_POINTS,
+                progress=False,
+                **selection,
+            )
+
+    @rule(flat=st.booleans())
+    def plain_run_equals_a_clean_one(self, flat: bool) -> None:
+        self._check(flat)
+
+    def teardown(self) -> None:
+        try:
+            self._check(self.final_flat)
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _check(self, flat: bool) -> None:
+        convert(self.logdir, self.store, flat=flat, progress=False)
+        self.cleans += 1
+        clean = self.factory(self.root, f"clean{self.cleans}")
+        convert(self.logdir, clean, flat=flat, progress=False)
+        assert without_run_ids(views_without_gone(self.store)) == without_run_ids(view_rows(clean))
+        assert file_rows(self.store) == file_rows(clean)
+
+
+def test_any_history_then_a_plain_run_equals_a_clean_conversion(
+    make_store: StoreFactory,
+) -> None:
+    long = settings.default is settings.get_profile(INVARIANT_LONG)
+    examples = {"sqlite": 40, "postgresql": 8}[make_store.backend]
+    History.factory = make_store
+    before = histories[0]
+    run_state_machine_as_test(
+        History,
+        settings=settings(
+            settings.default,
+            max_examples=settings.default.max_examples if long else examples,
+            stateful_step_count=settings.default.stateful_step_count if long else 12,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
+    print(f"histories run ({make_store.backend}): {histories[0] - before}")

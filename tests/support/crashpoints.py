@@ -1,0 +1,84 @@
+"""Kill a conversion at one commit boundary, from outside the product's code path.
+
+Run as ``python -m tests.support.crashpoints JOBS.json RESULTS.json``.  JOBS is a list of
+``{"logdir", "store", "commit", "when", "options"}``; for each, the driver forks a child that
+wraps :meth:`StoreWriter.transaction` (the converter's only commits) and converts; the child
+ends itself with ``os._exit(9)`` right before (``when="before"``: the transaction never
+commits) or right after (``"after"``) its ``commit``-th commit, as ``kill -9`` would.  A
+``commit`` of 0 never crashes: the child exits 0 and reports how many commits a whole
+conversion makes.  RESULTS gets, per job, the child's exit status and the commits it made.
+
+Forking a driver that has imported the converter once keeps a crash a few milliseconds, so a
+test can afford one at every commit of a conversion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+CRASHED = 9
+
+
+def _crash_in_child(job: dict[str, Any], report: int) -> None:
+    from tbconvert import convert
+    from tbconvert.writing.writer import StoreWriter
+
+    target, when = int(job["commit"]), job["when"]
+    original = StoreWriter.transaction
+    made = [0]
+
+    @contextmanager
+    def transaction(writer: StoreWriter) -> Iterator[None]:
+        number = made[0] + 1
+        with original(writer):
+            yield
+            if number == target and when == "before":
+                os.write(report, str(made[0]).encode())
+                os._exit(CRASHED)
+        made[0] = number
+        if number == target and when == "after":
+            os.write(report, str(made[0]).encode())
+            os._exit(CRASHED)
+
+    StoreWriter.transaction = transaction  # type: ignore[method-assign]
+    convert(job["logdir"], job["store"], progress=False, **job.get("options", {}))
+    os.write(report, str(made[0]).encode())
+    os._exit(0)
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Fork, crash as the job says, and return the child's exit status and commits made."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            _crash_in_child(job, write_end)
+        except BaseException as error:  # a failure, not a crash: say so and die
+            os.write(2, f"crashpoints child: {error!r}\n".encode())
+            os._exit(70)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        commits = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    return {"exit": os.waitstatus_to_exitcode(status), "commits": int(commits or -1)}
+
+
+def main(jobs_path: str, results_path: str) -> None:
+    """Run every job of the file in order; write their results."""
+    import tbconvert.conversion.pipeline  # noqa: F401  (imported once, before forking)
+
+    with open(jobs_path) as handle:
+        jobs = json.load(handle)
+    results = [run_job(job) for job in jobs]
+    with open(results_path, "w") as handle:
+        json.dump(results, handle)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
