@@ -1,8 +1,9 @@
 """The ``tbconvert`` command line: parse, call the library, render.  Nothing else lives here.
 
-The group and the options commands share are in ``group``; the commands are in ``convert``
-(tf), ``inspect`` (runs, show, hparams, export, datasette-metadata), ``look`` (plot, report,
-serve) and ``db``, and all text rendering in ``render``.  Library modules are imported
+The group and the options commands share are in ``group``; each command family has a module
+named after it: ``convert`` (tf, tensorboard), ``runs`` (runs, show), ``hparams``, ``export``
+(export, datasette-metadata), ``plot`` (plot, report), ``serve`` and ``db``.  All text
+rendering is in ``render``.  Library modules are imported
 inside commands, so ``--help`` starts fast.
 
 Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error, 3 finished but damaged
@@ -19,10 +20,10 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Importing a command module registers its commands on the group.
-from tbconvert.cli import convert, db, inspect, look
+from tbconvert.cli import convert, db, export, hparams, plot, runs, serve
 from tbconvert.cli.group import cli, end_process
 
-__all__ = ["cli", "convert", "db", "inspect", "look", "main"]
+__all__ = ["cli", "convert", "db", "export", "hparams", "main", "plot", "runs", "serve"]
 
 
 def main() -> None:

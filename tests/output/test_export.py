@@ -24,7 +24,7 @@ from tensorboardX import SummaryWriter
 import tbconvert
 from tbconvert import convert
 from tbconvert.cli import cli
-from tbconvert.cli.inspect import EXPORT_FORMATS, EXPORT_KINDS
+from tbconvert.cli.export import EXPORT_FORMATS, EXPORT_KINDS
 from tbconvert.output import export
 from tests.query.test_read_api import STEPS, SWEEP, build_store, view_rows
 from tests.support.snapshots import StoreFactory

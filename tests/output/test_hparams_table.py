@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 import tbconvert
 from tbconvert.cli import cli
-from tbconvert.cli.inspect import AGGREGATES
+from tbconvert.cli.hparams import AGGREGATES
 from tbconvert.errors import UsageError
 from tbconvert.output.hparams import hparams_rows, sort_rows
 from tbconvert.query import tables

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from PIL import Image
 
 from tbconvert.cli import cli
-from tbconvert.cli.look import X_AXES
+from tbconvert.cli.plot import X_AXES
 from tbconvert.errors import UsageError
 from tbconvert.output import plot as library
 from tests.query.test_read_api import build_store

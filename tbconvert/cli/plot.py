@@ -1,4 +1,4 @@
-"""Commands that show runs rather than list them: ``plot``, ``report`` and ``serve``."""
+"""``tbconvert plot`` (a chart file) and ``tbconvert report`` (one offline HTML page)."""
 
 from __future__ import annotations
 
@@ -120,30 +120,3 @@ def report(store: str, run_globs: tuple[str, ...], tag_globs: tuple[str, ...], o
             f"{shown['texts']} texts",
             err=True,
         )
-
-
-@cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
-@store_option
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on (0.0.0.0 shares the store with your network).",
-)
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=8001, show_default=True, help="Port."
-)
-def serve(store: str, host: str, port: int) -> None:
-    """Browse the store in datasette, with labels, facets and canned queries (the serve extra).
-
-    \b
-    Example:
-      tbconvert serve --store runs.db
-      tbconvert serve --store runs.db --port 8080
-    """
-    from tbconvert.output import serve as library
-
-    def run(opened: Any) -> None:
-        library.serve(opened, host, port, announce=lambda line: click.echo(line, err=True))
-
-    read_store(store, run)

@@ -1,0 +1,99 @@
+"""``tbconvert hparams``: one row per hparams session, params and metrics as columns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from tbconvert.cli.group import (
+    CONTEXT_SETTINGS,
+    EXIT_CODES_EPILOG,
+    F,
+    cli,
+    echo_data,
+    read_store,
+    run_option,
+    store_option,
+)
+
+# Kept in step with tbconvert.query.tables.AGGREGATES by a test (the library is imported
+# lazily, for start-up time).
+AGGREGATES = ("last", "min", "max")
+HPARAMS_FORMATS = ("table", "csv", "json", "jsonl")
+
+
+def metric_options(function: F) -> F:
+    """``--metric TAG`` (repeatable) and ``--agg``: the metric columns of an hparams table."""
+    function = click.option(
+        "--agg",
+        type=click.Choice(AGGREGATES),
+        default="last",
+        show_default=True,
+        help="Each metric's last value (highest step), or its min or max over the run.",
+    )(function)
+    return click.option(
+        "--metric",
+        "metrics",
+        multiple=True,
+        metavar="TAG",
+        help="A scalar tag whose value becomes a column (repeatable).",
+    )(function)
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@store_option
+@run_option
+@metric_options
+@click.option(
+    "--sort",
+    metavar="COLUMN",
+    help="Sort on this column (a param or metric); -COLUMN sorts descending. Empty cells last.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(HPARAMS_FORMATS),
+    default="table",
+    show_default=True,
+    help="An aligned table, CSV, one JSON array, or JSON lines.",
+)
+def hparams(
+    store: str,
+    run_globs: tuple[str, ...],
+    metrics: tuple[str, ...],
+    agg: str,
+    sort: str | None,
+    fmt: str,
+) -> None:
+    """Compare hyper-parameters: one row per hparams session, params and metrics as columns.
+
+    \b
+    Example:
+      tbconvert hparams --store runs.db --metric accuracy --sort=-accuracy
+      tbconvert hparams --store runs.db --metric loss --agg min --format csv > sweep.csv
+    """
+    from tbconvert.cli.render import render_table
+    from tbconvert.output.hparams import hparams_rows
+
+    columns, rows = read_store(
+        store, lambda opened: hparams_rows(opened, metrics, run_globs, agg, sort)
+    )
+    if fmt != "table":
+        echo_data(_text_of(columns, rows, fmt).rstrip("\n"))
+    elif rows:
+        echo_data(render_table(columns, rows))
+    else:
+        click.echo(
+            "no hparams sessions (add_hparams or the hparams plugin) in this store", err=True
+        )
+
+
+def _text_of(columns: list[str], rows: list[list[Any]], fmt: str) -> str:
+    import io
+
+    from tbconvert.output import export
+
+    out = io.StringIO()
+    export.write_rows(columns, rows, out, fmt)
+    return out.getvalue()

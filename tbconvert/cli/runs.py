@@ -1,0 +1,56 @@
+"""``tbconvert runs`` and ``tbconvert show``: what a store holds, run by run."""
+
+from __future__ import annotations
+
+import click
+
+from tbconvert.cli.group import (
+    CONTEXT_SETTINGS,
+    EXIT_CODES_EPILOG,
+    cli,
+    echo_data,
+    json_option,
+    read_store,
+    run_option,
+    store_option,
+)
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@store_option
+@run_option
+@json_option
+def runs(store: str, run_globs: tuple[str, ...], as_json: bool) -> None:
+    """List the runs of a store: group, contexts, series and point counts, params.
+
+    \b
+    Example:
+      tbconvert runs --store logs.db
+      tbconvert runs --store logs.db --run 'sweep/*' --json | jq '.[].run_path'
+    """
+    from tbconvert.cli.render import render_runs
+    from tbconvert.output import export
+
+    rows = read_store(store, lambda opened: opened.runs(run_globs))
+    echo_data(export.dumps(rows) if as_json else render_runs(rows))
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@click.argument("run")
+@store_option
+@json_option
+def show(run: str, store: str, as_json: bool) -> None:
+    """Show one run: series per plugin with step ranges and last values, params, files.
+
+    RUN is the run's path relative to its logdir (as `tbconvert runs` lists it), or its id.
+
+    \b
+    Example:
+      tbconvert show group_1/run_2 --store logs.db
+      tbconvert show run_1 --store logs.db --json | jq '.series[] | {tag, last_value}'
+    """
+    from tbconvert.cli.render import render_run
+    from tbconvert.output import export
+
+    detail = read_store(store, lambda opened: opened.describe(run))
+    echo_data(export.dumps(detail) if as_json else render_run(detail))

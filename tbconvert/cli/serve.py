@@ -1,0 +1,42 @@
+"""``tbconvert serve``: datasette over the store, with tbconvert's metadata."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from tbconvert.cli.group import (
+    CONTEXT_SETTINGS,
+    EXIT_CODES_EPILOG,
+    cli,
+    read_store,
+    store_option,
+)
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@store_option
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (0.0.0.0 shares the store with your network).",
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8001, show_default=True, help="Port."
+)
+def serve(store: str, host: str, port: int) -> None:
+    """Browse the store in datasette, with labels, facets and canned queries (the serve extra).
+
+    \b
+    Example:
+      tbconvert serve --store runs.db
+      tbconvert serve --store runs.db --port 8080
+    """
+    from tbconvert.output import serve as library
+
+    def run(opened: Any) -> None:
+        library.serve(opened, host, port, announce=lambda line: click.echo(line, err=True))
+
+    read_store(store, run)
