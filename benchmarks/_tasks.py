@@ -248,7 +248,7 @@ def rewrite(store: str, new_db: str) -> dict[str, Any]:
 
 def _insert_rows(db: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
     """Plain INSERTs of up to 100 rows a statement (999 parameters at most), then one a
-    statement for the rest: how tbconvert's writer binds points (``store.bulk``)."""
+    statement for the rest: how tbconvert binds points (``writing.sqlite``)."""
     width = len(rows[0])
     per = max(1, min(100, 999 // width))
     one = f"({', '.join('?' * width)})"

@@ -1,6 +1,6 @@
 """Getting data out of a store into files: CSV, JSON, JSON lines, Parquet, image files.
 
-Long-format rows are those of the public views (``store.query.rows``), streamed series by
+Long-format rows are those of the public views (``query.tables.rows``), streamed series by
 series, so a CSV or JSON export needs little memory whatever the store's size (Parquet and the
 ``--wide`` step x series table are built in memory).  The format comes from the file's
 extension, so a typo never writes CSV into ``results.xlsx``.

@@ -94,7 +94,7 @@ class Series(Base):
 
 class SeriesSummary(Base):
     """What a series holds in one point table, kept exact by the writer in the transaction
-    of the points (``store.summaries``): counts, step and wall-time ranges, the last point
+    of the points (``writing.series_summaries``): counts, step and wall-time ranges, the last point
     (key, wall time, scalar value), and for scalars the value range.  ``v_series`` and
     ``v_last_scalars`` read it, so neither scans a point table."""
 

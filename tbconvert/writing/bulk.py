@@ -1,19 +1,6 @@
-"""Per-backend bulk writes behind the one writer (alembic's ``Impl`` per dialect, in small).
-
-* :class:`SqliteBulk`: driver-level ``executemany`` of ``INSERT ... ON CONFLICT DO NOTHING``,
-  a hundred rows a statement; the block path's packed scalars go through a narrower one;
-  foreign keys are not enforced on the converter's own connection (see
-  :meth:`SqliteBulk.on_connect`).
-* :class:`PostgresBulk`: binary COPY.  Rows the store may already hold (a file read again
-  from its start under a wider selection) go through a staging table and one idempotent
-  ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``, as COPY cannot skip stored rows.  Rows
-  the writer knows to be new (*fresh*: read past the file's committed offset, in the
-  transaction that holds the run's advisory lock, or after the file's points were deleted)
-  cannot conflict and are copied straight into the point table: half the server's work
-  (issue #14).  Where the role may, the point tables' foreign keys are checked once per
-  chunk instead of once per row (``store.keys``): the other half.  NaN becomes NULL on the
-  way in either case, which SQLite does by itself and PostgreSQL does not (``value IS NULL``
-  means NaN on both backends).
+"""What the one writer asks of a backend's bulk writes (alembic's ``Impl`` per dialect, in
+small): :class:`Bulk`, which ``sqlite.SqliteBulk`` and ``postgres.PostgresBulk`` implement,
+and the helpers both use.
 
 Points bypass the ORM and SQLAlchemy's parameter processing (5x slower on this path): rows
 are tuples handed to the DBAPI cursor.
@@ -21,212 +8,55 @@ are tuples handed to the DBAPI cursor.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from itertools import chain
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any, Protocol
 
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
-from tbconvert.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch, in_key_order
-from tbconvert.store.engine import advisory_key, sqlite_path
-from tbconvert.writing import pg_copy, pg_foreign_keys
-from tbconvert.writing.sqlite_checkpoints import WRITER_AUTOCHECKPOINT_PAGES, Checkpointer
-from tbconvert.writing.statements import LOCK, Statements, insert_many
+from tbconvert.rows import InsertRows, Row
+from tbconvert.writing.statements import Statements
 
-# PostgreSQL's deadlock_detected and serialization_failure.
 _RETRY_SQLSTATES = frozenset({"40P01", "40001"})
 
 
-class SqliteBulk:
-    """Bulk writes into a SQLite store."""
+class Bulk(Protocol):
+    """A backend's bulk writes and the hooks the writer calls around its transactions."""
 
-    shared = False
-
-    def __init__(self, engine: Engine) -> None:
-        """Args: the store's engine."""
-        self._path = sqlite_path(str(engine.url))
-        self._checkpointer = None if self._path is None else Checkpointer(self._path)
-        self.waiting_on_server: Callable[[], None] = _nothing  # never: no server
+    # True for a server that other converters may write to at the same time.
+    shared: bool
+    # Called before a write that waits on a server (see StoreWriter.call_when_waiting_on_server).
+    waiting_on_server: Callable[[], None]
 
     def on_connect(self, dbapi: Any) -> None:
-        """Every parent row a point refers to (series, file) is made by this writer, in the
-        transaction that inserts the point, so enforcing the keys here would only check the
-        writer's own ids, at a sixth of the insert's cost (reference/run_store.md §2.6).  The
-        keys stay declared and every other connection enforces them; this one is closed,
-        never pooled (:meth:`on_close`).  Set outside a transaction: SQLite ignores the
-        pragma inside one.  The log is copied into the database by a thread
-        (:mod:`tbconvert.writing.sqlite_checkpoints`), not by this connection's commits."""
-        dbapi.execute("PRAGMA foreign_keys = OFF")
-        dbapi.execute(f"PRAGMA wal_autocheckpoint = {WRITER_AUTOCHECKPOINT_PAGES}")
+        """Set up the writer's own connection."""
 
     def after_commit(self) -> None:
-        """A transaction of points committed: have its pages copied into the file."""
-        if self._checkpointer is not None:
-            self._checkpointer.after_commit()
+        """A transaction of points committed."""
 
     def on_close(self, conn: Connection) -> None:
-        """Stop checkpointing; discard the connection rather than pool it with foreign keys
-        off (SQLite checkpoints what is left when the last connection closes)."""
-        if self._checkpointer is not None:
-            self._checkpointer.close()
-        conn.invalidate()
+        """The writer closes its connection."""
 
     def text_value(self, value: str | None) -> str | None:
-        """SQLite keeps any text as it is."""
-        return value
+        """Text as the backend can hold it."""
 
     def lock_runs(self, statements: Statements, source: str, run_paths: Collection[str]) -> None:
-        """Nothing to do: SQLite's write lock, taken when the transaction begins, covers it."""
+        """Serialise the writers of these runs, where other writers may run."""
 
     def notices(self) -> list[str]:
-        """Nothing to tell: the converter's own connection never checks the keys."""
-        return []
+        """What the user should hear about this store's writes."""
 
     def is_busy(self) -> bool:
         """True when another process holds the store's write lock right now."""
-        if self._path is None:
-            return False
-        try:
-            probe = sqlite3.connect(self._path, timeout=0, isolation_level=None)
-        except sqlite3.Error:
-            return False  # the real connection reports the problem properly
-        try:
-            probe.execute("BEGIN IMMEDIATE")
-            probe.execute("ROLLBACK")
-            return False
-        except sqlite3.OperationalError:
-            return True
-        finally:
-            probe.close()
 
     def insert_points(self, dbapi: Any, table: str, rows: InsertRows, fresh: bool = False) -> int:
-        """Insert point rows, ignoring rows already stored from the same bytes (whether
-        ``fresh`` or not: SQLite checks the key either way); returns how many were new."""
-        into = f"INSERT INTO {table} ({', '.join(POINT_COLUMNS[table])})"
-        whole: Iterable[Row] = rows
-        count = len(rows)
-        inserted = 0
-        if isinstance(rows, (PackedRows, RowBatch)) and (blocks := rows.block_count()):
-            # The block path's rows, (series_id, step, [file_id,] record_offset, wall_time,
-            # value): value index 0, and one file's id, are literals of the statement.
-            file_id = str(int(rows.file_id)) if isinstance(rows, PackedRows) else "?"
-            values = f"(?, ?, {file_id}, ?, 0, ?, ?)"
-            inserted = insert_many(dbapi, into, values, rows.block_rows(), blocks)
-            whole, count = rows.general_rows(), count - blocks
-        if not count:
-            return inserted
-        marks = ", ".join(["?"] * len(POINT_COLUMNS[table]))
-        return inserted + insert_many(dbapi, into, f"({marks})", whole, count)
+        """Insert point rows, ignoring rows already stored; how many were new."""
 
     def insert_blobs(self, dbapi: Any, blobs: Sequence[tuple[str, int, bytes]]) -> None:
         """Insert (sha256, size, data) rows, ignoring stored ones."""
-        _executemany(
-            dbapi,
-            "INSERT INTO blobs (sha256, size, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            blobs,
-        )
 
 
-class PostgresBulk:
-    """Bulk writes into a PostgreSQL store, which other machines may write to as well."""
-
-    shared = True
-
-    def __init__(self, engine: Engine) -> None:
-        """Args: the store's engine."""
-        self.keys_per_chunk = False
-        self.role = ""
-        # Points whose keys the server checked one row at a time (see store.keys).
-        self.checked_per_row = 0
-        # Called before each COPY (see StoreWriter.call_when_waiting_on_server).
-        self.waiting_on_server: Callable[[], None] = _nothing
-
-    def on_connect(self, dbapi: Any) -> None:
-        """Learn whether this role may check the point tables' keys per chunk."""
-        self.keys_per_chunk, self.role = pg_foreign_keys.may_check_per_chunk(dbapi)
-
-    def after_commit(self) -> None:
-        """Nothing to do: the server writes its own log and checkpoints."""
-
-    def on_close(self, conn: Connection) -> None:
-        """Nothing to undo: the connection goes back to the pool as it came."""
-
-    def text_value(self, value: str | None) -> str | None:
-        """PostgreSQL text cannot hold U+0000: see :func:`server_text`."""
-        return server_text(value)
-
-    def lock_runs(self, statements: Statements, source: str, run_paths: Collection[str]) -> None:
-        """Hold the runs until the transaction ends: concurrent converters then never
-        interleave inside one run's rows.  In key order, one statement: two converters then
-        never hold one run each while waiting for the other's."""
-        keys = sorted({advisory_key("run", source, run_path) for run_path in run_paths})
-        if keys:
-            statements.run(LOCK, {"keys": keys})
-
-    def notices(self) -> list[str]:
-        """How to make the server faster, when it checked keys row by row."""
-        if not self.checked_per_row:
-            return []
-        return [pg_foreign_keys.per_row_notice(self.role, self.checked_per_row)]
-
-    def is_busy(self) -> bool:
-        """Never: converters on a server wait on row and advisory locks, not the store."""
-        return False
-
-    def insert_points(self, dbapi: Any, table: str, rows: InsertRows, fresh: bool = False) -> int:
-        """Insert point rows through COPY; unless ``fresh`` (none can be stored yet), through
-        a staging table that skips stored ones.  Returns how many were new."""
-        if not rows:
-            return 0
-        columns, types = POINT_COLUMNS[table], pg_copy.POINT_TYPES[table]
-        texts = [index for index, kind in enumerate(types) if kind == "text"]
-        data: Iterable[Row] | pg_copy.Stream = rows
-        if isinstance(rows, (PackedRows, RowBatch)) and rows.block_count():
-            # The packed ones in key order, as on SQLite: the key's index takes them faster;
-            # as one COPY stream written by NumPy where every field is of a fixed width.
-            stream = _binary_stream(rows, types)
-            data = (
-                stream
-                if stream is not None
-                else chain(rows.general_rows(), rows.block_table().tolist())
-            )
-        elif texts:
-            data = (_without_nul(row, texts) for row in rows)
-        with dbapi.cursor() as cursor:
-            per_chunk = self.keys_per_chunk and pg_foreign_keys.lock_parents(cursor, table, rows)
-        if not per_chunk:
-            self.checked_per_row += len(rows)
-        self.waiting_on_server()
-        if fresh:
-            _copy(dbapi, table, columns, types, data)
-            inserted = len(rows)  # COPY stores every row or fails
-        else:
-            inserted = _copy_new(dbapi, table, columns, types, data)
-        if per_chunk:
-            with dbapi.cursor() as cursor:
-                pg_foreign_keys.checks_back_on(cursor)
-        return inserted
-
-    def insert_blobs(self, dbapi: Any, blobs: Sequence[tuple[str, int, bytes]]) -> None:
-        """Insert (sha256, size, data) rows, ignoring stored ones."""
-        _executemany(
-            dbapi,
-            "INSERT INTO blobs (sha256, size, data) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-            blobs,
-        )
-
-
-Bulk = SqliteBulk | PostgresBulk
-
-
-def bulk_for(engine: Engine) -> Bulk:
-    """The bulk writer of the engine's backend."""
-    return PostgresBulk(engine) if engine.dialect.name == "postgresql" else SqliteBulk(engine)
-
-
-def _nothing() -> None:
-    pass
+def nothing() -> None:
+    """The default hook: nothing to do."""
 
 
 def is_transient(error: BaseException) -> bool:
@@ -235,87 +65,7 @@ def is_transient(error: BaseException) -> bool:
     return getattr(original, "sqlstate", None) in _RETRY_SQLSTATES
 
 
-def server_text(value: str | None) -> str | None:
-    """PostgreSQL text cannot hold U+0000: it is written as the four characters ``\\x00``,
-    the spelling already used for bytes that are not UTF-8 (SQLite keeps the character)."""
-    if value is None or "\x00" not in value:
-        return value
-    return value.replace("\x00", "\\x00")
-
-
-def _binary_stream(rows: PackedRows | RowBatch, types: Sequence[str]) -> pg_copy.Stream | None:
-    """The binary COPY stream of scalars rows, all of them in key order (see
-    :mod:`tbconvert.writing.pg_copy`); None when some field does not fit a fixed width."""
-    import numpy as np
-
-    table = rows.block_table()
-    general = list(rows.general_rows())
-    if general:
-        try:
-            made = np.array(general, dtype=table.dtype)
-        except (TypeError, ValueError, OverflowError):
-            return None  # written row by row, where the server says what is wrong
-        table = in_key_order(np.concatenate([table, made]))
-    return pg_copy.Stream(table, types) if pg_copy.encodable(table, types) else None
-
-
-def _write(copy: Any, types: Sequence[str], data: Iterable[Row] | pg_copy.Stream) -> None:
-    """Send rows to a binary COPY: a stream piece by piece, or row by row, NaN as NULL."""
-    if isinstance(data, pg_copy.Stream):
-        for piece in data.pieces():
-            copy.write(piece)
-        return
-    copy.set_types(types)
-    floats = [index for index, kind in enumerate(types) if kind == "float8"]
-    for row in _nan_as_null(data, floats):
-        copy.write_row(row)
-
-
-def _copy(
-    dbapi: Any,
-    table: str,
-    columns: tuple[str, ...],
-    types: Sequence[str],
-    data: Iterable[Row] | pg_copy.Stream,
-) -> None:
-    """COPY rows straight into a point table (none of them can be stored yet)."""
-    statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
-    with dbapi.cursor() as cursor, cursor.copy(statement) as copy:
-        _write(copy, types, data)
-
-
-def _copy_new(
-    dbapi: Any,
-    table: str,
-    columns: tuple[str, ...],
-    types: Sequence[str],
-    data: Iterable[Row] | pg_copy.Stream,
-) -> int:
-    """COPY rows into the session's staging table, then move the ones not stored yet into the
-    point table; returns how many it moved."""
-    names = ", ".join(columns)
-    stage = f"tbconvert_stage_{table}"
-    moved = ", ".join(
-        f"NULLIF({name}, 'NaN')" if kind == "float8" else name
-        for name, kind in zip(columns, types, strict=True)
-    )
-    with dbapi.cursor() as cursor:
-        # One staging table per session, emptied at every commit (a table per transaction
-        # would churn the system catalogs); made again if a rollback took it away.
-        cursor.execute(
-            f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} "
-            f"(LIKE {table} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-        )
-        cursor.execute(f"TRUNCATE {stage}")
-        with cursor.copy(f"COPY {stage} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
-            _write(copy, types, data)
-        cursor.execute(
-            f"INSERT INTO {table} ({names}) SELECT {moved} FROM {stage} ON CONFLICT DO NOTHING"
-        )
-        return int(cursor.rowcount)
-
-
-def _executemany(dbapi: Any, sql: str, rows: Iterable[Row]) -> int:
+def executemany(dbapi: Any, sql: str, rows: Iterable[Row]) -> int:
     """Run ``sql`` for every row; returns the rows it changed."""
     cursor = dbapi.cursor()
     try:
@@ -323,25 +73,3 @@ def _executemany(dbapi: Any, sql: str, rows: Iterable[Row]) -> int:
         return int(cursor.rowcount)
     finally:
         cursor.close()
-
-
-def _nan_as_null(rows: Iterable[Row], floats: list[int]) -> Iterator[Row]:
-    """The rows with NaN in float columns as None (NaN is the only float unequal to itself)."""
-    for row in rows:
-        if all(row[index] == row[index] for index in floats):
-            yield row
-            continue
-        values = list(row)
-        for index in floats:
-            if values[index] != values[index]:
-                values[index] = None
-        yield tuple(values)
-
-
-def _without_nul(row: Row, texts: list[int]) -> Row:
-    if not any(row[index] is not None and "\x00" in row[index] for index in texts):
-        return row
-    values = list(row)
-    for index in texts:
-        values[index] = server_text(values[index])
-    return tuple(values)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 TRAILER = struct.pack(">h", -1)
-# COPY type names (store.bulk) of fixed width: their big-endian NumPy dtype, and the same
+# COPY type names (writing.postgres) of fixed width: their big-endian NumPy dtype, and the same
 # as a struct format.
 FIXED = {"int4": ">i4", "int8": ">i8", "float8": ">f8"}
 _STRUCTS = {"int4": struct.Struct(">i"), "int8": struct.Struct(">q"), "float8": struct.Struct(">d")}

@@ -1,12 +1,11 @@
-"""The converter's one writing connection: get-or-create of runs, contexts and series,
-per-file incremental state and point inserts, all inside chunk transactions.
+"""The converter's one writing connection: runs, contexts and series got or created, per-file
+state and points inserted, all inside chunk transactions.
 
-Dialect-neutral: what differs between SQLite and PostgreSQL (bulk inserts, locks, text
-rules) is in ``store.bulk``.  ``ON CONFLICT DO NOTHING`` on the point tables' keys (source
-file and byte offset) makes re-reading the same bytes a no-op.  The points and new states
-of a transaction's files are staged and written when it ends (:meth:`StoreWriter.flush`),
-with, on SQLite, the runs, series and files it made (``store.identities``): a group of small
-files then costs one insert per table and one update of their states.
+Dialect-neutral: what differs between backends is a :class:`~tbconvert.writing.bulk.Bulk`
+(``sqlite``, ``postgres``).  ``ON CONFLICT DO NOTHING`` on the point keys (source file and
+byte offset) makes re-reading the same bytes a no-op.  A transaction's points, file states
+and, on SQLite, new runs, series and files (``identities``) are staged and written when it
+ends (:meth:`StoreWriter.flush`): a group of small files costs one insert per table.
 """
 
 from __future__ import annotations
@@ -33,8 +32,10 @@ from tbconvert.rows import (
 from tbconvert.store.file_states import FileState, KnownFile, file_rows, select_file_states
 from tbconvert.writing import series_summaries
 from tbconvert.writing import statements as sql
-from tbconvert.writing.bulk import bulk_for
+from tbconvert.writing.bulk import Bulk
 from tbconvert.writing.identities import Identities
+from tbconvert.writing.postgres import PostgresBulk
+from tbconvert.writing.sqlite import SqliteBulk
 from tbconvert.writing.statements import Statements
 
 # Series plugins that were not taken from a SummaryMetadata, so there is nothing to remember.
@@ -55,11 +56,11 @@ class StoreWriter:
         """Open the connection; SQLite transactions take the write lock when they begin."""
         self.engine = engine
         self.conn = engine.connect().execution_options(sqlite_begin="IMMEDIATE")
-        self.bulk = bulk_for(engine)
-        # A server store, which other machines may write to as well.
-        self.shared = self.bulk.shared
+        server = engine.dialect.name == "postgresql"
+        self.bulk: Bulk = PostgresBulk(engine) if server else SqliteBulk(engine)
+        self.shared = self.bulk.shared  # other machines may write to the store as well
         self.bulk.on_connect(self._dbapi())
-        # The per-file statements skip SQLAlchemy's statement layer (see store.statements).
+        # The per-file statements skip SQLAlchemy's statement layer (see writing.statements).
         self.statements = Statements(self._dbapi, pyformat=self.shared)
         # Alone on the store for a whole transaction, SQLite's writer gives ids itself.
         self.identities = Identities(

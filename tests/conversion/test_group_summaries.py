@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tbconvert import convert
-from tbconvert.writing.bulk import SqliteBulk
+from tbconvert.writing.sqlite import SqliteBulk
 from tests.support.eventfiles import event_file_name, simple_value, summary_event, write_events
 from tests.support.snapshots import assert_summaries_exact
 

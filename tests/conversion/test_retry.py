@@ -16,7 +16,7 @@ import pytest
 
 from tbconvert import convert
 from tbconvert.errors import StoreError
-from tbconvert.writing.bulk import PostgresBulk
+from tbconvert.writing.postgres import PostgresBulk
 from tests.support.eventfiles import simple_value, summary_event, write_events
 from tests.support.snapshots import StoreFactory, comparable_rows, file_states
 

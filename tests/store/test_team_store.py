@@ -236,7 +236,7 @@ def test_readme_team_commands_run_against_a_server(pg_server, tmp_path: Path) ->
         if line.startswith(("export ", "tbconvert ", "psql "))
     ]
     assert len(commands) == 4
-    # The admin's grant (the keys checked per chunk, store.keys) is valid as written.
+    # The admin's grant (the keys checked per chunk, writing.pg_foreign_keys) is valid as written.
     (grant,) = [line for line in admin.splitlines() if "GRANT" in line]
     pg_server.execute("CREATE ROLE tb LOGIN")
     pg_server.execute(grant.split("'")[1])

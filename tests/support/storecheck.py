@@ -79,8 +79,8 @@ def sqlite_problems(path: Path) -> list[str]:
 
 def server_problems(url: str) -> list[str]:
     """What points nowhere in one server database (the converter checks its points' keys
-    per chunk, ``store.keys``, and the (run, context) of a point's file and series are not
-    keys)."""
+    per chunk, ``writing.pg_foreign_keys``, and the (run, context) of a point's file and
+    series are not keys)."""
     import psycopg
 
     try:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tbconvert.rows import PACKED_ROW, LocalRows, PackedRows, RowBatch
 from tbconvert.store import migrate
-from tbconvert.writing.bulk import SqliteBulk
+from tbconvert.writing.sqlite import SqliteBulk
 from tbconvert.writing.statements import Statements, _positional_insert
 
 # (series_id, step, record_offset): a point's key in these tests (value index 0).

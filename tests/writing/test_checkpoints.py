@@ -1,4 +1,4 @@
-"""The writer's log is copied into the database file by a thread (``store.checkpoints``).
+"""The writer's log is copied into the database file by a thread (``writing.sqlite_checkpoints``).
 
 The writer's connection no longer checkpoints at SQLite's default threshold; a
 ``Checkpointer`` does it after each commit of points, from a connection of its own.  These

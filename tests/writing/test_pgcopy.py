@@ -1,4 +1,4 @@
-"""The binary COPY stream NumPy writes for a server's scalars (``store.pgcopy``).
+"""The binary COPY stream NumPy writes for a server's scalars (``writing.pg_copy``).
 
 The oracle is PostgreSQL itself: the stream is copied into a table of the point table's
 column types and read back, and must give every row as written, NaN as NULL (``value IS

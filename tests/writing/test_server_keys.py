@@ -1,4 +1,4 @@
-"""The point tables' foreign keys on a server (``store.keys``, issue #14).
+"""The point tables' foreign keys on a server (``writing.pg_foreign_keys``, issue #14).
 
 A role that may set ``session_replication_role`` has the converter check each chunk's keys
 in one statement, which also locks the parents as the server's triggers would; any other

@@ -1,5 +1,5 @@
 """SQLite's writer gives new runs, series and files their ids itself and inserts them when the
-transaction ends (``store.identities``, issue #14).  Over any history (the rules of
+transaction ends (``writing.identities``, issue #14).  Over any history (the rules of
 ``test_invariant_property``: files grown, cut, replaced, deleted, runs renamed, conversions
 under any options, stopped after any commit), the store it leaves is the one that inserting
 each row at once leaves: every table, id for id.
