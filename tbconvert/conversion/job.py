@@ -28,11 +28,11 @@ from tbconvert.conversion.commits import (
     extreme,
     file_status,
 )
+from tbconvert.conversion.options import ConvertOptions
 from tbconvert.conversion.plan import plan_files
 from tbconvert.conversion.sources import Origin, check_source, other_source
 from tbconvert.conversion.summary import FileProblem, Summary, progress_bar
 from tbconvert.conversion.workers import Decoding
-from tbconvert.filters import Selection
 from tbconvert.reading import discovery
 from tbconvert.reading.chunks import Chunk, FileTask, ReadSettings, bytes_to_read
 from tbconvert.rows import remap_to_store_ids
@@ -54,17 +54,16 @@ class Job:
         classification: discovery.Classification,
         origin: Origin,
         summary: Summary,
-        selection: Selection,
-        full: bool,
-        chunk_points: int,
+        options: ConvertOptions,
     ) -> None:
         self.writer = writer
         self.classification = classification
         self.origin = origin
         self.summary = summary
-        self.selection = selection
-        self.full = full
-        self.settings = ReadSettings(selection, chunk_points, full)
+        self.options = options
+        self.selection = options.selection
+        self.full = options.full
+        self.settings = ReadSettings(options.selection, options.chunk_points, options.full)
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()
@@ -72,18 +71,19 @@ class Job:
         self._runs: dict[str, discovery.RunSource] = {}
         self._position = Position()
 
-    def run(
-        self, progress: bool | None, prune: bool, notify: Callable[[str], Any], jobs: int = 1
-    ) -> None:
-        """Convert every changed file of the classification, then record the conversion."""
+    def run(self, prune: bool = True) -> None:
+        """Convert every changed file of the classification, then record the conversion;
+        ``prune``: mark stored files that are no longer in the logdir gone."""
         if self.writer.is_busy():
-            notify("another process is writing to the store; waiting for it to finish ...")
+            self.options.notify(
+                "another process is writing to the store; waiting for it to finish ..."
+            )
         tasks = self._plan()
         conversion_id = self._start_conversion()
         total = sum(bytes_to_read(task, self.settings) for task in tasks)
         try:
-            with progress_bar(total, enabled=progress) as bar:
-                self._apply_all(Decoding(tasks, self.settings, jobs), bar.update)
+            with progress_bar(total, enabled=self.options.progress) as bar:
+                self._apply_all(Decoding(tasks, self.settings, self.options.jobs), bar.update)
         except stopping.Interrupted as stop:
             stop.kept = (
                 f"every chunk committed before it ({self.committed_points} points this run, "

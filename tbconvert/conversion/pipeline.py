@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from tbconvert.conversion.job import Job
+from tbconvert.conversion.options import CHUNK_POINTS, ConvertOptions
 from tbconvert.conversion.plan import plan_files
 from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
 from tbconvert.errors import UsageError
-from tbconvert.filters import Selection
 from tbconvert.reading import discovery
 from tbconvert.store.engine import (
     DEFAULT_STORE,
@@ -29,7 +29,6 @@ from tbconvert.store.engine import (
 )
 from tbconvert.writing.writer import StoreWriter
 
-CHUNK_POINTS = 50_000
 # Allocations between two collections of the youngest generation while converting.
 _GC_YOUNGEST = 100_000
 
@@ -80,52 +79,59 @@ def convert(
         StoreError: the store cannot be opened, created or written, or ``source`` is taken
             on a shared server by another machine's logdir of the same path.
     """
+    options = ConvertOptions.of(
+        flat=flat,
+        skip_orphans=skip_orphans,
+        dry_run=dry_run,
+        full=full,
+        plugins=plugins,
+        runs=runs,
+        tags=tags,
+        exclude_tags=exclude_tags,
+        jobs=jobs,
+        source=source,
+        upgrade_store=upgrade_store,
+        progress=progress,
+        chunk_points=chunk_points,
+        notify=notify,
+    )
+    return convert_with(logdir, store, options)
+
+
+def convert_with(
+    logdir: str | os.PathLike[str], store: str | os.PathLike[str] | None, options: ConvertOptions
+) -> Summary:
+    """:func:`convert` with its options as one value."""
     started = time.monotonic()
     logdir = expand_path(logdir)  # ~ and $VARIABLES, from the API as from the CLI
     classification = discovery.filter_runs(
-        discovery.classify(logdir, flat=flat, skip_orphans=skip_orphans), runs
+        discovery.classify(logdir, flat=options.flat, skip_orphans=options.skip_orphans),
+        options.runs,
     )
     if store is None:
         store = os.environ.get("TBCONVERT_STORE", DEFAULT_STORE)
     url = store_url(store)
+    source = options.source
     if source is not None and not source.strip():
         raise UsageError("the source name is empty", hint="give --source a name, or leave it out")
     summary = Summary(
         logdir=classification.logdir,
         store=store_display(url),
-        dry_run=dry_run,
+        dry_run=options.dry_run,
         runs=len(classification.runs),
         files_total=len(classification.files),
         orphans=list(classification.orphans),
-        orphans_skipped=skip_orphans,
+        orphans_skipped=options.skip_orphans,
         warnings=list(classification.warnings),
-    )
-    selection = Selection(
-        plugins=frozenset(plugins) if plugins is not None else None,
-        tags=tuple(tags),
-        exclude_tags=tuple(exclude_tags),
     )
     origin = Origin(
         source or classification.logdir, explicit=source is not None, host=socket.gethostname()
     )
-    if dry_run:
-        summary.plan = _dry_run_plan(classification, url, origin.source, full, selection)
+    if options.dry_run:
+        summary.plan = _dry_run_plan(classification, url, origin.source, options)
     else:
         check_store_location(url)
-        _convert_into(
-            url,
-            classification,
-            summary,
-            selection,
-            full,
-            progress,
-            chunk_points,
-            prune=not runs,
-            notify=notify or (lambda _message: None),
-            jobs=jobs,
-            origin=origin,
-            upgrade_store=upgrade_store,
-        )
+        _convert_into(url, classification, summary, origin, options)
     summary.elapsed = time.monotonic() - started
     return summary
 
@@ -186,15 +192,8 @@ def _convert_into(
     url: str,
     classification: discovery.Classification,
     summary: Summary,
-    selection: Selection,
-    full: bool,
-    progress: bool | None,
-    chunk_points: int,
-    prune: bool,
-    notify: Callable[[str], Any],
-    jobs: int,
     origin: Origin,
-    upgrade_store: bool,
+    options: ConvertOptions,
 ) -> None:
     from tbconvert.store.errors import translate_errors
     from tbconvert.store.migrate import ensure_schema
@@ -202,7 +201,7 @@ def _convert_into(
     engine = create_store_engine(url)
     try:
         with translate_errors(summary.store):
-            change = ensure_schema(engine, allow_upgrade=upgrade_store or None)
+            change = ensure_schema(engine, allow_upgrade=options.upgrade_store or None)
             if change is not None and change.from_revision is not None:
                 summary.schema_change = (
                     f"schema upgraded {change.from_revision} -> {change.to_revision}"
@@ -210,9 +209,10 @@ def _convert_into(
                 )
             writer = StoreWriter(engine)
             try:
-                job = Job(writer, classification, origin, summary, selection, full, chunk_points)
+                job = Job(writer, classification, origin, summary, options)
                 with few_collections():
-                    job.run(progress, prune, notify, jobs)
+                    # A conversion of some runs only must not mark the others' files gone.
+                    job.run(prune=not options.runs)
             finally:
                 writer.close()
     finally:
@@ -239,8 +239,7 @@ def _dry_run_plan(
     classification: discovery.Classification,
     url: str,
     source: str,
-    full: bool,
-    selection: Selection,
+    options: ConvertOptions,
 ) -> list[dict[str, Any]]:
     from tbconvert.store.file_states import read_file_states
 
@@ -252,5 +251,7 @@ def _dry_run_plan(
             "path": plan.file.rel_path,
             "bytes": plan.bytes_to_read,
         }
-        for plan in plan_files(classification, read_file_states(url, source), full, selection)
+        for plan in plan_files(
+            classification, read_file_states(url, source), options.full, options.selection
+        )
     ]

@@ -1,0 +1,51 @@
+"""The options of one conversion pass, as one value passed down the conversion."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tbconvert.filters import Selection
+
+CHUNK_POINTS = 50_000
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """How :func:`tbconvert.convert` runs; each field is the keyword of the same name there
+    (``plugins``, ``tags`` and ``exclude_tags`` together make ``selection``)."""
+
+    flat: bool = False
+    skip_orphans: bool = False
+    dry_run: bool = False
+    full: bool = False
+    selection: Selection = field(default_factory=Selection)
+    runs: tuple[str, ...] = ()
+    jobs: int = 1
+    source: str | None = None
+    upgrade_store: bool = False
+    progress: bool | None = None
+    chunk_points: int = CHUNK_POINTS
+    notify: Callable[[str], Any] = field(default=lambda _line: None, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        plugins: Iterable[str] | None = None,
+        tags: Sequence[str] = (),
+        exclude_tags: Sequence[str] = (),
+        runs: Sequence[str] = (),
+        notify: Callable[[str], Any] | None = None,
+        **rest: Any,
+    ) -> ConvertOptions:
+        """The options from :func:`tbconvert.convert`'s keywords."""
+        selection = Selection(
+            plugins=frozenset(plugins) if plugins is not None else None,
+            tags=tuple(tags),
+            exclude_tags=tuple(exclude_tags),
+        )
+        if notify is not None:
+            rest["notify"] = notify
+        return cls(selection=selection, runs=tuple(runs), **rest)
