@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any
-
-# An empty Counter without ``Counter.__init__``, which only updates it from its arguments: a
-# fifth of the cost, and a sweep makes a statistics of five per file.
-_counter: Callable[[], Counter[Any]] = partial(Counter.__new__, Counter)
 
 
 @dataclass
 class DecodeStats:
     """What one decoder saw besides the rows it produced."""
 
-    points: Counter[str] = field(default_factory=_counter)
-    skipped: Counter[tuple[str, str]] = field(default_factory=_counter)  # (plugin, tag) -> values
-    undecodable: Counter[tuple[str, str]] = field(default_factory=_counter)
+    points: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)  # (plugin, tag) -> values
+    undecodable: Counter[tuple[str, str]] = field(default_factory=Counter)
     filtered_values: int = 0
-    other_events: Counter[str] = field(default_factory=_counter)
+    other_events: Counter[str] = field(default_factory=Counter)
     lossy_records: int = 0
     unparseable: list[int] = field(default_factory=list)  # record offsets
     first_wall_time: float | None = None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from tbconvert.reading import chunks
@@ -168,7 +169,7 @@ class _Batch:
                 file.damaged = not blocks.verify(self.buf, starts[part], lengths[part])
         # The lengths of a damaged file's records still tile it: parse() stays in bounds.
         self._parts = BatchParts(
-            self.buf, starts, lengths, files, EventDecoder(self.settings.selection)
+            self.buf, starts, lengths, files, partial(EventDecoder, self.settings.selection)
         )
 
     def chunk(self, file: _File, carried: KnownMetadataByContext) -> Chunk | None:

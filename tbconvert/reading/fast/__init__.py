@@ -37,6 +37,7 @@ class GeneralPath(Protocol):
 
     buffer: RowBuffer
     stats: DecodeStats
+    definitions: list[SeriesDefinition]
 
     def feed_records(self, records: Sequence[tuple[int, bytes]], *, keyed: bool = True) -> None:
         """Decode ``(offset, payload)`` records in order."""
@@ -49,3 +50,6 @@ class GeneralPath(Protocol):
 
     def scalar_series(self, tag: str, simple: bool) -> int | None:
         """The series whose values of ``tag`` the general path appends without protobuf."""
+
+    def metadata(self) -> KnownMetadata:
+        """The first metadata of every tag seen so far."""

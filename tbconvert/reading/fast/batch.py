@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
@@ -29,10 +28,7 @@ __all__ = ["BatchParts", "FileRecords", "Settled"]
 _FLOAT64 = struct.Struct("<d")
 # An Event of a wall time (field 1, fixed64) and a version string (field 3) under 128 bytes:
 # what every writer puts first in a file.  Its header bytes, and where its length byte is.
-_WALL_TIME_KEY, _VERSION_KEY, _VERSION_LENGTH_AT = 0x09, 0x1A, 10
-# A definition with another local number, with no per-field ``__new__`` (a sweep makes tens
-# of thousands).
-_renumbered = partial(tuple.__new__, SeriesDefinition)
+_WALL_TIME_KEY, _VERSION_KEY, _VERSION_LENGTH_AT = template.WALL_TIME, template.FILE_VERSION, 10
 
 
 class FileRecords(Protocol):
@@ -79,10 +75,11 @@ class BatchParts:
         starts: Any,
         lengths: Any,
         files: Sequence[FileRecords],
-        definer: GeneralPath,
+        new_decoder: Callable[[], GeneralPath],
     ) -> None:
         """Args: the batch's buffer, records and files with records, in buffer order;
-        ``definer``: a decoder of the batch's selection, which tells each key's series."""
+        ``new_decoder``: makes an empty decoder of the batch's selection, which defines the
+        series of each key (the one rule of ``define_scalar``)."""
         import numpy as np
 
         from tbconvert.reading.fast import block_scalars
@@ -113,6 +110,8 @@ class BatchParts:
             self.key[candidates[usable]] = numbering[numbers[usable]]
         # By key number, what ``define_scalar`` defines from a key's first record (it depends
         # on the selection alone), None where the general path would not take its fast path.
+        self._new_decoder = new_decoder
+        definer = new_decoder()
         self._definitions = [definer.scalar_definition(*tag) for tag in self.tags]
         counts = [file.stop - file.first for file in files]
         file_of = np.repeat(np.arange(len(files)), counts)
@@ -193,23 +192,22 @@ class BatchParts:
 
     def _defined(self, keys: tuple[int, ...]) -> _Defined | None:
         """What the first records of ``keys`` (key numbers, in record order) define in a file
-        with no ``known`` tag; None when one is not of a cached key, leaves no series to
-        ``define_scalar``, or repeats a tag.  Files of a sweep share a few such sequences."""
-        definitions: list[SeriesDefinition] = []
-        tags: set[str] = set()
-        metadata: KnownMetadata = {}
+        with no ``known`` tag, as a fresh decoder's ``define_scalar`` defines it; None when
+        one is not of a cached key or defines no series (a tag repeated, say).  Files of a
+        sweep share a few such sequences, so each is asked once."""
+        decoder = self._new_decoder()
         series_of = self._no_series.copy()
         for number in keys:
             definition = self._definitions[number] if number >= 0 else None
-            if definition is None or definition.tag in tags:
+            if definition is None:
                 return None
-            tag, own = definition.tag, self.tags[number][2]
-            tags.add(tag)
-            if own is not None:
-                metadata[tag] = own
-            series = series_of[number] = len(definitions)
-            definitions.append(_renumbered((series, *definition[1:])))
-        return _Defined(definitions, frozenset(tags), metadata, series_of)
+            _, simple, own = self.tags[number]
+            series = decoder.define_scalar(definition, simple, own)
+            if series is None:
+                return None
+            series_of[number] = series
+        tags = frozenset(definition.tag for definition in decoder.definitions)
+        return _Defined(list(decoder.definitions), tags, decoder.metadata(), series_of)
 
     def _version_wall_time(self, record: int) -> float | None:
         """The wall time of a record that is a version header and nothing else, if finite

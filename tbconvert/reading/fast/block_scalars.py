@@ -32,6 +32,7 @@ from google.protobuf.message import DecodeError
 from tbconvert.plugins._tensorproto import DT_FLOAT
 from tbconvert.reading.crc import byte_view
 from tbconvert.reading.events import Event
+from tbconvert.reading.fast import template
 from tbconvert.reading.fast.blocks import Block
 from tbconvert.rows import pack_rows
 
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
 _FLOAT32 = struct.Struct("<f")
 _FLOAT64 = struct.Struct("<d")
+# Two-byte fields of the template as little-endian words.
+_DTYPE_FLOAT = int.from_bytes(template.DTYPE_FLOAT, "little")
+_CONTENT_4 = int.from_bytes(template.CONTENT_4, "little")
 
 # Widest key in bytes; longer keys (tags of about 90+ characters) go the general way.
 _KEY_WIDTH = 128
@@ -89,22 +93,25 @@ def parse(block: Block) -> Parsed:
     ok = (block.lengths >= 20) & (block.starts <= len(data) - REACH)
     start = np.where(ok, block.starts + 12, 0)
     end = start + block.lengths
-    ok &= data[start] == 0x09
+    ok &= data[start] == template.WALL_TIME
     wall_time = byte_view(data, "<f8")[start + 1]
     ok &= wall_time != 0  # proto3 omits 0.0; -0.0 would need Python's ordering of zeros
-    has_step = ok & (data[start + 9] == 0x10)
+    has_step = ok & (data[start + 9] == template.STEP)
     step, size, complete = _varint(data, start + 10, has_step)
     summary = np.where(has_step, start + 10 + size, start + 9)
     value = summary + 2
     tag = value + 2
     kind = tag + 2 + data[tag + 1]
-    ok &= complete & (data[summary] == 0x2A) & (data[value] == 0x0A) & (data[tag] == 0x0A)
+    ok &= complete & (data[summary] == template.SUMMARY)
+    ok &= (data[value] == template.SUMMARY_VALUE) & (data[tag] == template.TAG)
     ok &= (value + data[summary + 1] == end) & (tag + data[value + 1] == end)
     ok &= (data[summary + 1] | data[value + 1] | data[tag + 1]) < 0x80
     value_at, after, simple, ok = _value_field(data, kind, ok)
     metadata = after != end
     ok &= ~metadata | (
-        (data[after] == 0x4A) & (data[after + 1] < 0x80) & (after + 2 + data[after + 1] == end)
+        (data[after] == template.METADATA)
+        & (data[after + 1] < 0x80)
+        & (after + 2 + data[after + 1] == end)
     )
     hashes, keys, ok = _keys(data, summary, value_at, end, ok)
     return Parsed(ok, simple, wall_time, step, value_at, hashes, keys)
@@ -132,13 +139,15 @@ def _value_field(data: np.ndarray, kind: np.ndarray, ok: np.ndarray) -> tuple[An
     """Where the value's 4 bytes are and where the field holding them ends."""
     field = data[kind]
     size = data[kind + 1].astype(np.int64)
-    simple = field == 0x15
+    simple = field == template.SIMPLE_VALUE
     # A tensor: dtype DT_FLOAT, any shape (or none), 4 bytes of tensor_content, nothing else.
-    shaped = data[kind + 4] == 0x12
+    shaped = data[kind + 4] == template.SHAPE
     shape_size = np.where(shaped, data[kind + 5].astype(np.int64) + 2, 0)
     content = kind + 4 + shape_size
-    tensor = (field == 0x42) & (byte_view(data, "<u2")[kind + 2] == 0x0108)
-    tensor &= (byte_view(data, "<u2")[content] == 0x0422) & (size == 8 + shape_size) & (size < 0x80)
+    tensor = (field == template.TENSOR) & (byte_view(data, "<u2")[kind + 2] == _DTYPE_FLOAT)
+    tensor &= (
+        (byte_view(data, "<u2")[content] == _CONTENT_4) & (size == 8 + shape_size) & (size < 0x80)
+    )
     tensor &= ~shaped | (data[kind + 5] < 0x80)
     value_at = np.where(simple, kind + 1, content + 2)
     after = np.where(simple, kind + 5, kind + 2 + size)

@@ -28,6 +28,21 @@ from google.protobuf.message import DecodeError
 
 from tbconvert.reading.events import Event
 
+# The template's field bytes (protobuf's field number << 3 | wire type), named once: the
+# per-record parser here and the NumPy one (``block_scalars``) read the same bytes.
+WALL_TIME = 0x09  # Event.wall_time: field 1, fixed64
+STEP = 0x10  # Event.step: field 2, varint
+FILE_VERSION = 0x1A  # Event.file_version: field 3, length-delimited
+SUMMARY = 0x2A  # Event.summary: field 5, length-delimited
+SUMMARY_VALUE = 0x0A  # Summary.value: field 1, length-delimited
+TAG = 0x0A  # Summary.Value.tag: field 1, length-delimited
+SIMPLE_VALUE = 0x15  # Summary.Value.simple_value: field 2, fixed32
+TENSOR = 0x42  # Summary.Value.tensor: field 8, length-delimited
+METADATA = 0x4A  # Summary.Value.metadata: field 9, length-delimited
+DTYPE_FLOAT = b"\x08\x01"  # TensorProto.dtype (field 1, varint) = DT_FLOAT
+SHAPE = 0x12  # TensorProto.tensor_shape: field 2, length-delimited
+CONTENT_4 = b"\x22\x04"  # TensorProto.tensor_content (field 4): 4 bytes
+
 # Keys learnt: key -> (tag, whether a simple_value, else a DT_FLOAT tensor).  Bounded: a logdir
 # with more distinct keys than this starts learning afresh.
 KNOWN: dict[bytes, tuple[str, bool]] = {}
@@ -40,9 +55,9 @@ def split(payload: bytes) -> tuple[bytes, int, int] | None:
     """(key, step, index of the value's 4 bytes) of a record that may be of the template, or
     None when it cannot be (the general path decodes it)."""
     n = len(payload)
-    if n < _SHORTEST or payload[0] != 0x09:
+    if n < _SHORTEST or payload[0] != WALL_TIME:
         return None
-    if payload[9] == 0x10:
+    if payload[9] == STEP:
         byte = payload[10]
         i = 11
         step = byte & 0x7F
@@ -59,20 +74,20 @@ def split(payload: bytes) -> tuple[bytes, int, int] | None:
         i = 9
     if (
         i + 6 > n
-        or payload[i] != 0x2A
+        or payload[i] != SUMMARY
         or payload[i + 1] != n - i - 2
-        or payload[i + 2] != 0x0A
+        or payload[i + 2] != SUMMARY_VALUE
         or payload[i + 3] != n - i - 4
-        or payload[i + 4] != 0x0A
+        or payload[i + 4] != TAG
     ):
         return None  # not exactly one summary holding exactly one value
     end_of_tag = i + 6 + payload[i + 5]
     if end_of_tag + 5 > n:
         return None
     kind = payload[end_of_tag]
-    if kind == 0x15:
+    if kind == SIMPLE_VALUE:
         at = end_of_tag + 1
-    elif kind == 0x42 and end_of_tag + 2 < n:
+    elif kind == TENSOR and end_of_tag + 2 < n:
         at = end_of_tag + payload[end_of_tag + 1] - 2  # the tensor's last 4 bytes
         if at < end_of_tag + 6 or at + 4 > n:
             return None
@@ -108,11 +123,11 @@ def _well_formed(key: bytes, at: int, simple: bool) -> bool:
     if not simple:
         tensor = key[tag_end + 2 : at]
         shape = tensor[2:-2]
-        if tensor[:2] != b"\x08\x01" or tensor[-2:] != b"\x22\x04":
+        if tensor[:2] != DTYPE_FLOAT or tensor[-2:] != CONTENT_4:
             return False
-        if shape and (shape[0] != 0x12 or len(shape) != shape[1] + 2):
+        if shape and (shape[0] != SHAPE or len(shape) != shape[1] + 2):
             return False
     # Nothing after the value but metadata: no later field of the value's own or the other
     # kind can override it (the last one wins in protobuf).
     rest = key[at:]
-    return not rest or (rest[0] == 0x4A and len(rest) == rest[1] + 2)
+    return not rest or (rest[0] == METADATA and len(rest) == rest[1] + 2)
