@@ -100,9 +100,9 @@ class Identities:
         """Insert the runs and series staged with their ids."""
         staged, self.staged = self.staged, {"runs": [], "series": []}
         if staged["runs"]:
-            self._statements.many(sql.INSERT_RUN_WITH_ID, staged["runs"])
+            self._statements.insert(sql.INSERT_RUN_WITH_ID, staged["runs"])
         if staged["series"]:
-            self._statements.many(sql.INSERT_SERIES_WITH_ID, staged["series"])
+            self._statements.insert(sql.INSERT_SERIES_WITH_ID, staged["series"])
 
     def prefetch_runs(self, source: str, run_paths: Collection[str]) -> None:
         """Look up the runs of a group at once: those found are cached, and those the store
@@ -218,7 +218,7 @@ class Identities:
                     (series_id, *row) for series_id, row in zip(made, rows, strict=True)
                 )
             else:
-                self._statements.many(sql.INSERT_SERIES, rows)
+                self._statements.insert(sql.INSERT_SERIES, rows)
                 stored = self._stored_series(where)
                 # Series are made under the run's lock (SQLite's write lock, a server's
                 # advisory lock), so the ones missing before the insert are the ones it made.

@@ -43,7 +43,7 @@ from tbconvert.rows import (
     packed_columns,
     packed_runs,
 )
-from tbconvert.writing.statements import Statements
+from tbconvert.writing.statements import Insert, Statements
 
 if TYPE_CHECKING:
     import numpy as np
@@ -89,11 +89,11 @@ _SUMMARY = partial(tuple.__new__, Summary)
 
 # A typed NULL: PostgreSQL takes an untyped one in a subquery for text.
 _NO_VALUE = "CAST(NULL AS DOUBLE PRECISION)"
-_UPSERT = (
-    f"INSERT INTO series_summaries ({', '.join(SUMMARY_COLUMNS)}) "
-    f"VALUES ({', '.join(':' + column for column in SUMMARY_COLUMNS)}) "
-    "ON CONFLICT (series_id, point_table) DO UPDATE SET "
-    + ", ".join(f"{column} = excluded.{column}" for column in SUMMARY_COLUMNS[2:])
+_UPSERT = Insert(
+    "series_summaries",
+    SUMMARY_COLUMNS,
+    " ON CONFLICT (series_id, point_table) DO UPDATE SET "
+    + ", ".join(f"{column} = excluded.{column}" for column in SUMMARY_COLUMNS[2:]),
 )
 _FILE_PATH = "SELECT path FROM event_files WHERE id = :id"
 
@@ -130,7 +130,7 @@ def add_rows(
         _merge(stored[series_id], summary, path_of) if series_id in stored else summary
         for series_id, summary in batch.items()
     ]
-    statements.many(_UPSERT, merged)  # a Summary is a tuple in the statement's order
+    statements.insert(_UPSERT, merged)  # a Summary is a tuple in the statement's order
 
 
 def recount(

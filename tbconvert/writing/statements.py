@@ -5,8 +5,9 @@ its run and series, read and save its state).  Through SQLAlchemy each ``text()`
 hashed into the compiled cache and wrapped in a result object again on every call: about
 0.1 ms a statement, more than the driver's own work (issue #14).  Here the SQL is written once,
 with ``:name`` parameters, and handed to the DB-API cursor as it is (sqlite3 takes ``:name``)
-or, for psycopg, rewritten once to ``%(name)s`` and cached; psycopg then prepares the
-statements it sees often on the server by itself.
+or, for psycopg, with its parameters spelt ``%(name)s`` (made once and cached); psycopg then
+prepares the statements it sees often on the server by itself.  Inserts of many rows are
+:class:`Insert` values, which SQLite takes a hundred rows a statement.
 """
 
 from __future__ import annotations
@@ -15,16 +16,33 @@ import functools
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any
 
 from tbconvert.store.file_states import FILE_COLUMNS
 
 
-def _insert(table: str, columns: tuple[str, ...], then: str = "") -> str:
-    """``INSERT INTO table (columns) VALUES (:column, ...)``, then ``then``."""
-    values = ", ".join(f":{column}" for column in columns)
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}){then}"
+@dataclass(frozen=True)
+class Insert:
+    """``INSERT INTO table (columns) VALUES (...) then``, kept in parts so that rows can go
+    many a statement (:meth:`Statements.insert`) or one with named parameters (``str()``)."""
+
+    table: str
+    columns: tuple[str, ...]
+    then: str = ""
+
+    def __str__(self) -> str:
+        """The statement for one row of ``:column`` parameters."""
+        return self.with_values("(" + ", ".join(f":{column}" for column in self.columns) + ")")
+
+    def with_values(self, values: str) -> str:
+        """The statement with ``values`` after ``VALUES``."""
+        return f"INSERT INTO {self.table} ({', '.join(self.columns)}) VALUES {values}{self.then}"
+
+    def marks(self, mark: str) -> str:
+        """One row of positional parameters: ``(?, ?, ...)`` or ``(%s, %s, ...)``."""
+        return "(" + ", ".join([mark] * len(self.columns)) + ")"
 
 
 # The columns a new run and a new series are made with, in the order of the inserts' values
@@ -43,24 +61,24 @@ SERIES_COLUMNS = (
 RUN_ID = "SELECT id FROM runs WHERE source = :source AND run_path = :run_path"
 # RETURNING gives the id in the same round trip; a conflict (another converter made the run
 # since the look-up) returns nothing, and the look-up runs again.
-INSERT_RUN = _insert("runs", RUN_COLUMNS, " ON CONFLICT DO NOTHING RETURNING id")
+INSERT_RUN = str(Insert("runs", RUN_COLUMNS, " ON CONFLICT DO NOTHING RETURNING id"))
 RUNS_OF = "SELECT run_path, id FROM runs WHERE source = :source AND run_path IN ({marks})"
 # With the ids the writer gives (``Identities.allocate``): no conflict is possible.
-INSERT_RUN_WITH_ID = _insert("runs", ("id", *RUN_COLUMNS))
+INSERT_RUN_WITH_ID = Insert("runs", ("id", *RUN_COLUMNS))
 NEXT_ID = "SELECT coalesce(max(id), 0) + 1 FROM {table}"
 CONTEXT_ID = "SELECT id FROM contexts WHERE name = :name"
 INSERT_CONTEXT = "INSERT INTO contexts (name) VALUES (:name) ON CONFLICT DO NOTHING RETURNING id"
 SERIES_OF = (
     "SELECT id, name, plugin FROM series WHERE run_id = :run_id AND context_id = :context_id"
 )
-INSERT_SERIES = _insert("series", SERIES_COLUMNS, " ON CONFLICT DO NOTHING")
-INSERT_SERIES_WITH_ID = _insert("series", ("id", *SERIES_COLUMNS))
+INSERT_SERIES = Insert("series", SERIES_COLUMNS, " ON CONFLICT DO NOTHING")
+INSERT_SERIES_WITH_ID = Insert("series", ("id", *SERIES_COLUMNS))
 FILE_STATE = (
     f"SELECT id, {', '.join(FILE_COLUMNS)} FROM event_files WHERE run_id = :run_id AND path = :path"
 )
 _STATE_COLUMNS = (*FILE_COLUMNS, "updated_at")
-INSERT_FILE = _insert("event_files", _STATE_COLUMNS, " RETURNING id")
-INSERT_FILE_WITH_ID = _insert("event_files", ("id", *_STATE_COLUMNS))
+INSERT_FILE = str(Insert("event_files", _STATE_COLUMNS, " RETURNING id"))
+INSERT_FILE_WITH_ID = Insert("event_files", ("id", *_STATE_COLUMNS))
 UPDATE_FILE = (
     f"UPDATE event_files SET {', '.join(f'{column} = :{column}' for column in _STATE_COLUMNS)} "
     "WHERE id = :id"
@@ -79,22 +97,8 @@ LOCK = (
 # gain is flat past 50.  999 is the fewest parameters a SQLite may allow (before 3.32).
 _ROWS_AT_ONCE = 100
 _MAX_PARAMETERS = 999
+# A ``:name`` parameter, which psycopg spells ``%(name)s``.
 _NAMED = re.compile(r"(?<![:\w]):(\w+)")
-_INSERT_VALUES = re.compile(r"(INSERT INTO [^(]+\([^)]*\)) VALUES \(([^)]*)\)(.*)", re.DOTALL)
-
-
-@functools.cache
-def _positional_insert(sql: str) -> tuple[str, str, str, tuple[str, ...]] | None:
-    """An INSERT of one row of named parameters taken apart for :func:`insert_many`:
-    ``INSERT INTO t (columns)``, its values as ``?`` marks, what follows them, and the
-    parameters' names in order; None for any other statement, or one returning rows."""
-    found = _INSERT_VALUES.fullmatch(sql)
-    if found is None or "RETURNING" in found[3]:
-        return None
-    names = tuple(_NAMED.findall(found[2]))
-    if len(names) < 2 or found[2] != ", ".join(f":{name}" for name in names):
-        return None  # literals among the values, or a name for one value (not a tuple)
-    return found[1], f"({', '.join('?' * len(names))})", found[3].strip(), names
 
 
 @functools.cache
@@ -151,22 +155,31 @@ class Statements:
         finally:
             cursor.close()
 
-    def many(
-        self, sql: str, params: Sequence[Mapping[str, Any]] | Sequence[tuple[Any, ...]]
+    def insert(
+        self, insert: Insert, rows: Sequence[Sequence[Any]] | Sequence[Mapping[str, Any]]
     ) -> None:
-        """Run a statement once per parameter set: an ``INSERT ... VALUES (:name, ...)`` on
-        SQLite many rows a statement (:func:`insert_many`).  Such an insert also takes its
-        rows as tuples, in the order of its parameters (no mapping made per row)."""
-        insert = _positional_insert(sql) if params else None
-        as_tuples = bool(params) and isinstance(params[0], tuple)
-        if insert is not None and not self._pyformat:
-            into, values, then, names = insert
-            rows: Iterable[Any] = params if as_tuples else map(operator.itemgetter(*names), params)
-            insert_many(self._dbapi(), into, values, rows, len(params), then)
+        """Insert ``rows``, tuples in the order of ``insert.columns`` or mappings by column:
+        on SQLite many rows a statement (:func:`insert_many`), on a server by ``executemany``
+        (psycopg batches it)."""
+        if not rows:
             return
-        if as_tuples:
-            assert insert is not None, "rows as tuples need an INSERT of named values"
-            params = [dict(zip(insert[3], row, strict=True)) for row in params]
+        values: Sequence[Sequence[Any]] = (
+            [operator.itemgetter(*insert.columns)(row) for row in rows]
+            if isinstance(rows[0], Mapping)
+            else rows  # type: ignore[assignment]  # tuples, as the first one is
+        )
+        if self._pyformat:
+            cursor = self._dbapi().cursor()
+            try:
+                cursor.executemany(insert.with_values(insert.marks("%s")), values)
+            finally:
+                cursor.close()
+            return
+        into = f"INSERT INTO {insert.table} ({', '.join(insert.columns)})"
+        insert_many(self._dbapi(), into, insert.marks("?"), values, len(values), insert.then)
+
+    def many(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
+        """Run a statement of named parameters once per parameter set."""
         cursor = self._dbapi().cursor()
         try:
             cursor.executemany(self._sql(sql), params)

@@ -116,7 +116,7 @@ class StoreWriter:
         self.identities.flush()
         new_files, self._new_files = self._new_files, {}
         if new_files:
-            self.statements.many(sql.INSERT_FILE_WITH_ID, file_rows(new_files.values()))
+            self.statements.insert(sql.INSERT_FILE_WITH_ID, file_rows(new_files.values()))
         staged, self._staged = self._staged, {}
         for (table, fresh), batch in staged.items():
             self.insert_points(

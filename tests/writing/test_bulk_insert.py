@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tbconvert.rows import PACKED_ROW, LocalRows, PackedRows, RowBatch
 from tbconvert.store import migrate
 from tbconvert.writing.sqlite import SqliteBulk
-from tbconvert.writing.statements import Statements, _positional_insert
+from tbconvert.writing.statements import Insert, Statements
 
 # (series_id, step, record_offset): a point's key in these tests (value index 0).
 _Key = tuple[int, int, int]
@@ -106,43 +106,40 @@ def test_a_chunk_of_the_statement_s_size_and_one_row_more() -> None:
         assert _stored(database) == set(rows)
 
 
-def test_named_inserts_on_sqlite_go_many_rows_a_statement_with_what_follows_them() -> None:
-    """``Statements.many`` of an INSERT of named parameters: every row, in order, with its
-    ``ON CONFLICT`` clause applied (an upsert of the same key keeps the last row's values),
-    as one execution per row would; other statements keep one execution per row."""
+def test_inserts_on_sqlite_go_many_rows_a_statement_with_what_follows_them() -> None:
+    """``Statements.insert``: every row, in order, with its ``ON CONFLICT`` clause applied
+    (an upsert of the same key keeps the last row's values), as one execution per row would,
+    whether the rows are mappings by column or tuples in the columns' order."""
     database = _store()
     statements = Statements(lambda: database, pyformat=False)
-    upsert = (
+    upsert = Insert(
+        "contexts", ("id", "name"), " ON CONFLICT (id) DO UPDATE SET name = excluded.name"
+    )
+    assert str(upsert) == (
         "INSERT INTO contexts (id, name) VALUES (:id, :name) "
         "ON CONFLICT (id) DO UPDATE SET name = excluded.name"
     )
     rows = [{"name": f"context {n}", "id": n % 150} for n in range(260)]
-    statements.many(upsert, rows)
+    statements.insert(upsert, rows)
     expected = {n % 150: f"context {n}" for n in range(260)}  # the later row of an id wins
     assert dict(database.execute("SELECT id, name FROM contexts")) == expected
 
-    # The same rows as tuples in the order of the parameters, and no statement a row: two
-    # of a hundred rows, one of the sixty left.
+    # The same rows as tuples, and no statement a row: two of a hundred rows, one of the
+    # sixty left.
     steps: list[str] = []
     database.execute("DELETE FROM contexts")
     database.set_trace_callback(steps.append)
-    statements.many(upsert, [(row["id"], row["name"]) for row in rows])
+    statements.insert(upsert, [(row["id"], row["name"]) for row in rows])
     database.set_trace_callback(None)
     assert dict(database.execute("SELECT id, name FROM contexts")) == expected
     assert len(steps) == 3
 
     statements.many("UPDATE contexts SET name = :name WHERE id = :id", [{"id": 3, "name": "x"}])
     assert database.execute("SELECT name FROM contexts WHERE id = 3").fetchone() == ("x",)
-    for not_one_row_of_names in (
-        "INSERT INTO contexts (name) VALUES (:name) RETURNING id",
-        "INSERT INTO contexts (id, name) VALUES (:id, 'literal')",
-        "INSERT INTO contexts (name) VALUES (:name)",
-    ):
-        assert _positional_insert(not_one_row_of_names) is None
 
 
-def test_rows_as_tuples_reach_a_server_as_named_parameters() -> None:
-    """On psycopg (``%(name)s``) rows given as tuples are bound by the statement's names."""
+def test_inserts_reach_a_server_as_positional_parameters() -> None:
+    """On psycopg rows go as tuples to ``%s`` marks, mappings taken in the columns' order."""
     sent: list[tuple[str, list[object]]] = []
 
     class Cursor:
@@ -157,16 +154,11 @@ def test_rows_as_tuples_reach_a_server_as_named_parameters() -> None:
             return Cursor()
 
     statements = Statements(Connection, pyformat=True)
-    statements.many(
-        "INSERT INTO contexts (id, name) VALUES (:id, :name) ON CONFLICT DO NOTHING",
-        [(1, "a"), (2, "b")],
-    )
-    assert sent == [
-        (
-            "INSERT INTO contexts (id, name) VALUES (%(id)s, %(name)s) ON CONFLICT DO NOTHING",
-            [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
-        )
-    ]
+    insert = Insert("contexts", ("id", "name"), " ON CONFLICT DO NOTHING")
+    statements.insert(insert, [(1, "a")])
+    statements.insert(insert, [{"name": "b", "id": 2}])
+    sql = "INSERT INTO contexts (id, name) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+    assert sent == [(sql, [(1, "a")]), (sql, [(2, "b")])]
 
 
 @settings(max_examples=40, deadline=None)
