@@ -12,6 +12,7 @@ REPORT ?= demo-report.html
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	git config core.hooksPath .githooks 2>/dev/null || true
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
