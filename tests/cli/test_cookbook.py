@@ -1,7 +1,8 @@
-"""The README's SQL cookbook and Python API examples, run against a real converted store.
+"""The SQL cookbook and Python API examples of docs/, run against a real converted store.
 
-The SQL blocks and Python blocks are EXTRACTED from README.md, so the documentation cannot go
-stale: every ``### heading`` of the cookbook needs a check here, and every check a heading.
+The SQL blocks (docs/cookbook.md) and Python blocks (docs/python-api.md) are EXTRACTED from
+the docs, so they cannot go stale: every ``### heading`` of the cookbook needs a check here,
+and every check a heading.
 Every recipe and example runs unchanged on a SQLite and on a PostgreSQL store and must give
 the same answers.  The datasette metadata is loaded by datasette itself, and its canned
 queries are run (SQLite only: datasette serves SQLite files).
@@ -23,15 +24,17 @@ from tbconvert.output.datasette import QUERIES, database_name, metadata
 from tests.query.test_read_api import STEPS, SWEEP, build_store, sweep_pixels
 from tests.support.snapshots import StoreFactory, connect, is_server
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+# Each section the examples are read from, and the page that holds it.
+PAGES = {"SQL cookbook": DOCS / "cookbook.md", "Python API": DOCS / "python-api.md"}
 Rows = list[dict[str, Any]]
 
 
 def section(name: str) -> str:
-    """The text of one ``## name`` section of the README."""
-    text = README.read_text(encoding="utf-8")
+    """The text of one ``## name`` section of its page in docs/."""
+    text = PAGES[name].read_text(encoding="utf-8")
     match = re.search(rf"^## {re.escape(name)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
-    assert match, f"README has no '## {name}' section"
+    assert match, f"{PAGES[name].name} has no '## {name}' section"
     return match.group(1)
 
 
@@ -190,7 +193,7 @@ def test_python_api_examples_run(store_path: str, tmp_path: Path, monkeypatch) -
     monkeypatch.chdir(workdir)
     namespace: dict[str, Any] = {}
     for block in blocks:
-        exec(compile(block, str(README), "exec"), namespace)  # our own README
+        exec(compile(block, str(PAGES["Python API"]), "exec"), namespace)  # our own docs
     assert namespace["hparams"] == {"batch_size": 32.0, "lr": 0.1, "optimizer": "adam"}
     assert len(namespace["steps"]) == 350 and namespace["train_loss"].size == 25
     assert namespace["best"].iloc[0]["run_path"] == "sweep/lr_0.1"

@@ -220,8 +220,8 @@ def test_empty_source_name_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_readme_team_commands_run_against_a_server(pg_server, tmp_path: Path) -> None:
-    """The README's commands, with its example server and logdir swapped for real ones."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """docs/cli.md's commands, with its example server and logdir swapped for real ones."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     section = text.split("## Sharing a store with your team", 1)[1].split("\n## ", 1)[0]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     example_url = "postgresql://tb@db.example.org/tb"
