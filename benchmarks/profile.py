@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     dataset = generate.ensure_scalars(params)
     import tbconvert  # after generation: its imports are not what we profile
 
-    convert = tbconvert.convert  # the public API (SPEC §10), whatever module holds it
+    convert = tbconvert.convert  # the public API (design §10), whatever module holds it
 
     work = Path(tempfile.mkdtemp(prefix="profile-", dir=generate.DATA_DIR))
     try:

@@ -1,4 +1,4 @@
-"""tbconvert's performance benchmark (SPEC §8): one run, same data, every figure next to its target.
+"""tbconvert's performance benchmark (design §8): one run, same data, each figure by its target.
 
     python benchmarks/run.py               # default: ~1M scalar events (make bench)
     python benchmarks/run.py --quick       # small data, a smoke run of every measurement
@@ -67,7 +67,7 @@ import workloads  # noqa: E402
 
 TASKS = HERE / "_tasks.py"
 
-# SPEC §8 targets.
+# design §8 targets.
 TARGET_RATE = 250_000  # scalar events/s end to end, one process
 TARGET_VS_EA = 5.0  # x EventAccumulator
 TARGET_VS_CEILING = 0.5  # of the executemany ceiling
@@ -318,11 +318,11 @@ class Report:
         widths = [
             max(
                 len(r[i])
-                for r in [("#", "measurement", "result", "target (SPEC §8)", "verdict"), *self.rows]
+                for r in [("#", "measurement", "result", "target (§8)", "verdict"), *self.rows]
             )
             for i in range(5)
         ]
-        head = ("#", "measurement", "result", "target (SPEC §8)", "verdict")
+        head = ("#", "measurement", "result", "target (§8)", "verdict")
         lines = []
         for i, r in enumerate([head, *self.rows]):
             lines.append("  ".join(cell.ljust(widths[k]) for k, cell in enumerate(r)).rstrip())
@@ -821,7 +821,7 @@ def render(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description="tbconvert's performance benchmark (SPEC §8).",
+        description="tbconvert's performance benchmark (design §8).",
         epilog="Data is cached in benchmarks/data/ (python benchmarks/generate.py --list).",
     )
     defaults = generate.Params()

@@ -6,25 +6,21 @@ The public API is small and imported lazily so that ``tbconvert --help`` starts 
   :class:`~tbconvert.conversion.summary.Summary`; :func:`watch` repeats it.
 - :func:`open_store` opens a store for reading (:class:`~tbconvert.query.store.Store`).
 
-How the package is organised, in pipeline order (imports only go down this list, and
-``tests/test_layers.py`` enforces it):
+How the package is organised, in pipeline order (imports only go down, and
+``tests/test_layers.py`` enforces it; docs/architecture.md has the whole map):
 
 - ``errors``, ``filters``, ``rows``: the shared vocabulary: errors, what a user selects, and
   the row contract between decoders and the store.
 - ``plugins/``: one decoder per TensorBoard plugin (``registry`` picks one per value).
-- ``reading/``: bytes to rows, no database: ``discovery`` (logdir to runs and files) ->
-  ``records`` / ``blocks`` (TFRecord framing, CRCs in ``crc``) -> ``events`` -> ``decoder``
-  and ``fast.block_scalars`` -> ``chunks`` (one file into chunks; ``small_files``: many small ones
-  at
-  once, their records parsed together in ``fast.batch``).  This is what ``--jobs`` workers
-  run.
-- ``store/``: the run store: ``engine``, ``models``, ``migrate``/``admin`` (Alembic), ``files``
-  (per-file state), ``writer`` with per-backend ``bulk`` inserts, ``reader`` and ``query``.
-- ``conversion/``: ``plan`` -> ``workers`` -> ``job`` (apply chunks) -> ``summary``.
-- ``export`` (and ``image_export``), ``hparams``, ``plot``, ``report`` (charts in
-  ``svgchart``), ``datasette``, ``serve``: getting data out: files, the hparams comparison,
-  plots, the offline HTML page, datasette.
-- ``cli/``: the ``tbconvert`` command and all text rendering; nothing imports it.
+- ``reading/``: bytes to rows, no database (what ``--jobs`` workers run); ``reading/fast/``
+  gives the same rows faster.
+- ``store/``: schema and connections, shared by both sides.
+- ``writing/``: rows into the store through one writer, one bulk backend per database.
+- ``conversion/``: plan -> decode -> apply -> summarise (``convert`` and ``watch``).
+- ``query/``: the read API (``open_store``); ``output/``: files, charts, the report, datasette.
+- ``cli/``: the ``tbconvert`` command, one module per command family; nothing imports it.
+
+Comments cite the design rules of docs/design.md as "design §N".
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ class Selection:
     def canonical(self) -> str | None:
         """The selection as one canonical JSON text (sorted, no spaces); None for everything.
 
-        Stored per event file (SPEC §7): which values of it the store holds.
+        Stored per event file (design §7): which values of it the store holds.
         """
         if self.everything:
             return None

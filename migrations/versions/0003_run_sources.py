@@ -4,7 +4,7 @@ A run was identified by (logdir, run_path); on a server fed by several machines 
 can have the same path.  Runs now belong to a ``source`` (the logdir's absolute path unless
 the user names it) and remember the ``host`` that first wrote them.  ``v_runs`` gains the
 source; ``v_last_scalars`` uses a LATERAL join on PostgreSQL, whose planner turns the
-correlated row-value subquery into a scan of every point (reference/run_store.md §4.6).
+correlated row-value subquery into a scan of every point.
 
 Revision ID: 0003
 Revises: 0002

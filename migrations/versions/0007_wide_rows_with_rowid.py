@@ -5,8 +5,8 @@ A ``WITHOUT ROWID`` table holds a row in its B-tree leaf only up to about a quar
 buckets as JSON, about 1.4 KB for 30 buckets) then took 4.5 KB: the mixed benchmark's store
 was 40 MB instead of 16 MB, and each commit wrote the difference (0.40 s against 0.19 s of
 its 1.7 s).  A rowid table holds rows of up to a page in its leaves; the primary key stays
-what it was, kept in an index of its own.  ``reference/run_store.md`` §2.4 chose this layout
-for wide rows (histograms, texts) from the start; the narrow point tables keep theirs.
+what it was, kept in an index of its own.  Wide rows (histograms, texts) get this layout; the
+narrow point tables keep theirs.
 
 PostgreSQL has no such layout: nothing changes there.
 

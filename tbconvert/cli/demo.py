@@ -2,7 +2,7 @@
 
     python -m tbconvert.cli.demo STORE
 
-Only the standard library's ``sqlite3`` is used, against the public views (SPEC §6), the way
+Only the standard library's ``sqlite3`` is used, against the public views (design §6), the way
 any SQL client would: the store is opened read-only and never created.
 """
 

@@ -173,7 +173,7 @@ def _steps(series: dict[str, Any]) -> str:
 
 def _value(value: Any) -> str:
     if value is None:
-        return "NaN"  # a NULL scalar is a logged NaN (SPEC §6)
+        return "NaN"  # a NULL scalar is a logged NaN (design §6)
     if isinstance(value, float):
         return f"{value:.6g}"
     text = str(value).replace("\n", " ")

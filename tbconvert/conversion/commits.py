@@ -9,7 +9,7 @@ A big file's chunk fills a group by itself, so its commits stay as they were.  I
 transaction the files' points are staged and inserted at its end, one insert and one summary
 update per table for the whole group, and the files' new states saved by one statement
 (``StoreWriter.flush``).  Every file's new state is saved in the transaction that holds its
-rows, so SPEC §7's promise (a chunk's points and the file's offset commit together) holds for
+rows, so design §7's promise (a chunk's points and the file's offset commit together) holds for
 every file of the group; a server's deadlock victim rolls the whole group back and applies it
 again, from the states of the last commit.  The group's runs are locked first, all together in
 key order (``StoreWriter.lock_runs``).
@@ -84,7 +84,7 @@ class Committer:
     only moves the decoding of the next group beside it.  Measured with ``--jobs 1``: 1M
     events 1.81 -> 1.73 s and the sweep 1.85 -> 1.76 s while the host's second core was idle,
     no gain once it was busy, and none with ``--jobs 2`` (1.79 s either way), which would then
-    no longer be faster than ``--jobs 1`` (SPEC §8).
+    no longer be faster than ``--jobs 1`` (design §8).
 
     The next group decodes only once the commit thread waits on the server
     (:meth:`waiting_on_server`) or is done: before that its own work (the group's statements,

@@ -1,7 +1,7 @@
 """One conversion into an open store: plan per file, then apply the decoded chunks in order.
 
 Per file the store keeps its (run, context), size, mtime, a digest of the first record, the
-byte offset read, whether the read reached the end, and the selection it was read under (SPEC
+byte offset read, whether the read reached the end, and the selection it was read under (design
 §7; ``conversion.plan`` decides from them).  Whatever has to go (the points of a replaced
 file, a moved file's old row) goes in the transaction of the file's first new chunk.  Each
 chunk of points commits together with the file's new state, and only the last one says "read

@@ -2,7 +2,7 @@
 
 Per file (keyed by its path relative to the logdir) the store keeps its (run, context), size,
 mtime, a digest of the first record, the offset read, whether that read reached the end, and
-the selection it was read under (SPEC §7).  Actions:
+the selection it was read under (design §7).  Actions:
 
 - ``new``: not in the store.
 - ``moved``: in the store under another (run, context) (``--flat`` switched, a classification

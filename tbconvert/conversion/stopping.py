@@ -4,7 +4,7 @@ Inside :func:`on_signals` (the CLI's conversions), a first SIGINT or SIGTERM onl
 conversion to stop: it does at the next point where no transaction is open (:func:`check`,
 after a chunk commits, while waiting for workers or between ``--watch`` passes) by raising
 :class:`Interrupted`.  A second signal stops at once (``KeyboardInterrupt``); the open
-transaction then rolls back.  Either way the store holds whole chunks only (SPEC §7), and the
+transaction then rolls back.  Either way the store holds whole chunks only (design §7), and the
 next run continues from them.  ``--jobs`` workers ignore SIGINT, which a terminal sends to the
 whole process group: the writer stops them.
 """

@@ -2,7 +2,7 @@
 
 ``tbconvert datasette-metadata --store runs.db -o metadata.json`` then
 ``datasette runs.db -m metadata.json`` opens the store with the public views described
-column by column, useful facets, names instead of ids, and the README's SQL cookbook as
+column by column, useful facets, names instead of ids, and the SQL cookbook (docs/cookbook.md) as
 canned queries with forms.  Datasette reads SQLite files only.
 """
 
@@ -120,7 +120,7 @@ _TABLES: dict[str, dict[str, Any]] = {
     "blobs": {"hidden": True},
     "tbconvert_alembic_version": {"hidden": True},
 }
-# The README's SQL cookbook (tested there with literal values), with datasette forms.
+# The SQL cookbook (docs/cookbook.md, tested there with literal values), with datasette forms.
 QUERIES: dict[str, dict[str, Any]] = {
     "learning_curve": {
         "title": "Learning curve of a tag",
@@ -146,8 +146,8 @@ QUERIES: dict[str, dict[str, Any]] = {
     },
     "final_metric_with_params": {
         "title": "Final value of a tag in every run, next to the run's params",
-        "description": "Long format: one row per (run, param). Pivot in pandas, or see the "
-        "README for a wide query with known keys.",
+        "description": "Long format: one row per (run, param). Pivot in pandas, or see "
+        "tbconvert's SQL cookbook for a wide query with known keys.",
         "sql": "SELECT l.run_path, l.context, l.value AS final_value, p.context AS session,\n"
         "       p.key, p.value\n"
         "FROM v_last_scalars AS l JOIN v_params AS p ON p.run_id = l.run_id\n"

@@ -1,6 +1,6 @@
 """Stored images back as files: one file per image, bytes exactly as logged.
 
-Tags and run paths come from logs and are data, never paths (SPEC §9): ``../../x`` or an
+Tags and run paths come from logs and are data, never paths (design §9): ``../../x`` or an
 absolute run directory must not write outside the output directory, and two tags that read
 alike once cleaned (``a/b`` and ``a_b``) must not overwrite each other.  So a file name is
 made of the cleaned run path, context, tag, step and index (characters outside

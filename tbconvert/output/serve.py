@@ -1,9 +1,9 @@
 """Browse a store in datasette (``tbconvert serve``, the ``serve`` extra).
 
-Datasette serves the SQLite file with the metadata of :mod:`tbconvert.output.datasette`: the public
-views described column by column, labels instead of ids, facets, and the README's SQL cookbook
-as canned queries with forms.  It listens on 127.0.0.1 by default: a store may hold what a
-team would not publish, so listening on other addresses is the user's explicit choice.
+Datasette serves the SQLite file with the metadata of :mod:`tbconvert.output.datasette`: the
+public views described column by column, labels instead of ids, facets, and the SQL cookbook
+(docs/cookbook.md) as canned queries with forms.  It listens on 127.0.0.1 by default: a store
+may hold what a team would not publish, so listening on other addresses is the user's choice.
 """
 
 from __future__ import annotations

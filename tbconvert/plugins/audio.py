@@ -1,4 +1,4 @@
-"""Audio (SPEC §5 audio): TF1 / torch / tensorboardX ``Summary.Audio`` values (one clip per
+"""Audio (design §5 audio): TF1 / torch / tensorboardX ``Summary.Audio`` values (one clip per
 value) and TF2 ``[k, 2]`` string tensors of (encoded clip, label) rows, k clips per step.
 
 The encoded bytes are stored unchanged and content-addressed, so a clip logged at every step

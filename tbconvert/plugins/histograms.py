@@ -1,5 +1,5 @@
 """Histograms: TF1 / torch / tensorboardX ``HistogramProto`` and TF2 ``[k, 3]`` tensors, stored
-as TensorBoard shows them (SPEC §5, reference §2.3 and §4 item 18).
+as TensorBoard shows them (design §5, reference §2.3 and §4 item 18).
 
 Each value becomes one row ``(count, min, max, sum, sum_squares, buckets, raw_buckets)`` where
 ``buckets`` is JSON text ``[[left, right, count], ...]``.

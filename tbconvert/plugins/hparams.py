@@ -1,4 +1,4 @@
-"""HParams: ``HParamsPluginData`` carried in a value's metadata (reference §2.5, SPEC §5).
+"""HParams: ``HParamsPluginData`` carried in a value's metadata (reference §2.5, design §5).
 
 All three records live in ``metadata.plugin_data.content``; the value itself carries nothing
 (torch, tensorboardX: metadata only) or the empty "NULL tensor" (TF2, DT_FLOAT shape [0]).

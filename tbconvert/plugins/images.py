@@ -1,4 +1,4 @@
-"""Images (SPEC §5 images): TF1 / torch / tensorboardX ``Summary.Image`` values (one image per
+"""Images (design §5 images): TF1 / torch / tensorboardX ``Summary.Image`` values (one image per
 value; torch grids and ``add_video`` GIFs included) and TF2 ``[w, h, img_1, ..., img_k]``
 string tensors (k images per step, each row keeps its index).
 

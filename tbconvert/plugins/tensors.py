@@ -1,4 +1,4 @@
-"""The generic decoder: any value kept raw as dtype, shape and bytes (SPEC §5).
+"""The generic decoder: any value kept raw as dtype, shape and bytes (design §5).
 
 Used for pr_curves, custom_scalars, mesh, graph sub-plugins, unknown plugins, and values their
 own plugin could not read, so a later version can interpret them.  Numeric tensors keep their

@@ -1,4 +1,4 @@
-"""Text: ``DT_STRING`` tensors of any shape (SPEC §5, reference §2.4).
+"""Text: ``DT_STRING`` tensors of any shape (design §5, reference §2.4).
 
 TF2 writes rank 0, torch and tensorboardX shape ``[1]`` (under a tag ending in
 ``/text_summary``, kept as written by the caller), TF1 any shape (tables are 2-D).  Every

@@ -1,4 +1,4 @@
-"""Reading a store: the Python API behind ``tbconvert runs``, ``show`` and ``export`` (SPEC §10).
+"""Reading a store: the Python API behind ``tbconvert runs``, ``show`` and ``export`` (design §10).
 
 A run is named by its path relative to its logdir (``run_path``, ``.`` for the logdir itself)
 or by its ``run_id``.  Filters on runs, contexts and tags are shell globs matched with

@@ -1,7 +1,7 @@
 """Queries over a store's public views that the API, exports and the CLI share: long-format
 rows, the hparams table, pandas frames.
 
-Long-format rows have the columns of the public views (SPEC §6): ``scalars`` those of
+Long-format rows have the columns of the public views (design §6): ``scalars`` those of
 ``v_scalars``, ``texts`` of ``v_texts``, ``params`` of ``v_params``.  They are streamed series
 by series, so an export needs little memory whatever the store's size.
 """

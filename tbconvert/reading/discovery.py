@@ -1,4 +1,4 @@
-"""Walk a logdir and classify its directories into runs, contexts, groups and orphans (SPEC §3).
+"""Walk a logdir and classify its directories into runs, contexts, groups and orphans (design §3).
 
 The rules are Aim's ``aim convert tf`` rules, made total: a logdir that is itself the only
 directory with event files is one run ``"."``, every event file belongs to exactly one
@@ -192,7 +192,7 @@ def _depth(rel: str) -> int:
 
 
 def _assign_roles(candidates: list[str], flat: bool) -> tuple[set[str], set[str]]:
-    """Apply SPEC §3 to the directories that directly hold event files.
+    """Apply design §3 to the directories that directly hold event files.
 
     Returns:
         The sets of run and group directories (relative paths, "" for the logdir).
@@ -272,7 +272,7 @@ def classify(
         raise LogdirError(f"cannot walk the logdir ({exc.strerror or exc})", path=root) from exc
 
     if not walker.found:
-        # SPEC §9: an empty logdir is not an error (a job may not have logged yet), but say so.
+        # design §9: an empty logdir is not an error (a job may not have logged yet), but say so.
         walker.warnings.append(f"no event files under {root}")
     runs, groups = _assign_roles(list(walker.found), flat)
     # Run -> its files as (context, name, file): sorted by the first two, which are unique.

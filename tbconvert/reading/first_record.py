@@ -1,5 +1,5 @@
 """A file's first record: what identifies an event file across renames and tells a replaced
-file from a grown one (``head_digest``, stored with the file's state, SPEC §7)."""
+file from a grown one (``head_digest``, stored with the file's state, design §7)."""
 
 from __future__ import annotations
 

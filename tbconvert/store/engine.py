@@ -24,7 +24,7 @@ PAGE_CACHE_KIB = 32 << 10
 
 
 def expand_path(path: str | os.PathLike[str]) -> str:
-    """A path as a shell would give it: ``~`` and ``$VARIABLES`` expanded (SPEC §2)."""
+    """A path as a shell would give it: ``~`` and ``$VARIABLES`` expanded (design §2)."""
     return os.path.expanduser(os.path.expandvars(os.fspath(path)))
 
 
@@ -142,7 +142,7 @@ def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> No
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys = ON")
         # WAL is a property of the file: switch only a store of ours, or an empty file about
-        # to become one.  A database that is not ours is refused unchanged (SPEC §9).
+        # to become one.  A database that is not ours is refused unchanged (design §9).
         if _is_ours_or_empty(cursor):
             # A read-only store cannot switch journal mode; reading it still works.
             with contextlib.suppress(sqlite3.OperationalError):

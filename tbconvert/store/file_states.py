@@ -1,4 +1,4 @@
-"""What the store records per event file (SPEC §7): read by the planner, written by the writer."""
+"""What the store records per event file (design §7): read by the planner, written by the writer."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Programmatic Alembic: bring a store to the code's schema, or refuse with the reason.
 
-Policy (reference/run_store.md §3.3): an empty store gets every migration; a store behind
+Policy (design §6): an empty store gets every migration; a store behind
 the code is upgraded (SQLite: after an online backup next to the file; a shared server only
 when the caller allows it); a store ahead of the code, or a database that is not a tbconvert
 store, is refused.

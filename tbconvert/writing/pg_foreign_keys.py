@@ -79,7 +79,7 @@ def per_row_notice(role: str, points: int) -> str:
     return (
         f"PostgreSQL checked the foreign keys of {points} points row by row, about 3x slower: "
         f"'GRANT SET ON PARAMETER session_replication_role TO {role}' (PostgreSQL 15+, as an "
-        "admin) lets tbconvert check them once per chunk (README: A shared PostgreSQL store)"
+        "admin) lets tbconvert check them once per chunk (docs/cli.md, 'Sharing a store')"
     )
 
 

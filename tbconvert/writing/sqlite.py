@@ -34,7 +34,7 @@ class SqliteBulk:
     def on_connect(self, dbapi: Any) -> None:
         """Every parent row a point refers to (series, file) is made by this writer, in the
         transaction that inserts the point, so enforcing the keys here would only check the
-        writer's own ids, at a sixth of the insert's cost (reference/run_store.md §2.6).  The
+        writer's own ids, at a sixth of the insert's cost.  The
         keys stay declared and every other connection enforces them; this one is closed,
         never pooled (:meth:`on_close`).  Set outside a transaction: SQLite ignores the
         pragma inside one.  The log is copied into the database by a thread

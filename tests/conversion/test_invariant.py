@@ -1,4 +1,4 @@
-"""The store is a function of the logdir (SPEC §7, issue #13): whatever happened before, one
+"""The store is a function of the logdir (design §7, issue #13): whatever happened before, one
 plain conversion leaves every view equal to one clean conversion of the logdir as it is now.
 
 One regression test per way the history used to leak into the store: a conversion stopped

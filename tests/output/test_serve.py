@@ -1,7 +1,7 @@
 """``tbconvert serve``: datasette over HTTP with our metadata, in a real subprocess.
 
 The server is started on a free port, asked for its home page, a view and a canned query
-(the README's cookbook with forms), and stopped with SIGINT, as Ctrl-C would.
+(the SQL cookbook with forms), and stopped with SIGINT, as Ctrl-C would.
 """
 
 from __future__ import annotations

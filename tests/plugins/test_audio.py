@@ -1,4 +1,4 @@
-"""Audio, end to end (SPEC §5 audio, §6 v_audio): clips written the way TF1, torch and TF2 write
+"""Audio, end to end (design §5 audio, §6 v_audio): clips written the way TF1, torch and TF2 write
 them come back byte for byte (compared by sha256), with sample rate, channels, frame count,
 content type, label, idx, step and wall_time.
 

@@ -1,4 +1,4 @@
-"""Histograms, end to end (SPEC §5 histograms, §6 v_histograms): every encoding written by a
+"""Histograms, end to end (design §5 histograms, §6 v_histograms): every encoding written by a
 real writer comes back as TensorBoard shows it, bucket for bucket, one row per value written,
 with a HistogramProto's own buckets kept raw.
 

@@ -1,4 +1,4 @@
-"""HParams, end to end (SPEC §5 hparams, reference §2.5, §4 items 2, 16, 21).
+"""HParams, end to end (design §5 hparams, reference §2.5, §4 items 2, 16, 21).
 
 Every writer's layout is written for real (tensorboardX ``add_hparams``) or by hand with
 tensorboard's own protos (torch, TF2), converted, and compared with what was written: each
@@ -252,7 +252,7 @@ def test_tf2_trials_experiment_and_session_ends(tmp_path: Path, store: str) -> N
 
 
 def test_tf2_experiment_in_the_logdir_root_is_an_orphan(tmp_path: Path, store: str) -> None:
-    """`tensorboard --logdir logs/tuning` as the TF2 tutorial does: SPEC §3 makes the root's
+    """`tensorboard --logdir logs/tuning` as the TF2 tutorial does: design §3 makes the root's
     experiment file an orphan, reported and (with --skip-orphans) not converted; the trials
     are runs."""
     write_tf2(tmp_path / "tuning")

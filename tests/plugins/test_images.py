@@ -1,4 +1,4 @@
-"""Images, end to end (SPEC §5 images, §6 v_images): what real writers put in event files comes
+"""Images, end to end (design §5 images, §6 v_images): what real writers put in event files comes
 back through ``v_images`` byte for byte (compared by sha256), with format, width, height, idx,
 step and wall_time.
 

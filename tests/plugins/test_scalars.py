@@ -1,4 +1,4 @@
-"""Scalars, end to end (SPEC §5 scalars, §6): every encoding written by a real writer comes back
+"""Scalars, end to end (design §5 scalars, §6): every encoding written by a real writer comes back
 exactly, row for row and in file order, through the tables and the public views.
 
 Expected values are computed from what the test wrote (float32 widening of the float handed to
@@ -670,7 +670,7 @@ def test_appended_points_are_read_once(tmp_path: Path, store: str) -> None:
 def test_tf1_metadata_from_first_occurrence_survives_an_incremental_read(
     tmp_path: Path, store: str
 ) -> None:
-    """SPEC §4: plugin metadata is remembered per (file, tag) from its first occurrence; a file
+    """design §4: plugin metadata is remembered per (file, tag) from its first occurrence; a file
     written by a TF1 FileWriter and read in two passes (it grew in between) must not lose the
     second pass's tensor scalars, which carry no metadata."""
     logdir = tmp_path / "logs"

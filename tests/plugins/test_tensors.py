@@ -1,4 +1,4 @@
-"""The generic path, end to end (SPEC §5: pr_curves, custom_scalars, mesh, graphs and unknown
+"""The generic path, end to end (design §5: pr_curves, custom_scalars, mesh, graphs and unknown
 plugins are kept as dtype, shape, raw bytes, plugin name and metadata content; so are the
 session logs and log messages of TF1 writers: nothing is dropped silently).
 

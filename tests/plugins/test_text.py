@@ -1,4 +1,4 @@
-"""Text, end to end (SPEC §5 text, §6 v_texts): string tensors of every shape a real writer
+"""Text, end to end (design §5 text, §6 v_texts): string tensors of every shape a real writer
 produces come back as one row per element, in row-major order, with the tag exactly as
 written (tensorboardX's ``/text_summary`` suffix kept).
 

@@ -1,4 +1,4 @@
-"""The Python read API (SPEC §10): open_store, runs, describe, scalars, params, images, pandas.
+"""The Python read API (design §10): open_store, runs, describe, scalars, params, images, pandas.
 
 Everything is checked against a real store of each backend (SQLite and PostgreSQL):
 ``sample_logdirs/`` (scalars from every writer) plus a small tensorboardX sweep written here

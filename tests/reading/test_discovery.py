@@ -1,4 +1,4 @@
-"""Tests for tbconvert.reading.discovery: SPEC §3 classification on real tensorboardX files."""
+"""Tests for tbconvert.reading.discovery: design §3 classification on real tensorboardX files."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_aim_tree_flat_mode(aim_tree: tuple[Path, dict[int, str]]) -> None:
 def test_aim_tree_orphans_are_kept_as_runs_of_their_directories(
     aim_tree: tuple[Path, dict[int, str]], flat: bool
 ) -> None:
-    """SPEC §3: the documented runs, groups and contexts, and besides them the orphans of
+    """design §3: the documented runs, groups and contexts, and besides them the orphans of
     each directory as a run at its path ("." for the logdir), context ''."""
     logdir, f = aim_tree
     skipped = classify(logdir, flat=flat, skip_orphans=True)

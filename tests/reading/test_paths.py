@@ -1,4 +1,4 @@
-"""Paths and URLs as a shell gives them (SPEC §2), empty logdirs (SPEC §9), and what
+"""Paths and URLs as a shell gives them (design §2), empty logdirs (design §9), and what
 ``tbconvert runs`` names: ``~`` and ``$VARIABLES`` expanded in ``--logdir``, ``--store``,
 ``-o``, ``TBCONVERT_STORE`` and the Python API; a logdir with no event files is a warning.
 """

@@ -1,4 +1,4 @@
-"""SPEC §9: every kind of bad input gets one clear line, the right exit code, and a store that
+"""design §9: every kind of bad input gets one clear line, the right exit code, and a store that
 is untouched or consistent."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A crash at every commit boundary of a conversion, then one plain run: the store equals a
-clean conversion, view for view and file state for file state (SPEC §7, issue #13).
+clean conversion, view for view and file state for file state (design §7, issue #13).
 
 The crashes are injected from outside the product (``tests/support/crashpoints.py`` wraps the
 writer's transactions in a forked child that ends itself with ``os._exit(9)``), right before

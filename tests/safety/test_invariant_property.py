@@ -1,4 +1,4 @@
-"""A stateful property test of SPEC §7: over random histories, one plain conversion leaves the
+"""A stateful property test of design §7: over random histories, one plain conversion leaves the
 store equal to a clean conversion of the logdir as it is now.
 
 Rules grow files by any number of bytes (cutting records anywhere), truncate, replace, touch,

@@ -2,7 +2,7 @@
 itself reads from the same files.
 
 The logdir is written by tensorboardX's ``SummaryWriter`` and by hand-built
-``tensorboard.compat.proto`` Events (every encoding the README lists), several thousand
+``tensorboard.compat.proto`` Events (every encoding docs/design.md §5 lists), several thousand
 single-scalar records per file with tags interleaved, so that the NumPy block path
 (``tbconvert/reading/fast/block_scalars.py``) runs over many blocks, with other records spliced in
 between;
@@ -101,7 +101,7 @@ F16_VALUES = [65504.0, 6e-08, NAN, INF, -0.0, 0.333, -2.0]
 
 
 class Written(NamedTuple):
-    """One event file and where the README's layout rules put it."""
+    """One event file and where the layout rules (design §3) put it."""
 
     path: Path
     run_path: str

@@ -1,7 +1,7 @@
 """Ctrl-C (SIGINT) and SIGTERM stop a conversion after its current transaction, with one line
 saying what is kept, exit 130 / 143 and no traceback from any process (workers included); the
 next run continues.  ``--watch`` prints one line per pass that changed something, and its
-totals add up (SPEC §7, issue #13 item 7)."""
+totals add up (design §7, issue #13 item 7)."""
 
 from __future__ import annotations
 

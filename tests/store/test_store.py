@@ -80,7 +80,7 @@ SPEC_VIEW_COLUMNS = {
 }
 
 
-# Columns beyond SPEC §6, documented in the README: a view may grow at its end only.
+# Columns beyond design §6, documented in docs/schema.md: a view may grow at its end only.
 EXTRA_VIEW_COLUMNS = {"v_runs": ["source", "host"]}
 
 

@@ -1,5 +1,5 @@
 """A database that is not ours is refused byte for byte unchanged, by every command; a store on
-read-only media can still be read by every reading command (SPEC §9, issue #13 item 8)."""
+read-only media can still be read by every reading command (design §9, issue #13 item 8)."""
 
 from __future__ import annotations
 

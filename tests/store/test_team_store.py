@@ -1,4 +1,4 @@
-"""A store shared by a team (SPEC §1.4): logdirs of several machines in one PostgreSQL server.
+"""A store shared by a team (design §1.4): logdirs of several machines in one PostgreSQL server.
 
 Run identity is (source, run path).  The source defaults to the logdir's absolute path; on a
 server, a second machine whose logdir has the same path must not write into the first one's

@@ -256,7 +256,7 @@ def file_states(store: str | os.PathLike[str]) -> dict[str, tuple[object, ...]]:
 
 
 def views_without_gone(store: str | os.PathLike[str]) -> dict[str, list[tuple[object, ...]]]:
-    """:func:`view_rows` of the store as it would be without the files marked ``gone`` (SPEC
+    """:func:`view_rows` of the store as it would be without the files marked ``gone`` (design
     §7: the only history a store keeps on purpose): their points and rows, then series and
     runs left with nothing.  The store itself is not changed (a rolled-back transaction on a
     server, a copy in memory for SQLite)."""
