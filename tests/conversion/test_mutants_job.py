@@ -43,6 +43,7 @@ def _query(store: Path, sql: str) -> list[tuple]:
         return [tuple(row) for row in connection.execute(sql)]
 
 
+@pytest.mark.mutant_gap
 def test_counts_of_a_first_run_then_an_incremental_one(tmp_path: Path) -> None:
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     train = write_events(logs / "a" / "train" / FILE, _events("loss", range(10)))
@@ -77,6 +78,7 @@ def test_counts_of_a_first_run_then_an_incremental_one(tmp_path: Path) -> None:
     assert third.files_unchanged == 4 and third.bytes_read == 0
 
 
+@pytest.mark.mutant_gap
 def test_moved_replaced_and_gone_files_are_counted(tmp_path: Path) -> None:
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     write_events(logs / "group" / "run" / "train" / FILE, _events("loss", range(4)))
@@ -109,6 +111,7 @@ def test_moved_replaced_and_gone_files_are_counted(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.mutant_gap
 def test_a_run_at_the_logdir_root_is_named_after_the_logdir(tmp_path: Path) -> None:
     logs, store = tmp_path / "my_experiment", tmp_path / "s.db"
     write_events(logs / FILE, _events("loss", range(2)))
@@ -118,6 +121,7 @@ def test_a_run_at_the_logdir_root_is_named_after_the_logdir(tmp_path: Path) -> N
     ]
 
 
+@pytest.mark.mutant_gap
 def test_each_conversion_records_its_options_and_summary(tmp_path: Path) -> None:
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     write_events(logs / "run" / FILE, _events("loss", range(3)))
@@ -152,6 +156,7 @@ def test_each_conversion_records_its_options_and_summary(tmp_path: Path) -> None
     assert [summary["records_read"] for summary in summaries] == [4, 4]
 
 
+@pytest.mark.mutant_gap
 def test_dry_run_plans_each_action_with_the_bytes_it_reads(tmp_path: Path) -> None:
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     grown = write_events(logs / "a" / FILE, _events("loss", range(6)))
@@ -183,6 +188,7 @@ def test_dry_run_plans_each_action_with_the_bytes_it_reads(tmp_path: Path) -> No
     assert set(full.values()) == {"reread", "new"}
 
 
+@pytest.mark.mutant_gap
 def test_ids_made_in_a_rolled_back_transaction_are_not_reused(tmp_path: Path) -> None:
     engine = create_store_engine(store_url(tmp_path / "s.db"))
     migrate.ensure_schema(engine)
@@ -214,6 +220,7 @@ def test_ids_made_in_a_rolled_back_transaction_are_not_reused(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.mutant_gap
 def test_rows_dropped_as_empty_are_made_again_not_reused_from_the_cache(tmp_path: Path) -> None:
     engine = create_store_engine(store_url(tmp_path / "s.db"))
     migrate.ensure_schema(engine)
@@ -249,6 +256,7 @@ def test_rows_dropped_as_empty_are_made_again_not_reused_from_the_cache(tmp_path
     assert len(old_series) == 2 and gone
 
 
+@pytest.mark.mutant_gap
 def test_image_and_audio_rows_keep_every_column_around_their_blob(tmp_path: Path) -> None:
     # The writer swaps each row's blob digest for the blob's id: the columns on either
     # side of it must come through unchanged.
@@ -276,6 +284,7 @@ def test_image_and_audio_rows_keep_every_column_around_their_blob(tmp_path: Path
     ) == [(1, 4, "audio/wav")]
 
 
+@pytest.mark.mutant_gap
 def test_filtered_values_and_unreadable_records_add_up_over_files(tmp_path: Path) -> None:
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     for run, count in (("a", 4), ("b", 6)):
@@ -309,6 +318,7 @@ def test_filtered_values_and_unreadable_records_add_up_over_files(tmp_path: Path
     assert before <= low <= high <= after
 
 
+@pytest.mark.mutant_gap
 def test_a_store_another_process_is_writing_to_is_waited_for_and_said_so(tmp_path: Path) -> None:
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     write_events(logs / "run" / FILE, _events("loss", range(3)))
@@ -330,6 +340,7 @@ def test_a_store_another_process_is_writing_to_is_waited_for_and_said_so(tmp_pat
     assert summary.files_read == 1 and summary.points == {"scalars": 2}
 
 
+@pytest.mark.mutant_gap
 def test_small_files_commit_together_once_their_points_fill_a_chunk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -361,6 +372,7 @@ def _points_after_each_commit(store: Path, monkeypatch: pytest.MonkeyPatch) -> l
     return after_commits
 
 
+@pytest.mark.mutant_gap
 def test_a_file_that_cannot_be_statted_is_a_problem_and_the_files_after_it_are_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -382,6 +394,7 @@ def test_a_file_that_cannot_be_statted_is_a_problem_and_the_files_after_it_are_r
     assert summary.points == {"scalars": 3} and summary.files_read == 1
 
 
+@pytest.mark.mutant_gap
 def test_a_file_another_converter_read_further_since_the_plan_is_left_to_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -410,6 +423,7 @@ def test_a_file_another_converter_read_further_since_the_plan_is_left_to_it(
     assert _query(store, "SELECT count(*) FROM scalars") == [(13,)]
 
 
+@pytest.mark.mutant_gap
 def test_a_full_reread_counts_damaged_records_afresh(tmp_path: Path) -> None:
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     path = write_events(logs / "run" / FILE, _events("loss", range(10)))
@@ -422,6 +436,7 @@ def test_a_full_reread_counts_damaged_records_afresh(tmp_path: Path) -> None:
     assert _query(store, "SELECT status, damaged_records FROM event_files") == [("damaged", 1)]
 
 
+@pytest.mark.mutant_gap
 def test_a_files_wall_time_span_is_kept_over_appends(tmp_path: Path) -> None:
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     path = write_events(
@@ -435,6 +450,7 @@ def test_a_files_wall_time_span_is_kept_over_appends(tmp_path: Path) -> None:
     assert _query(store, span) == [(1e9 + 5, 3e9)]
 
 
+@pytest.mark.mutant_gap
 def test_lossy_records_add_up_over_files(tmp_path: Path) -> None:
     # A tag that is not UTF-8 (0xff in place of "Q") makes its record lossy: one per file.
     logs, store = tmp_path / "logs", tmp_path / "s.db"
@@ -448,6 +464,7 @@ def test_lossy_records_add_up_over_files(tmp_path: Path) -> None:
     assert summary.lossy_records == 3 and summary.points == {"scalars": 3}
 
 
+@pytest.mark.mutant_gap
 def test_a_group_also_closes_at_its_number_of_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -461,6 +478,7 @@ def test_a_group_also_closes_at_its_number_of_files(
     assert sorted(set(after_commits)) == [0, 6, 12, 14]
 
 
+@pytest.mark.mutant_gap
 @pytest.mark.by_record_switch
 @pytest.mark.parametrize("batched", [True, False], ids=["batched", "one-by-one"])
 def test_a_group_also_closes_at_its_bytes_read(
@@ -480,6 +498,7 @@ def test_a_group_also_closes_at_its_bytes_read(
     assert sorted(set(after_commits)) == [0, 4, 8, 12, 14]
 
 
+@pytest.mark.mutant_gap
 def test_a_file_with_no_valid_record_is_invalid_and_one_damaged_at_its_start_is_not(
     tmp_path: Path,
 ) -> None:
@@ -500,6 +519,7 @@ def test_a_file_with_no_valid_record_is_invalid_and_one_damaged_at_its_start_is_
     assert summary.points == {"scalars": 5}
 
 
+@pytest.mark.mutant_gap
 def test_a_file_marked_gone_records_when(tmp_path: Path) -> None:
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     gone = write_events(logs / "a" / FILE, _events("loss", range(3)))
@@ -514,6 +534,7 @@ def test_a_file_marked_gone_records_when(tmp_path: Path) -> None:
     assert status == "gone" and before <= updated_at <= time.time()
 
 
+@pytest.mark.mutant_gap
 @pytest.mark.parametrize("chunk_points", [10, 100_000])
 def test_bytes_read_are_the_bytes_of_this_read_however_many_chunks_it_takes(
     tmp_path: Path, chunk_points: int

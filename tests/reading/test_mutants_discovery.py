@@ -22,6 +22,7 @@ def _event_file(directory: Path, name: str = FILE) -> Path:
     return write_events(directory / name, [summary_event(0, 1.0, [simple_value("x", 1.0)])])
 
 
+@pytest.mark.mutant_gap
 def test_each_kind_of_link_gets_its_own_warning(tmp_path: Path) -> None:
     logdir = tmp_path / "logs"
     _event_file(logdir / "run_5")
@@ -62,6 +63,7 @@ class _FailingEntry:
         raise AssertionError("not asked once is_dir failed")
 
 
+@pytest.mark.mutant_gap
 def test_an_entry_that_cannot_be_examined_is_skipped_with_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,6 +80,7 @@ def test_an_entry_that_cannot_be_examined_is_skipped_with_the_reason(
     assert result.warnings == (f"{tmp_path}/zz_bad: Input/output error, skipped",)
 
 
+@pytest.mark.mutant_gap
 def test_an_unreadable_subdirectory_is_skipped_with_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,6 +99,7 @@ def test_an_unreadable_subdirectory_is_skipped_with_the_reason(
     )
 
 
+@pytest.mark.mutant_gap
 def test_an_unreadable_logdir_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def scandir(path: str) -> Any:
         raise PermissionError(errno.EACCES, "Permission denied", path)
@@ -108,6 +112,7 @@ def test_an_unreadable_logdir_is_an_error(tmp_path: Path, monkeypatch: pytest.Mo
     assert "cannot read the logdir (Permission denied)" in str(caught.value)
 
 
+@pytest.mark.mutant_gap
 def test_missing_logdir_and_a_file_as_logdir_say_what_to_pass(tmp_path: Path) -> None:
     with pytest.raises(LogdirError) as missing:
         classify(tmp_path / "nope")
@@ -120,12 +125,14 @@ def test_missing_logdir_and_a_file_as_logdir_say_what_to_pass(tmp_path: Path) ->
     assert a_file.value.hint == "pass the directory that holds the event files, not a file"
 
 
+@pytest.mark.mutant_gap
 def test_an_empty_logdir_is_a_warning_not_an_error(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     result = classify(tmp_path)
     assert result.runs == () and result.warnings == (f"no event files under {tmp_path}",)
 
 
+@pytest.mark.mutant_gap
 def test_depths_and_roles(tmp_path: Path) -> None:
     # A run three levels down: its parent is the run, the files a context, the grandparent
     # a group; a file beside the run's directory in the group is an orphan of the group.
@@ -159,6 +166,7 @@ def test_depths_and_roles(tmp_path: Path) -> None:
     assert flat.orphans == (f"a/b/c/{FILE}",)
 
 
+@pytest.mark.mutant_gap
 def test_a_link_to_a_file_that_is_no_event_file_is_ignored_without_a_warning(
     tmp_path: Path,
 ) -> None:
@@ -171,6 +179,7 @@ def test_a_link_to_a_file_that_is_no_event_file_is_ignored_without_a_warning(
     assert result.warnings == ()
 
 
+@pytest.mark.mutant_gap
 def test_a_context_keeps_every_character_of_its_name(tmp_path: Path) -> None:
     # Only the "/" after the run's path is taken off (characters such as X stay).
     logdir = tmp_path / "logs"
@@ -180,6 +189,7 @@ def test_a_context_keeps_every_character_of_its_name(tmp_path: Path) -> None:
     assert [(f.run_path, f.context) for f in result.files] == [("run", "X"), ("run", "XXtrain")]
 
 
+@pytest.mark.mutant_gap
 @pytest.mark.parametrize("skip", [False, True])
 def test_the_classification_says_whether_orphans_are_skipped(tmp_path: Path, skip: bool) -> None:
     logdir = tmp_path / "logs"

@@ -69,6 +69,7 @@ def _marked_event() -> tuple[bytes, int]:
     return event.SerializeToString(), 5
 
 
+@pytest.mark.mutant_gap
 def test_invalid_utf8_in_nested_and_repeated_strings_is_repaired_from_a_fresh_schema() -> None:
     # The lenient twin schema is built once per process: build it here from scratch.
     events._lenient_event_class.cache_clear()
@@ -89,6 +90,7 @@ def test_invalid_utf8_in_nested_and_repeated_strings_is_repaired_from_a_fresh_sc
     assert events.parse_event(payload) == (Event.FromString(payload), False)
 
 
+@pytest.mark.mutant_gap
 def test_an_event_level_string_is_repaired_too() -> None:
     events._lenient_event_class.cache_clear()
     events._string_fields.cache_clear()
@@ -98,6 +100,7 @@ def test_an_event_level_string_is_repaired_too() -> None:
     assert lossy and event.file_version == "brain.Event:\\xfe"
 
 
+@pytest.mark.mutant_gap
 def test_bytes_that_are_no_event_even_leniently_are_unparseable() -> None:
     with pytest.raises(events.UnparseableEvent):
         events.parse_event(b"\x0a\xff\xff\xff\xff\x0f")  # a length running past the end
@@ -114,6 +117,7 @@ def _dense_buffer(at: list[int], size: int, length: int = 40) -> bytes:
     return bytes(buf)
 
 
+@pytest.mark.mutant_gap
 def test_dense_candidates_reach_both_ends_of_the_range() -> None:
     buf = _dense_buffer([0, 100, 188], 200)
     assert list(resync.dense_candidates(buf, 0, 188)) == [0, 100, 188]
@@ -122,6 +126,7 @@ def test_dense_candidates_reach_both_ends_of_the_range() -> None:
     assert list(resync.dense_candidates(buf, 101, 187)) == []
 
 
+@pytest.mark.mutant_gap
 def test_dense_candidates_skip_lengths_of_2_to_the_40_or_more() -> None:
     # The length CRC verifies, but a length that large is never where records resume.
     for length in (1 << 40, 1 << 48, 1 << 56):
@@ -133,6 +138,7 @@ def test_dense_candidates_skip_lengths_of_2_to_the_40_or_more() -> None:
 # ------------------------------------------------------------------------------- chunks
 
 
+@pytest.mark.mutant_gap
 def test_a_file_that_cannot_be_opened_is_one_last_chunk_with_the_reason(tmp_path: Path) -> None:
     task = FileTask(
         index=0,
@@ -154,6 +160,7 @@ def test_a_file_that_cannot_be_opened_is_one_last_chunk_with_the_reason(tmp_path
     assert chunks.bytes_to_read(task, ReadSettings(Selection(), 1000)) == 60
 
 
+@pytest.mark.mutant_gap
 def test_a_graph_is_one_row_at_its_record_with_value_index_0(tmp_path: Path) -> None:
     graph = GraphDef(versions={"producer": 3}).SerializeToString()
     path = write_events(
@@ -175,6 +182,7 @@ def test_a_graph_is_one_row_at_its_record_with_value_index_0(tmp_path: Path) -> 
     assert path.stat().st_size > version_record
 
 
+@pytest.mark.mutant_gap
 def test_dense_candidates_from_freshly_built_crc_tables() -> None:
     # The per-byte CRC tables are built once per process: build them here from scratch.
     resync._crc_tables.cache_clear()
@@ -193,6 +201,7 @@ def test_dense_candidates_from_freshly_built_crc_tables() -> None:
     assert list(resync.dense_candidates(data, 0, len(data) - 12)) == expected
 
 
+@pytest.mark.mutant_gap
 def test_block_path_with_freshly_built_key_masks(tmp_path: Path) -> None:
     # The key masks are built once per process and size: build them here from scratch.
     path = test_records._protobuf_events(tmp_path / "proto")
@@ -218,6 +227,7 @@ _BLOCK_KINDS = {
 }
 
 
+@pytest.mark.mutant_gap
 @pytest.mark.parametrize("kind", sorted(_BLOCK_KINDS))
 def test_each_encoding_the_block_path_reads_takes_it(tmp_path: Path, kind: str) -> None:
     # Steps up to 2**14 (varints of 1 to 3 bytes); the rows must be the general path's,
@@ -243,6 +253,7 @@ def _framed_offsets(events: list[Event], start: int) -> list[int]:
     return offsets
 
 
+@pytest.mark.mutant_gap
 def test_block_rows_read_from_the_middle_of_a_file_keep_their_file_offsets(
     tmp_path: Path,
 ) -> None:
@@ -262,6 +273,7 @@ def test_block_rows_read_from_the_middle_of_a_file_keep_their_file_offsets(
         assert found.fetchall() == expected
 
 
+@pytest.mark.mutant_gap
 def test_a_files_wall_time_span_covers_records_in_any_order(tmp_path: Path) -> None:
     # Enough single-scalar records for the NumPy block path (which leaves the last ~640 bytes
     # of a buffer to the general path), the extremes in the middle.
@@ -288,6 +300,7 @@ def _raw_events(path: Path, payloads: list[bytes]) -> Path:
     return path
 
 
+@pytest.mark.mutant_gap
 def test_a_record_whose_first_field_is_not_the_wall_time_is_read_as_protobuf_reads_it(
     tmp_path: Path,
 ) -> None:
@@ -319,6 +332,7 @@ def test_a_record_whose_first_field_is_not_the_wall_time_is_read_as_protobuf_rea
     assert walls[99, exact(49.5)] == exact(1e9 + 99)
 
 
+@pytest.mark.mutant_gap
 def test_a_record_whose_field_after_the_step_is_no_summary_is_no_scalar(tmp_path: Path) -> None:
     # Record 100's summary field (0x2a, field 5) is a graph_def (0x22, field 4) of the same
     # bytes: protobuf reads a graph, which is kept as one, not as a scalar.
@@ -337,6 +351,7 @@ def test_a_record_whose_field_after_the_step_is_no_summary_is_no_scalar(tmp_path
     assert 100 not in [row[1] for row in general["rows"]["scalars"]]
 
 
+@pytest.mark.mutant_gap
 def test_the_first_series_of_a_file_is_known_to_the_block_path_like_any_other(
     tmp_path: Path,
 ) -> None:
@@ -359,6 +374,7 @@ def test_the_first_series_of_a_file_is_known_to_the_block_path_like_any_other(
     assert decoded("lost") == decoded("loss") + 1
 
 
+@pytest.mark.mutant_gap
 def test_the_decoder_counts_the_events_that_are_not_summaries(tmp_path: Path) -> None:
     log = Event(wall_time=2.0, step=1)
     log.log_message.message = "hello"
@@ -394,6 +410,7 @@ def _voice_clip(step: int, data: bytes, metadata: bool) -> Event:
     return summary_event(step, 1e9 + step, [value])
 
 
+@pytest.mark.mutant_gap
 def test_later_audio_without_metadata_is_decoded_with_the_tags_first_metadata(
     tmp_path: Path,
 ) -> None:
@@ -409,6 +426,7 @@ def test_later_audio_without_metadata_is_decoded_with_the_tags_first_metadata(
         assert found.fetchall() == [(1, "audio/wav"), (2, "audio/wav")]
 
 
+@pytest.mark.mutant_gap
 def test_a_tags_values_before_its_first_metadata_do_not_fix_its_plugin(tmp_path: Path) -> None:
     # The decoder remembers how a tag's values are decoded only once the tag's first metadata
     # is known: a clip before it is a plain tensor, the clips from it on are audio.
@@ -431,6 +449,7 @@ def test_a_tags_values_before_its_first_metadata_do_not_fix_its_plugin(tmp_path:
         assert tensors.fetchall() == [(1, "tensor")]
 
 
+@pytest.mark.mutant_gap
 def test_a_tags_first_metadata_on_another_kind_of_value_fixes_its_plugin_anew(
     tmp_path: Path,
 ) -> None:
@@ -460,6 +479,7 @@ def test_a_tags_first_metadata_on_another_kind_of_value_fixes_its_plugin_anew(
         assert tensors.fetchall() == [(1,)]
 
 
+@pytest.mark.mutant_gap
 def test_the_general_path_decodes_a_known_scalar_without_its_plugin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -487,6 +507,7 @@ def test_the_general_path_decodes_a_known_scalar_without_its_plugin(
     assert plugin_decoded == ["loss", "acc", "lr"]
 
 
+@pytest.mark.mutant_gap
 def test_a_buffer_of_exactly_the_minimum_size_is_read_in_blocks(tmp_path: Path) -> None:
     # 64 records of 48-byte payloads: 64 * (12 + 48 + 4) = 4096 bytes, the least the block
     # path takes (records._WHOLE_MIN_BYTES).
@@ -505,6 +526,7 @@ def test_a_buffer_of_exactly_the_minimum_size_is_read_in_blocks(tmp_path: Path) 
     ]
 
 
+@pytest.mark.mutant_gap
 def test_a_negative_zero_wall_time_next_to_a_zero_one_gives_the_general_paths_span(
     tmp_path: Path,
 ) -> None:
@@ -526,6 +548,7 @@ def test_a_negative_zero_wall_time_next_to_a_zero_one_gives_the_general_paths_sp
     assert decoded_in_general < 40
 
 
+@pytest.mark.mutant_gap
 def test_records_the_template_rejects_are_never_learnt_as_one_key(tmp_path: Path) -> None:
     # Values that also carry a node_name (field 7 after the value) are not the block path's
     # template, though protobuf reads their tag, step and value as usual.  The rejected
@@ -560,6 +583,7 @@ def _length_whose_header_reads_as_a_template_start() -> int:
     raise AssertionError("no such length")
 
 
+@pytest.mark.mutant_gap
 def test_records_near_the_buffers_end_are_read_at_their_own_place(tmp_path: Path) -> None:
     # The block path leaves a buffer's last ~640 bytes to the general path, and reads nothing
     # for them.  Here the buffer's first record is built so that its header and payload, read
@@ -586,6 +610,7 @@ def test_records_near_the_buffers_end_are_read_at_their_own_place(tmp_path: Path
     assert decoded_in_general < 40
 
 
+@pytest.mark.mutant_gap
 def test_two_tags_whose_keys_hash_alike_stay_apart(tmp_path: Path) -> None:
     # A key's hash is linear in its 8-byte words (word i times (i + 1) * a constant), so
     # adding 3 to word 1 and taking 2 from word 2 keeps it.  Word 0 of these keys holds the
@@ -606,6 +631,7 @@ def test_two_tags_whose_keys_hash_alike_stay_apart(tmp_path: Path) -> None:
     assert whole == general
 
 
+@pytest.mark.mutant_gap
 def test_a_stream_without_a_file_descriptor_is_read_to_its_end(tmp_path: Path) -> None:
     # An in-memory stream has no fileno(): its size is found by seeking to its end, and the
     # reader then starts where the stream stood.  That size is a snapshot, as a file's is: a
@@ -644,6 +670,7 @@ def _crafted_tensor_event(step: int, decoy: float, content: float) -> bytes:
     )
 
 
+@pytest.mark.mutant_gap
 def test_a_tensor_with_a_field_before_its_content_gives_protobufs_value(tmp_path: Path) -> None:
     # The block path reads a tensor's value at a fixed place, so it must refuse one whose
     # tensor_content is not there.  The first "w" carries the scalars metadata; the first
@@ -666,6 +693,7 @@ def test_a_tensor_with_a_field_before_its_content_gives_protobufs_value(tmp_path
     assert whole == general
 
 
+@pytest.mark.mutant_gap
 def test_a_step_varint_with_a_zero_continuation_byte_is_read_whole(tmp_path: Path) -> None:
     # Record 100's step varint is 80 followed by the bytes of a "loss" summary field: a
     # varint byte 0x80 carries no bits but does continue, so protobuf reads the step on into
@@ -684,6 +712,7 @@ def test_a_step_varint_with_a_zero_continuation_byte_is_read_whole(tmp_path: Pat
     assert decoded_in_general < 40
 
 
+@pytest.mark.mutant_gap
 def test_audio_appended_after_its_first_metadata_is_decoded_with_the_stored_metadata(
     tmp_path: Path,
 ) -> None:
@@ -701,6 +730,7 @@ def test_audio_appended_after_its_first_metadata_is_decoded_with_the_stored_meta
         assert found.fetchall() == [(1, "audio/wav"), (2, "audio/wav")]
 
 
+@pytest.mark.mutant_gap
 def test_a_moved_file_read_in_several_chunks_is_one_move(tmp_path: Path) -> None:
     # --flat makes group/run/train a run of its own: its file moves there, and is read again
     # from its start in three chunks of 10 points; only the first one says so.
@@ -715,6 +745,7 @@ def test_a_moved_file_read_in_several_chunks_is_one_move(tmp_path: Path) -> None
     assert flat.points == {"scalars": 30}
 
 
+@pytest.mark.mutant_gap
 def test_known_good_lengths_keep_a_clean_file_on_the_fast_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
