@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
     code = 0
     if names or args.sample is None:
         code = subprocess.run([*mutmut, *names], cwd=ROOT, env=env, check=False).returncode
-    report = [sys.executable, str(ROOT / "tests" / "mutation_report.py")]
+    report = [sys.executable, str(ROOT / "tools" / "mutation_report.py")]
     if args.sample is not None:
         report += ["--sample", str(args.sample), "--seed", str(args.seed)]
     return code or subprocess.run(report, cwd=ROOT, check=False).returncode
