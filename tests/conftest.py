@@ -35,7 +35,7 @@ def _block_path_for_small_files() -> Iterator[None]:
     """Files under 16 KiB are decoded record by record (``chunks._BY_RECORD_BYTES``), and
     nearly every fixture file is that small: in this process they take the block path, as
     they did before that switch, so the incremental, crash and invariant tests keep covering
-    it.  The protobuf path is the reference (``test_records``, ``test_oracle``), and the
+    it.  The protobuf path is the reference (``test_block_scalars``, ``test_oracle``), and the
     subprocess tests keep the real switch.  ``by_record_switch`` tests see the real one."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(chunks, "_BY_RECORD_BYTES", 0)

@@ -26,7 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 # mutmut's exit codes of a mutant that no test failed on (0) or that no test ran (5, 33).
 SURVIVED = (0, 5, 33)
 
-_FRAMING = ["test_records.py", "test_bad_input.py", "test_mutants_reading.py"]
+_FRAMING = [
+    "test_records.py",
+    "test_blocks.py",
+    "test_block_scalars.py",
+    "test_bad_input.py",
+    "test_mutants_reading.py",
+]
 _DECODING = [
     *_FRAMING,
     "test_scalars.py",

@@ -32,7 +32,8 @@ from tbconvert.reading.chunks import FileTask, ReadSettings, read_file
 from tbconvert.reading.decoder import EventDecoder
 from tbconvert.reading.fast import block_scalars
 from tbconvert.reading.records import RecordReader, open_event_file
-from tests.reading import test_records
+from tests.reading import test_block_scalars
+from tests.support.decoding import decode_file, exact
 from tests.support.eventfiles import (
     append_events,
     scalar_metadata,
@@ -204,10 +205,10 @@ def test_dense_candidates_from_freshly_built_crc_tables() -> None:
 @pytest.mark.mutant_gap
 def test_block_path_with_freshly_built_key_masks(tmp_path: Path) -> None:
     # The key masks are built once per process and size: build them here from scratch.
-    path = test_records._protobuf_events(tmp_path / "proto")
-    general, _ = test_records.decode_file(path, whole=False)
+    path = test_block_scalars._protobuf_events(tmp_path / "proto")
+    general, _ = decode_file(path, whole=False)
     block_scalars._key_masks.cache_clear()
-    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    whole, decoded_in_general = decode_file(path, whole=True, size=8192)
     assert whole == general
     assert decoded_in_general < general["reader"][1] / 2
 
@@ -237,8 +238,8 @@ def test_each_encoding_the_block_path_reads_takes_it(tmp_path: Path, kind: str) 
         tmp_path / "run" / "events.out.tfevents.1.h",
         [summary_event(step, 1e9 + step, [_BLOCK_KINDS[kind](step)]) for step in steps],
     )
-    general, _ = test_records.decode_file(path, whole=False)
-    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    general, _ = decode_file(path, whole=False)
+    whole, decoded_in_general = decode_file(path, whole=True, size=8192)
     assert whole == general
     assert len(general["rows"]["scalars"]) == len(steps)
     assert decoded_in_general < 40
@@ -322,11 +323,10 @@ def test_a_record_whose_first_field_is_not_the_wall_time_is_read_as_protobuf_rea
         (0.0, 0, 7.0),
     ]
     path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
-    general, _ = test_records.decode_file(path, whole=False)
-    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    general, _ = decode_file(path, whole=False)
+    whole, decoded_in_general = decode_file(path, whole=True, size=8192)
     assert whole == general
     assert decoded_in_general < 40  # the block path did read the others
-    exact = test_records.exact
     walls = {(row[1], row[6]): row[5] for row in general["rows"]["scalars"]}
     assert walls[100, exact(50.0)] == walls[0, exact(7.0)] == exact(0.0)
     assert walls[99, exact(49.5)] == exact(1e9 + 99)
@@ -344,8 +344,8 @@ def test_a_record_whose_field_after_the_step_is_no_summary_is_no_scalar(tmp_path
     payloads[100] = payloads[100][:at] + b"\x22" + payloads[100][at + 1 :]
     assert Event.FromString(payloads[100]).WhichOneof("what") == "graph_def"
     path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
-    general, _ = test_records.decode_file(path, whole=False)
-    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    general, _ = decode_file(path, whole=False)
+    whole, decoded_in_general = decode_file(path, whole=True, size=8192)
     assert whole == general
     assert decoded_in_general < 40
     assert 100 not in [row[1] for row in general["rows"]["scalars"]]
@@ -366,8 +366,8 @@ def test_the_first_series_of_a_file_is_known_to_the_block_path_like_any_other(
             for step in range(1000)
         ]
         path = write_events(tmp_path / first_tag / "events.out.tfevents.1.h", events)
-        general, _ = test_records.decode_file(path, whole=False)
-        whole, decoded_in_general = test_records.decode_file(path, whole=True, size=100)
+        general, _ = decode_file(path, whole=False)
+        whole, decoded_in_general = decode_file(path, whole=True, size=100)
         assert whole == general
         return decoded_in_general
 
@@ -391,7 +391,7 @@ def test_the_decoder_counts_the_events_that_are_not_summaries(tmp_path: Path) ->
         empty_summary,
     ]
     path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
-    decoded, _ = test_records.decode_file(path, whole=False)
+    decoded, _ = decode_file(path, whole=False)
     # Session logs and log messages are kept (as tensors), the rest only counted.
     assert decoded["stats"][4] == {"file_version": 1, "empty": 1}
     assert decoded["stats"][0] == {"scalars": 1, "log_message": 2, "session_log": 1}
@@ -502,7 +502,7 @@ def test_the_general_path_decodes_a_known_scalar_without_its_plugin(
         decode_value(self, value, *args)
 
     monkeypatch.setattr(EventDecoder, "_decode_value", counted)
-    decoded, general = test_records.decode_file(path, whole=False)
+    decoded, general = decode_file(path, whole=False)
     assert general == 51 and len(decoded["rows"]["scalars"]) == 150
     assert plugin_decoded == ["loss", "acc", "lr"]
 
@@ -541,9 +541,9 @@ def test_a_negative_zero_wall_time_next_to_a_zero_one_gives_the_general_paths_sp
     assert events[100].SerializeToString()[:1] == b"\x09"  # the -0.0 is written
     assert events[101].SerializeToString()[:1] == b"\x10"  # the 0.0 is not
     path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events, version_wall_time=5)
-    general, _ = test_records.decode_file(path, whole=False)
-    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
-    assert general["stats"][7] == test_records.exact(-0.0)  # first_wall_time, by its bits
+    general, _ = decode_file(path, whole=False)
+    whole, decoded_in_general = decode_file(path, whole=True, size=8192)
+    assert general["stats"][7] == exact(-0.0)  # first_wall_time, by its bits
     assert whole == general
     assert decoded_in_general < 40
 
@@ -562,8 +562,8 @@ def test_records_the_template_rejects_are_never_learnt_as_one_key(tmp_path: Path
 
     events = [summary_event(step, 1e9 + step, [value(step)]) for step in range(300)]
     path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
-    general, _ = test_records.decode_file(path, whole=False)
-    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=100)
+    general, _ = decode_file(path, whole=False)
+    whole, decoded_in_general = decode_file(path, whole=True, size=100)
     assert [series[:2] for series in general["series"]] == [("loss", "scalars"), ("acc", "scalars")]
     assert [row[0] for row in general["rows"]["scalars"]].count(1) == 1  # one point of acc
     assert whole == general
@@ -603,8 +603,8 @@ def test_records_near_the_buffers_end_are_read_at_their_own_place(tmp_path: Path
         writer.write(first)
         for event in loss:
             writer.write(event.SerializeToString())
-    general, _ = test_records.decode_file(path, whole=False)
-    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    general, _ = decode_file(path, whole=False)
+    whole, decoded_in_general = decode_file(path, whole=True, size=8192)
     assert [row[1] for row in general["rows"]["scalars"]] == list(steps)
     assert whole == general
     assert decoded_in_general < 40
@@ -625,8 +625,8 @@ def test_two_tags_whose_keys_hash_alike_stay_apart(tmp_path: Path) -> None:
         for step in range(300)
     ]
     path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
-    general, _ = test_records.decode_file(path, whole=False)
-    whole, _ = test_records.decode_file(path, whole=True, size=100)
+    general, _ = decode_file(path, whole=False)
+    whole, _ = decode_file(path, whole=True, size=100)
     assert [series[0] for series in general["series"]] == [second, first]
     assert whole == general
 
@@ -686,9 +686,8 @@ def test_a_tensor_with_a_field_before_its_content_gives_protobufs_value(tmp_path
         for step in range(100, 300)
     ]
     path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", [first, *crafted, *filler])
-    general, _ = test_records.decode_file(path, whole=False)
-    whole, _ = test_records.decode_file(path, whole=True, size=8192)
-    exact = test_records.exact
+    general, _ = decode_file(path, whole=False)
+    whole, _ = decode_file(path, whole=True, size=8192)
     assert [row[6] for row in general["rows"]["scalars"] if row[1] < 100] == [exact(1.5)] * 100
     assert whole == general
 
@@ -705,8 +704,8 @@ def test_a_step_varint_with_a_zero_continuation_byte_is_read_whole(tmp_path: Pat
     summary_field = payloads[1][payloads[1].index(b"\x2a\x0d") :]
     payloads[100] = b"\x09" + struct.pack("<d", 1e9 + 100) + b"\x10\x80" + summary_field
     path = _raw_events(tmp_path / "run" / "events.out.tfevents.1.h", payloads)
-    general, _ = test_records.decode_file(path, whole=False)
-    whole, decoded_in_general = test_records.decode_file(path, whole=True, size=8192)
+    general, _ = decode_file(path, whole=False)
+    whole, decoded_in_general = decode_file(path, whole=True, size=8192)
     assert len(general["rows"]["scalars"]) == 299
     assert whole == general
     assert decoded_in_general < 40
