@@ -26,15 +26,19 @@ ROOT = Path(__file__).resolve().parents[1]
 # mutmut's exit codes of a mutant that no test failed on (0) or that no test ran (5, 33).
 SURVIVED = (0, 5, 33)
 
-_FRAMING = [
+# Framing, blocks, block decoding, lenient parsing, the decoder and chunks: every reading
+# module's mutants are tried against these (a mutant anywhere there changes what records become).
+_READING = [
     "test_records.py",
     "test_blocks.py",
     "test_block_scalars.py",
+    "test_events.py",
+    "test_decoder.py",
+    "test_chunks.py",
     "test_bad_input.py",
-    "test_mutants_reading.py",
 ]
 _DECODING = [
-    *_FRAMING,
+    *_READING,
     "test_scalars.py",
     "test_oracle.py",
     "test_histograms.py",
@@ -54,12 +58,12 @@ _CONVERSION = [
 ]
 # Module -> the test files its mutants are tried against.
 TESTS = {
-    "tbconvert.reading.crc": _FRAMING,
-    "tbconvert.reading.resync": _FRAMING,
+    "tbconvert.reading.crc": _READING,
+    "tbconvert.reading.resync": _READING,
     "tbconvert.reading.events": _DECODING,
-    "tbconvert.reading.fast.blocks": _FRAMING,
-    "tbconvert.reading.records": _FRAMING,
-    "tbconvert.reading.first_record": [*_FRAMING, "test_incremental.py"],
+    "tbconvert.reading.fast.blocks": _READING,
+    "tbconvert.reading.records": _READING,
+    "tbconvert.reading.first_record": [*_READING, "test_incremental.py"],
     "tbconvert.reading.discovery": [
         "test_discovery.py",
         "test_paths.py",
@@ -68,7 +72,7 @@ TESTS = {
     ],
     "tbconvert.conversion.plan": _CONVERSION,
     "tbconvert.reading.chunks": [
-        *_FRAMING,
+        *_READING,
         "test_scalars.py",
         "test_incremental.py",
         "test_by_record.py",

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tensorboard.summary.writer.record_writer import RecordWriter
 
 from tbconvert.reading import records as records_module
 from tbconvert.reading.fast import blocks
-from tbconvert.reading.records import RecordReader
+from tbconvert.reading.records import RecordReader, open_event_file
 from tests.support.tfrecords import PROPERTY, block_sizes, frame, read, write_file
 
 
@@ -163,3 +164,22 @@ def test_densely_damaged_buffer_is_walked_once(
     monkeypatch.setattr(blocks, "walk", lambda buf, i: walks.append(i) or walk(buf, i))
     assert assert_same_reading(path) > 0
     assert len(walks) == 1
+
+
+@pytest.mark.mutant_gap
+def test_a_buffer_of_exactly_the_minimum_size_is_read_in_blocks(tmp_path: Path) -> None:
+    # 64 records of 48-byte payloads: 64 * (12 + 48 + 4) = 4096 bytes, the least the block
+    # path takes (records._WHOLE_MIN_BYTES).
+    path = tmp_path / "records"
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        for number in range(64):
+            writer.write(bytes([number]) * 48)
+    assert path.stat().st_size == 4096
+    with open_event_file(str(path)) as f:
+        reader = RecordReader(f, block_size=8 << 20)
+        items = list(reader.blocks(8192))
+    assert [type(item).__name__ for item in items] == ["Block"]
+    assert [bytes(payload) for _offset, payload in items[0].pairs()] == [
+        bytes([number]) * 48 for number in range(64)
+    ]

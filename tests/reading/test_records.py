@@ -20,7 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc
+from tensorboard.summary.writer.record_writer import RecordWriter
 
+from tbconvert.reading import resync
 from tbconvert.reading.first_record import first_record, read_first_record
 from tbconvert.reading.records import (
     FOOTER_SIZE,
@@ -243,6 +245,53 @@ def test_consumed_is_current_during_iteration(tmp_path: Path) -> None:
     assert seen == [(offsets[1], 1), (offsets[2], 2), (len(data), 3)]
 
 
+@pytest.mark.mutant_gap
+def test_a_stream_without_a_file_descriptor_is_read_to_its_end(tmp_path: Path) -> None:
+    # An in-memory stream has no fileno(): its size is found by seeking to its end, and the
+    # reader then starts where the stream stood.  That size is a snapshot, as a file's is: a
+    # record appended after the reader was made is not read.
+    stream = io.BytesIO()
+    writer = RecordWriter(stream)
+    payloads = [bytes([number]) * (number + 1) for number in range(20)]
+    for payload in payloads:
+        writer.write(payload)
+    size = stream.tell()
+    stream.seek(0)
+    reader = RecordReader(stream)
+    stream.seek(0, io.SEEK_END)
+    writer.write(b"appended later")
+    stream.seek(0)
+    assert [payload for batch in reader.batches() for _offset, payload in batch] == payloads
+    assert reader.consumed == size and not reader.torn
+
+
+@pytest.mark.mutant_gap
+def test_known_good_lengths_keep_a_clean_file_on_the_fast_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Records of 60 different lengths: each new length's CRC is checked on the fast path and
+    # remembered; the record-by-record path is only asked to start and at the end.
+    path = tmp_path / "records"
+    payloads = [bytes([number]) * (number + 1) for number in range(60)]
+    with path.open("wb") as handle:
+        writer = RecordWriter(handle)
+        for payload in payloads:
+            writer.write(payload)
+    slow_calls: list[int] = []
+    slow = RecordReader._slow
+
+    def counted(self: RecordReader, pos: int) -> int | None:
+        slow_calls.append(pos)
+        return slow(self, pos)
+
+    monkeypatch.setattr(RecordReader, "_slow", counted)
+    with open_event_file(str(path)) as f:
+        reader = RecordReader(f, block_size=8 << 20)
+        read = [payload for batch in reader.batches(1000) for _offset, payload in batch]
+    assert read == payloads
+    assert slow_calls == [0, path.stat().st_size]  # to fill the buffer, and at its end
+
+
 def _tensorboardx_events(logdir: Path) -> Path:
     from tensorboardX import SummaryWriter
 
@@ -327,6 +376,9 @@ def test_first_record_of_bytes_is_the_first_record_of_the_file(
         at += HEADER_SIZE + len(payload) + FOOTER_SIZE
 
 
+# --------------------------------------------------------- dense resync candidates (resync.py)
+
+
 def test_dense_candidates_match_brute_force() -> None:
     # Arrays of small integers put a possible length at nearly every offset; the vectorised
     # header check used there must agree with a byte-by-byte one.
@@ -349,3 +401,48 @@ def test_dense_candidates_match_brute_force() -> None:
     assert list(_dense_candidates(buf, 7, hi - 7)) == [i for i in brute if 7 <= i <= hi - 7]
     # The scan that switches to the vectorised check part-way must miss none either.
     assert [i for i in _candidates(buf, 0, hi) if verifies(i)] == brute
+
+
+def _dense_buffer(at: list[int], size: int, length: int = 40) -> bytes:
+    """``size`` bytes of 0x01 with a header of ``length`` (CRC valid) at each offset."""
+    buf = bytearray(b"\x01" * size)
+    for offset in at:
+        buf[offset : offset + 12] = header(length)
+    return bytes(buf)
+
+
+@pytest.mark.mutant_gap
+def test_dense_candidates_reach_both_ends_of_the_range() -> None:
+    buf = _dense_buffer([0, 100, 188], 200)
+    assert list(resync.dense_candidates(buf, 0, 188)) == [0, 100, 188]
+    assert list(resync.dense_candidates(buf, 100, 100)) == [100]
+    assert list(resync.dense_candidates(buf, 188, 188)) == [188]
+    assert list(resync.dense_candidates(buf, 101, 187)) == []
+
+
+@pytest.mark.mutant_gap
+def test_dense_candidates_skip_lengths_of_2_to_the_40_or_more() -> None:
+    # The length CRC verifies, but a length that large is never where records resume.
+    for length in (1 << 40, 1 << 48, 1 << 56):
+        buf = _dense_buffer([50], 100, length)
+        assert list(resync.dense_candidates(buf, 0, 88)) == [], length
+    assert list(resync.dense_candidates(_dense_buffer([50], 100, (1 << 40) - 1), 0, 88)) == [50]
+
+
+@pytest.mark.mutant_gap
+def test_dense_candidates_from_freshly_built_crc_tables() -> None:
+    # The per-byte CRC tables are built once per process: build them here from scratch.
+    resync._crc_tables.cache_clear()
+    rnd = random.Random(5)
+    buf = bytearray(rnd.choice(b"\x00\x00\x00\x01\x02\x80") for _ in range(6000))
+    for offset in rnd.sample(range(0, 5980, 20), 40):
+        buf[offset : offset + 12] = header(rnd.randrange(1 << 20))
+    data = bytes(buf)
+    expected = [
+        i
+        for i in range(0, len(data) - 11)
+        if data[i + 5 : i + 8] == b"\x00\x00\x00"
+        and tb_masked_crc(data[i : i + 8]) == struct.unpack_from("<I", data, i + 8)[0]
+    ]
+    assert len(expected) >= 40
+    assert list(resync.dense_candidates(data, 0, len(data) - 12)) == expected
