@@ -64,12 +64,7 @@ TESTS = {
     "tbconvert.reading.fast.blocks": _READING,
     "tbconvert.reading.records": _READING,
     "tbconvert.reading.first_record": [*_READING, "test_incremental.py"],
-    "tbconvert.reading.discovery": [
-        "test_discovery.py",
-        "test_paths.py",
-        "test_invariant.py",
-        "test_mutants_discovery.py",
-    ],
+    "tbconvert.reading.discovery": ["test_discovery.py", "test_paths.py", "test_invariant.py"],
     "tbconvert.conversion.plan": _CONVERSION,
     "tbconvert.reading.chunks": [
         *_READING,
