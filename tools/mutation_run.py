@@ -54,7 +54,11 @@ _CONVERSION = [
     "test_incremental.py",
     "test_invariant.py",
     "test_scalars.py",
-    "test_mutants_job.py",
+    "test_summary.py",
+    "test_group_commit.py",
+    "test_concurrent_converters.py",
+    "test_writer_ids.py",
+    "test_discovery.py",
 ]
 # Module -> the test files its mutants are tried against.
 TESTS = {

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tensorboardX import SummaryWriter
 
+from tbconvert import convert
 from tbconvert.errors import LogdirError
 from tbconvert.reading import discovery
 from tbconvert.reading.discovery import (
@@ -23,7 +24,8 @@ from tbconvert.reading.discovery import (
     filter_runs,
     is_event_file,
 )
-from tests.support.eventfiles import simple_value, summary_event, write_events
+from tests.support.eventfiles import scalar_events, simple_value, summary_event, write_events
+from tests.support.snapshots import sqlite_rows
 
 # tensorboardX names files by the second and hostname only, so two writers in one directory
 # within a second would collide without a distinct suffix.
@@ -173,6 +175,16 @@ def test_logdir_that_is_a_single_run(tmp_path: Path) -> None:
         assert placement(result) == {p.name: (".", "") for p in written}
         assert result.orphans == ()
         assert result.groups == ()
+
+
+@pytest.mark.mutant_gap
+def test_a_run_at_the_logdir_root_is_named_after_the_logdir(tmp_path: Path) -> None:
+    logs, store = tmp_path / "my_experiment", tmp_path / "s.db"
+    write_events(logs / FILE, scalar_events("loss", range(2)))
+    convert(logs, store)
+    assert sqlite_rows(store, "SELECT run_path, group_path, name FROM runs") == [
+        (".", "", "my_experiment")
+    ]
 
 
 def test_plain_two_level_layout(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "file_version_event",
     "half_scalar",
     "int_scalar",
+    "scalar_events",
     "scalar_metadata",
     "shape1_scalar",
     "simple_value",
@@ -87,6 +88,11 @@ def file_version_event(wall_time: float) -> Event:
 def summary_event(step: int, wall_time: float, values: Iterable[Summary.Value]) -> Event:
     """An Event carrying one or several (TF1 ``merge_all``) summary values."""
     return Event(step=step, wall_time=wall_time, summary=Summary(value=list(values)))
+
+
+def scalar_events(tag: str, steps: range, base: float = 1e9) -> list[Event]:
+    """One TF1 scalar of ``tag`` a step: ``step / 2`` at wall time ``base + step``."""
+    return [summary_event(step, base + step, [simple_value(tag, step / 2)]) for step in steps]
 
 
 def write_events(
