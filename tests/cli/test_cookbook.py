@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tbconvert.output.datasette import QUERIES, database_name, metadata
-from tests.query.test_read_api import STEPS, SWEEP, build_store, sweep_pixels
 from tests.support.snapshots import StoreFactory, connect, is_server
+from tests.support.sweep import STEPS, SWEEP, build_store, sweep_pixels
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 Rows = list[dict[str, Any]]

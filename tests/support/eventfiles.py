@@ -47,6 +47,7 @@ __all__ = [
     "torch_double_scalar",
     "torch_new_style_scalar",
     "write_events",
+    "write_tbx_run",
     "write_tbx_scalars",
 ]
 
@@ -257,6 +258,16 @@ def half_scalar(tag: str, value: float, field: str = "val") -> Summary.Value:
 
 
 # --------------------------------------------------------------------------- tensorboardX
+
+
+def write_tbx_run(logdir: Path, run: str, steps: int = 20) -> None:
+    """The run ``logdir/run`` as tensorboardX writes it: ``loss`` = 1 / (step + 1) for
+    ``steps`` steps, at the writer's own wall times."""
+    from tensorboardX import SummaryWriter
+
+    with SummaryWriter(str(logdir / run)) as writer:
+        for step in range(steps):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
 
 
 def write_tbx_scalars(
