@@ -127,6 +127,7 @@ class TwoWriters(History):
         self.convert_some_way({}, flat, None, False, True)
 
 
+@pytest.mark.slow  # many histories, each followed by two writers
 def test_ids_given_by_the_writer_are_those_inserting_at_once_gives() -> None:
     TwoWriters.factory = StoreFactory("sqlite", None)  # only SQLite's writer gives ids
     run_state_machine_as_test(
