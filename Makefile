@@ -7,7 +7,7 @@ STORE ?= demo.db
 DEMO_LOGS ?= demo_logs
 REPORT ?= demo-report.html
 
-.PHONY: demo test test-long lint bench mutate clean
+.PHONY: demo test test-fast test-long lint bench mutate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ demo: $(VENV)/.installed-all
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
+
+# Everything but the tests marked slow (crash, signal, oracle and invariant suites): a quick
+# check while working.  CI runs `make test`.
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # The property tests with random seeds and many more examples (not in CI: a failure found here
 # is added to its test as an @example, so that CI runs it every time).

@@ -35,7 +35,7 @@ def _block_path_for_small_files() -> Iterator[None]:
     """Files under 16 KiB are decoded record by record (``chunks._BY_RECORD_BYTES``), and
     nearly every fixture file is that small: in this process they take the block path, as
     they did before that switch, so the incremental, crash and invariant tests keep covering
-    it.  The protobuf path is the reference (``test_records``, ``test_oracle``), and the
+    it.  The protobuf path is the reference (``test_block_scalars``, ``test_oracle``), and the
     subprocess tests keep the real switch.  ``by_record_switch`` tests see the real one."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(chunks, "_BY_RECORD_BYTES", 0)
@@ -203,13 +203,21 @@ settings.load_profile(os.environ.get("TBCONVERT_HYPOTHESIS_PROFILE", "ci"))
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``TBCONVERT_MUTATION_TESTS`` (set by tools/mutation_run.py), run only the test
     files aimed at the module of the mutant under test (``MUTANT_UNDER_TEST``, set by mutmut),
-    or at any mutated module while mutmut maps tests to functions (docs/mutation.md)."""
+    or at any mutated module while mutmut maps tests to functions (docs/mutation.md); and
+    for the score before the tests written for mutants (``--before``), none of those (the
+    tests marked ``mutant_gap``)."""
     if not os.environ.get("TBCONVERT_MUTATION_TESTS"):
         return
-    from tools.mutation_run import test_files_for
+    from tools.mutation_run import GAP_MARKER, leaves_out_gap_tests, test_files_for
 
     files = test_files_for(os.environ.get("MUTANT_UNDER_TEST", ""))
-    dropped = [item for item in items if item.path.name not in files]
+    before = leaves_out_gap_tests()
+
+    def kept(item: pytest.Item) -> bool:
+        gap = item.get_closest_marker(GAP_MARKER) is not None
+        return item.path.name in files and not (before and gap)
+
+    dropped = [item for item in items if not kept(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if item.path.name in files]
+        items[:] = [item for item in items if kept(item)]

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from tensorboardX import SummaryWriter
 
 from tbconvert.cli import cli
+from tests.support.eventfiles import write_tbx_run
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -25,17 +26,11 @@ def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[st
     return found
 
 
-def write_run(logdir: Path, run: str, steps: int = 20) -> None:
-    with SummaryWriter(str(logdir / run)) as writer:
-        for step in range(steps):
-            writer.add_scalar("loss", 1.0 / (step + 1), step)
-
-
 @pytest.fixture
 def logdir(tmp_path: Path) -> Path:
     root = tmp_path / "logs"
-    write_run(root, "run_a")
-    write_run(root, "run_b")
+    write_tbx_run(root, "run_a")
+    write_tbx_run(root, "run_b")
     return root
 
 
@@ -133,7 +128,7 @@ def test_unknown_plugin_is_usage_error(logdir: Path, tmp_path: Path) -> None:
 
 def test_damaged_file_exit_3_names_file_and_offset(tmp_path: Path) -> None:
     root = tmp_path / "logs"
-    write_run(root, "run_a", steps=30)
+    write_tbx_run(root, "run_a", steps=30)
     (event_file,) = (root / "run_a").iterdir()
     data = bytearray(event_file.read_bytes())
     middle = len(data) // 2
@@ -151,7 +146,7 @@ def test_damaged_file_exit_3_names_file_and_offset(tmp_path: Path) -> None:
 
 def test_orphans_are_warned_one_by_one(tmp_path: Path) -> None:
     root = tmp_path / "logs"
-    write_run(root, "run_a")
+    write_tbx_run(root, "run_a")
     with SummaryWriter(str(root), filename_suffix=".one") as writer:
         writer.add_scalar("x", 1.0, 0)
     with SummaryWriter(str(root), filename_suffix=".two") as writer:

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from tbconvert.output.datasette import QUERIES, database_name, metadata
-from tests.query.test_read_api import STEPS, SWEEP, build_store, sweep_pixels
 from tests.support.snapshots import StoreFactory, connect, is_server
+from tests.support.sweep import STEPS, SWEEP, build_store, sweep_pixels
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # Each section the examples are read from, and the page that holds it.

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from tbconvert.cli import cli
 from tbconvert.cli.render import sparkline
-from tests.query.test_read_api import build_store
 from tests.support.snapshots import StoreFactory
+from tests.support.sweep import build_store
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,13 @@ from tensorboard.compat.proto.tensor_pb2 import TensorProto
 
 from tbconvert import convert
 from tbconvert.writing.writer import StoreWriter
-from tests.support.eventfiles import simple_value, summary_event, write_events
+from tests.support.eventfiles import (
+    append_events,
+    scalar_events,
+    simple_value,
+    summary_event,
+    write_events,
+)
 from tests.support.snapshots import (
     StoreFactory,
     connect,
@@ -33,6 +39,7 @@ from tests.support.snapshots import (
 )
 
 Clean = Callable[..., dict]  # (logdir, **options) -> the views of a clean conversion
+FILE = "events.out.tfevents.1.h"
 
 
 class Crash(BaseException):
@@ -378,6 +385,38 @@ def test_dry_run_plans_moved_and_reread_files(nested: Path, store: str) -> None:
         "exp/train/events.out.tfevents.1.host": ("moved", "exp/train"),
         "solo/events.out.tfevents.1.host": ("unchanged", "solo"),
     }
+
+
+@pytest.mark.mutant_gap
+def test_dry_run_plans_each_action_with_the_bytes_it_reads(tmp_path: Path) -> None:
+    logs, store = tmp_path / "logs", tmp_path / "s.db"
+    grown = write_events(logs / "a" / FILE, scalar_events("loss", range(6)))
+    replaced = write_events(logs / "b" / FILE, scalar_events("loss", range(6)))
+    shrunk = write_events(logs / "c" / FILE, scalar_events("loss", range(6)))
+    write_events(logs / "d" / FILE, scalar_events("loss", range(6)))
+    convert(logs, store)
+    stored = grown.stat().st_size
+    append_events(grown, scalar_events("loss", range(6, 9)))
+    # Another first record, and more bytes than were read: only the digest tells.
+    write_events(replaced, scalar_events("acc", range(9), base=3e9))
+    write_events(shrunk, scalar_events("loss", range(2)))
+    fresh = write_events(logs / "e" / FILE, scalar_events("loss", range(1)))
+    plan = {
+        entry["path"]: (entry["action"], entry["bytes"])
+        for entry in convert(logs, store, dry_run=True).plan
+    }
+    assert plan == {
+        f"a/{FILE}": ("append", grown.stat().st_size - stored),
+        f"b/{FILE}": ("replaced", replaced.stat().st_size),
+        f"c/{FILE}": ("replaced", shrunk.stat().st_size),
+        f"d/{FILE}": ("unchanged", 0),
+        f"e/{FILE}": ("new", fresh.stat().st_size),
+    }
+    full = {
+        entry["path"]: entry["action"]
+        for entry in convert(logs, store, dry_run=True, full=True).plan
+    }
+    assert set(full.values()) == {"reread", "new"}
 
 
 def test_dry_run_on_an_empty_server_database_plans_every_file_new(

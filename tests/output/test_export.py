@@ -26,8 +26,8 @@ from tbconvert import convert
 from tbconvert.cli import cli
 from tbconvert.cli.export import EXPORT_FORMATS, EXPORT_KINDS
 from tbconvert.output import export
-from tests.query.test_read_api import STEPS, SWEEP, build_store, view_rows
-from tests.support.snapshots import StoreFactory
+from tests.support.snapshots import StoreFactory, query_rows
+from tests.support.sweep import STEPS, SWEEP, build_store
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_runs_text_lists_runs_with_counts_and_params(store_path: str) -> None:
     header = ["id", "run", "source", "group", "contexts", "series", "points", "params"]
     assert lines[0].split() == header
     by_run = {line.split()[1]: line.split() for line in lines[1:]}
-    ids = dict(view_rows(store_path, "SELECT run_path, run_id FROM v_runs"))
+    ids = dict(query_rows(store_path, "SELECT run_path, run_id FROM v_runs"))
     assert {run: int(cells[0]) for run, cells in by_run.items()} == ids
     line = " ".join(by_run["sweep/lr_0.1"])
     assert "lr=0.1" in line and "optimizer=adam" in line and "images 2" in line
@@ -117,7 +117,7 @@ def test_show_json_equals_the_api(store_path: str) -> None:
 
 
 def test_show_by_id(store_path: str) -> None:
-    ((run_id,),) = view_rows(store_path, "SELECT run_id FROM v_runs WHERE run_path = 'run_1'")
+    ((run_id,),) = query_rows(store_path, "SELECT run_id FROM v_runs WHERE run_path = 'run_1'")
     result = invoke("show", str(run_id), "--store", str(store_path), "--json")
     assert json.loads(result.stdout)["run"]["run_path"] == "run_1"
 
@@ -147,7 +147,7 @@ def test_export_scalars_csv_on_stdout_equals_the_view(store_path: str) -> None:
     assert result.stderr == ""
     rows = csv_rows(result.stdout)
     assert list(rows[0]) == list(export.COLUMNS["scalars"])
-    expected = view_rows(
+    expected = query_rows(
         store_path,
         "SELECT run_id, run_path, context, tag, step, wall_time, "
         "value FROM v_scalars WHERE run_path = 'run_1'",
@@ -335,7 +335,7 @@ def test_format_for() -> None:
 def test_export_function_returns_the_row_count(store_path: str, tmp_path: Path) -> None:
     with tbconvert.open_store(store_path) as opened:
         count = export.export(opened, "scalars", str(tmp_path / "loss.csv"), tag="loss")
-    (expected,) = view_rows(store_path, "SELECT count(*) FROM v_scalars WHERE tag = 'loss'")[0]
+    (expected,) = query_rows(store_path, "SELECT count(*) FROM v_scalars WHERE tag = 'loss'")[0]
     assert count == expected
     assert len((tmp_path / "loss.csv").read_text().splitlines()) == expected + 1
 

@@ -1,8 +1,9 @@
 """``tbconvert export``: formats by extension, --wide, hparams, and images as files.
 
-Expected rows come from the database driver on the public views (``view_rows``) or from what
-the sweep logged (``test_read_api``), never from the export code.  Images are checked byte for
-byte against ``v_images``, and hostile tags and run directories must stay inside ``-o DIR``.
+Expected rows come from the database driver on the public views (``query_rows``) or from
+what the sweep logged (``tests/support/sweep.py``), never from the export code.  Images are
+checked byte for byte against ``v_images``, and hostile tags and run directories must stay
+inside ``-o DIR``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import tbconvert
 from tbconvert.cli import cli
 from tbconvert.errors import MissingDependency
 from tbconvert.output import export
-from tests.query.test_read_api import SWEEP, build_store, view_rows
-from tests.support.snapshots import StoreFactory
+from tests.support.snapshots import StoreFactory, query_rows
+from tests.support.sweep import SWEEP, build_store
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def invoke(*args: str) -> Result:
 
 def scalar_rows(store_path: str, tag: str) -> list[dict[str, object]]:
     columns = export.COLUMNS["scalars"]
-    found = view_rows(
+    found = query_rows(
         store_path,
         f"SELECT {', '.join(columns)} FROM v_scalars WHERE tag = ? "
         "ORDER BY run_path, context, step, wall_time",
@@ -158,7 +159,7 @@ def test_export_images_writes_the_logged_bytes(store_path: str, tmp_path: Path) 
     target = tmp_path / "images"
     result = invoke("export", "images", "--store", store_path, "-o", str(target))
     assert result.exit_code == 0, result.output
-    blobs = sorted(bytes(row[0]) for row in view_rows(store_path, "SELECT data FROM v_images"))
+    blobs = sorted(bytes(row[0]) for row in query_rows(store_path, "SELECT data FROM v_images"))
     files = sorted(target.iterdir())
     assert f"{len(blobs)} images written" in result.stderr
     assert sorted(path.read_bytes() for path in files) == blobs

@@ -1,7 +1,7 @@
 """``tbconvert hparams``: one row per hparams session, params and metrics as columns.
 
 The store is the read API's (sample_logdirs plus a tensorboardX sweep whose lr, optimizer,
-accuracy and loss are known in advance: ``test_read_api.SWEEP``); every expected value is
+accuracy and loss are known in advance: ``sweep.SWEEP``); every expected value is
 worked out from what the sweep logged, on SQLite and PostgreSQL.
 """
 
@@ -21,8 +21,9 @@ from tbconvert.cli.hparams import AGGREGATES
 from tbconvert.errors import UsageError
 from tbconvert.output.hparams import hparams_rows, sort_rows
 from tbconvert.query import tables
-from tests.query.test_read_api import STEPS, SWEEP, build_store, sweep_loss
+from tests.support.eventfiles import write_tbx_run
 from tests.support.snapshots import StoreFactory
+from tests.support.sweep import STEPS, SWEEP, build_store, sweep_loss
 
 RUNS = sorted(SWEEP)  # lr_0.01, lr_0.1, lr_1.0
 
@@ -112,9 +113,7 @@ def test_unknown_sort_column_is_a_usage_error(store_path: str) -> None:
 
 
 def test_a_store_without_sessions_says_so(tmp_path, make_store: StoreFactory) -> None:
-    from tests.cli.test_cli import write_run
-
-    write_run(tmp_path / "logs", "run_a")
+    write_tbx_run(tmp_path / "logs", "run_a")
     store = make_store(tmp_path, "plain")
     tbconvert.convert(tmp_path / "logs", store, progress=False)
     result = invoke("hparams", "--store", store)

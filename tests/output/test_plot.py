@@ -17,8 +17,8 @@ from tbconvert.cli import cli
 from tbconvert.cli.plot import X_AXES
 from tbconvert.errors import UsageError
 from tbconvert.output import plot as library
-from tests.query.test_read_api import build_store
 from tests.support.snapshots import StoreFactory
+from tests.support.sweep import build_store
 
 # matplotlib's default colour cycle: C0, C1, C2 (what the three sweep runs are drawn in).
 COLOURS = [(0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E), (0x2C, 0xA0, 0x2C)]

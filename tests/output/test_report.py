@@ -21,9 +21,9 @@ from tensorboardX import SummaryWriter
 import tbconvert
 from tbconvert.cli import cli
 from tbconvert.output.report import report
-from tests.query.test_read_api import SWEEP, build_store, view_rows
 from tests.support.eventfiles import event_file_name, simple_value, summary_event, write_events
-from tests.support.snapshots import StoreFactory
+from tests.support.snapshots import StoreFactory, query_rows
+from tests.support.sweep import SWEEP, build_store
 
 W0 = 1_795_400_000.0
 
@@ -147,7 +147,7 @@ def test_one_chart_per_scalar_tag_with_a_line_per_series(
     page: tuple[str, Page], store_path: str
 ) -> None:
     text, parsed = page
-    series = view_rows(store_path, "SELECT tag, count(*) FROM v_last_scalars GROUP BY tag")
+    series = query_rows(store_path, "SELECT tag, count(*) FROM v_last_scalars GROUP BY tag")
     assert parsed.count("svg") == len(series)
     charts = text.split('<section id="scalars">', 1)[1].split("</section>", 1)[0]
     cards = charts.split("<figure>")[1:]
@@ -166,7 +166,7 @@ def test_images_are_the_last_steps_bytes(page: tuple[str, Page], store_path: str
     shown = sorted(base64.b64decode(src.split(",", 1)[1]) for src in sources)
     expected = sorted(
         bytes(data)
-        for (data,) in view_rows(
+        for (data,) in query_rows(
             store_path,
             "SELECT i.data FROM v_images AS i WHERE i.step = (SELECT max(step) FROM v_images "
             "AS j WHERE j.run_id = i.run_id AND j.context = i.context AND j.tag = i.tag)",

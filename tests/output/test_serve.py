@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from tbconvert.cli import cli
-from tests.query.test_read_api import build_store
 from tests.support.snapshots import StoreFactory
+from tests.support.sweep import build_store
 
 
 @pytest.fixture(scope="module")

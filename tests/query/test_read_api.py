@@ -1,10 +1,11 @@
 """The Python read API (design §10): open_store, runs, describe, scalars, params, images, pandas.
 
 Everything is checked against a real store of each backend (SQLite and PostgreSQL):
-``sample_logdirs/`` (scalars from every writer) plus a small tensorboardX sweep written here
-with hparams, images, texts and a loss that goes NaN, both converted into one store.  Expected
-values come from what was written, or from the database driver (``sqlite3``, ``psycopg``) on
-the public views, never from the API under test.
+``sample_logdirs/`` (scalars from every writer) plus a small tensorboardX sweep with hparams,
+images, texts and a loss that goes NaN, both converted into one store (built by
+``tests/support/sweep.py``, which the output and CLI tests read too).  Expected values come
+from what was written, or from the database driver (``sqlite3``, ``psycopg``) on the public
+views, never from the API under test.
 """
 
 from __future__ import annotations
@@ -24,71 +25,17 @@ from tbconvert import convert
 from tbconvert.errors import StoreError, UsageError
 from tbconvert.output.export import MissingDependency, hparams_table
 from tbconvert.query.store import Store, StoredImage
-from tests.support.snapshots import StoreFactory, connect, rows
-
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_LOGDIRS = ROOT / "sample_logdirs"
-W0 = 1_795_300_000.0
-# run -> (lr, optimizer, final accuracy, step at which the loss goes NaN or None)
-SWEEP: dict[str, tuple[float, str, float, int | None]] = {
-    "lr_0.01": (0.01, "sgd", 0.8, None),
-    "lr_0.1": (0.1, "adam", 0.9, None),
-    "lr_1.0": (1.0, "adam", 0.3, 6),
-}
-STEPS = 10
-IMAGE_STEPS = (0, 2)
-
-
-def sweep_pixels(run: str, step: int) -> np.ndarray:
-    """The HWC uint8 image logged as ``samples`` by ``run`` at ``step`` (size varies by run)."""
-    index = sorted(SWEEP).index(run)
-    rng = np.random.default_rng(100 * index + step)
-    return rng.integers(0, 256, size=(4 + index, 6 + index, 3), dtype=np.uint8)
-
-
-def sweep_loss(run: str, step: int) -> float:
-    """The loss logged by ``run`` at ``step``: decays, or NaN from its divergence step on."""
-    lr, _, _, nan_from = SWEEP[run]
-    if nan_from is not None and step >= nan_from:
-        return math.nan
-    return 1.0 / (1.0 + lr * step)
-
-
-def write_sweep(logdir: Path) -> None:
-    """``logdir/sweep/lr_*``: tensorboardX runs with scalars, images, a note and add_hparams."""
-    for run, (lr, optimizer, final, nan_from) in SWEEP.items():
-        with SummaryWriter(str(logdir / "sweep" / run), flush_secs=3600) as writer:
-            for step in range(STEPS):
-                wall_time = W0 + step
-                writer.add_scalar("loss", sweep_loss(run, step), step, walltime=wall_time)
-                writer.add_scalar("accuracy", final * (step + 1) / STEPS, step, walltime=wall_time)
-            for step in IMAGE_STEPS:
-                writer.add_image(
-                    "samples", sweep_pixels(run, step), step, walltime=W0 + step, dataformats="HWC"
-                )
-            note = f"Diverged at step {nan_from}" if nan_from else "converged fine"
-            writer.add_text("notes", note, STEPS - 1, walltime=W0 + STEPS)
-            writer.add_hparams(
-                {"lr": lr, "optimizer": optimizer, "batch_size": 32}, {"hparam/accuracy": final}
-            )
-
-
-def build_store(base: Path, make_store: StoreFactory, name: str = "runs") -> str:
-    """Convert sample_logdirs and a fresh sweep (in ``base/logs``) into a new store of the
-    current backend: ``base/name.db`` on SQLite, a fresh database on PostgreSQL."""
-    write_sweep(base / "logs")
-    store = make_store(base, name)
-    for logdir in (SAMPLE_LOGDIRS, base / "logs"):
-        # Aim's classification, orphans left out: the runs below are the documented ones.
-        summary = convert(logdir, store, progress=False, skip_orphans=True)
-        assert summary.exit_code == 0, summary.problems
-    return store
-
-
-def view_rows(store: str, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
-    """Rows of a query on the store, through the database driver, read-only."""
-    with closing(connect(store)) as conn:
-        return rows(conn, sql, parameters or None)
+from tests.support.snapshots import StoreFactory, connect, query_rows
+from tests.support.sweep import (
+    IMAGE_STEPS,
+    SAMPLE_LOGDIRS,
+    STEPS,
+    SWEEP,
+    W0,
+    build_store,
+    sweep_loss,
+    sweep_pixels,
+)
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +115,7 @@ def test_runs_counts_equal_the_views(store: Store, store_path: str) -> None:
             ("v_texts", "texts"),
             ("v_params", "params"),
         ):
-            (count,) = view_rows(
+            (count,) = query_rows(
                 store_path, f"SELECT count(*) FROM {view} WHERE run_id = ?", run["run_id"]
             )[0]
             assert run["points"].get(table, 0) == count
@@ -199,7 +146,7 @@ def test_runs_filter_with_globs(store: Store) -> None:
 def test_scalars_is_a_structured_array_equal_to_the_view(store: Store, store_path: str) -> None:
     curve = store.scalars("run_1", "loss")
     assert curve.dtype == np.dtype([("step", "<i8"), ("wall_time", "<f8"), ("value", "<f8")])
-    expected = view_rows(
+    expected = query_rows(
         store_path,
         "SELECT step, wall_time, value FROM v_scalars WHERE run_path = 'run_1' AND tag = 'loss'",
     )
@@ -228,7 +175,7 @@ def test_scalars_nan_where_nan_was_logged(store: Store) -> None:
 
 def test_scalars_keep_float64_exactly(store: Store, store_path: str) -> None:
     curve = store.scalars("group_1/run_3", "ema_decay")
-    expected = view_rows(
+    expected = query_rows(
         store_path,
         "SELECT value FROM v_scalars WHERE run_path = "
         "'group_1/run_3' AND tag = 'ema_decay' ORDER BY step",
@@ -338,7 +285,7 @@ def test_images_come_back_as_the_pixels_logged(store: Store) -> None:
 def test_images_filtered_by_step_and_equal_to_the_view(store: Store, store_path: str) -> None:
     images = list(store.images(tag="samples", step=2, run="sweep/lr_0.1"))
     assert [(i.run_path, i.step, i.idx) for i in images] == [("sweep/lr_0.1", 2, 0)]
-    ((data,),) = view_rows(
+    ((data,),) = query_rows(
         store_path, "SELECT data FROM v_images WHERE run_path = 'sweep/lr_0.1' AND step = 2"
     )
     assert images[0].data == data and data.startswith(b"\x89PNG")
@@ -352,7 +299,7 @@ def test_describe_lists_series_ranges_last_values_and_files(store: Store, store_
     detail = store.describe("run_1")
     assert detail["run"]["run_path"] == "run_1" and detail["params"] == {}
     loss = next(s for s in detail["series"] if s["tag"] == "loss")
-    ((step, value),) = view_rows(
+    ((step, value),) = query_rows(
         store_path,
         "SELECT step, value FROM v_last_scalars WHERE run_path = 'run_1' AND tag = 'loss'",
     )

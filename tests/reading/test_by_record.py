@@ -1,6 +1,6 @@
 """Small files are decoded record by record (``chunks._BY_RECORD_BYTES``, issue #14): the
 block path's learning of every key costs more than it saves on a few hundred records.  The
-rows are the same either way (``test_records`` checks the block path against the general
+rows are the same either way (``test_block_scalars`` checks the block path against the general
 one); here, which path a file takes by the bytes left to read."""
 
 from __future__ import annotations

@@ -230,6 +230,7 @@ SELECTIONS = (
 )
 
 
+@pytest.mark.slow  # 400 random sets of files, each read both ways
 @settings(max_examples=400, deadline=None)
 @given(
     files=st.lists(FILE, min_size=1, max_size=8),

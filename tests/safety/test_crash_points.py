@@ -23,6 +23,9 @@ from tests.support.crashpoints import CRASHED
 from tests.support.eventfiles import simple_value, summary_event, write_events
 from tests.support.snapshots import StoreFactory, comparable_rows, connect, point_count, rows
 
+# Slow (a crash at every commit, then a rerun, on both backends): `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CHUNK_POINTS = 50
 FILE_COLUMNS = (

@@ -29,6 +29,9 @@ from tests.support.snapshots import (
     without_run_ids,
 )
 
+# Slow (kill -9 loops, concurrent converters, a live writer): `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 

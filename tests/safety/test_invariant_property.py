@@ -51,6 +51,9 @@ from tests.support.snapshots import (
     without_run_ids,
 )
 
+# Slow (random histories of a logdir, converted again): `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 # Directories files go into: the logdir and a group (orphans), runs, contexts, a nested run (a
 # context by default, a run with --flat); renamed run directories get the names of RENAMES.
 DIRECTORIES = ("", "grp", "r0", "r1", "r1/train", "grp/r2", "grp/r3", "grp/r3/eval/deep", "r1/eval")

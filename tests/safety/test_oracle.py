@@ -68,6 +68,9 @@ from tests.support.eventfiles import (
 )
 from tests.support.snapshots import StoreFactory, connect, is_server
 
+# Slow (its logdir is converted per backend and reading path): `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 W0 = 1_795_100_000.0
 CHUNK_POINTS = 97  # points per transaction: every file spans many chunks
 RECORDS = 2400  # single-scalar records per scalar file

@@ -22,6 +22,9 @@ from tbconvert.conversion.summary import Summary
 from tests.support.eventfiles import append_events, simple_value, summary_event, write_events
 from tests.support.snapshots import StoreFactory, comparable_rows, connect, rows
 
+# Slow (signals sent to converters in subprocesses): `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 

@@ -36,6 +36,7 @@ __all__ = [
     "file_version_event",
     "half_scalar",
     "int_scalar",
+    "scalar_events",
     "scalar_metadata",
     "shape1_scalar",
     "simple_value",
@@ -46,6 +47,7 @@ __all__ = [
     "torch_double_scalar",
     "torch_new_style_scalar",
     "write_events",
+    "write_tbx_run",
     "write_tbx_scalars",
 ]
 
@@ -87,6 +89,11 @@ def file_version_event(wall_time: float) -> Event:
 def summary_event(step: int, wall_time: float, values: Iterable[Summary.Value]) -> Event:
     """An Event carrying one or several (TF1 ``merge_all``) summary values."""
     return Event(step=step, wall_time=wall_time, summary=Summary(value=list(values)))
+
+
+def scalar_events(tag: str, steps: range, base: float = 1e9) -> list[Event]:
+    """One TF1 scalar of ``tag`` a step: ``step / 2`` at wall time ``base + step``."""
+    return [summary_event(step, base + step, [simple_value(tag, step / 2)]) for step in steps]
 
 
 def write_events(
@@ -251,6 +258,16 @@ def half_scalar(tag: str, value: float, field: str = "val") -> Summary.Value:
 
 
 # --------------------------------------------------------------------------- tensorboardX
+
+
+def write_tbx_run(logdir: Path, run: str, steps: int = 20) -> None:
+    """The run ``logdir/run`` as tensorboardX writes it: ``loss`` = 1 / (step + 1) for
+    ``steps`` steps, at the writer's own wall times."""
+    from tensorboardX import SummaryWriter
+
+    with SummaryWriter(str(logdir / run)) as writer:
+        for step in range(steps):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
 
 
 def write_tbx_scalars(

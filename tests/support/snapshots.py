@@ -103,6 +103,18 @@ def connect(store: str | os.PathLike[str], *, read_only: bool = True) -> Any:
     return sqlite3.connect(store)
 
 
+def sqlite_rows(store: str | os.PathLike[str], sql: str) -> list[tuple[Any, ...]]:
+    """All rows of a query on a SQLite store as plain tuples, from a connection of its own."""
+    with contextlib.closing(sqlite3.connect(store)) as connection:
+        return [tuple(row) for row in connection.execute(sql)]
+
+
+def query_rows(store: str, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
+    """Rows of a query on the store, through the database driver, read-only."""
+    with contextlib.closing(connect(store)) as conn:
+        return rows(conn, sql, parameters or None)
+
+
 def rows(connection: Any, sql: str, parameters: Any = None) -> list[tuple[Any, ...]]:
     """All rows of a query as plain tuples (the same type from both drivers)."""
     cursor = connection.execute(sql) if parameters is None else connection.execute(sql, parameters)

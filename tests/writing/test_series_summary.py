@@ -25,8 +25,8 @@ from tbconvert import open_store
 from tbconvert.query.inventory import TREND_SAMPLE
 from tbconvert.rows import PACKED_ROW, PackedRows
 from tbconvert.writing import series_summaries
-from tests.query.test_read_api import build_store
 from tests.support.snapshots import StoreFactory, assert_summaries_exact, connect, is_server, rows
+from tests.support.sweep import build_store
 
 _FLOATS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True, width=64), st.sampled_from([0.0, -0.0])

@@ -10,6 +10,7 @@ one with ``Identities`` inserting each new row as it is made (as on a server).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
@@ -20,10 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule, run_state_machine_as_test
+from PIL import Image
+from tensorboard.compat.proto.summary_pb2 import Summary
 
 from tbconvert import convert
 from tbconvert.reading import chunks
 from tbconvert.rows import SeriesDefinition
+from tbconvert.store import migrate
 from tbconvert.store.engine import create_store_engine, store_url
 from tbconvert.store.file_states import FileState
 from tbconvert.store.migrate import ensure_schema
@@ -32,7 +36,10 @@ from tbconvert.writing.identities import Identities
 from tbconvert.writing.writer import StoreWriter
 from tests.conftest import REAL_BY_RECORD_BYTES
 from tests.safety.test_invariant_property import CHUNK_POINTS, SELECTIONS, History, crash_after
-from tests.support.snapshots import StoreFactory, connect, rows
+from tests.support.eventfiles import summary_event, write_events
+from tests.support.snapshots import StoreFactory, connect, rows, sqlite_rows
+
+FILE = "events.out.tfevents.1.h"
 
 # Every table but the conversions log, in id order; the time a file's state was saved is not
 # compared (it is the clock's).
@@ -120,6 +127,7 @@ class TwoWriters(History):
         self.convert_some_way({}, flat, None, False, True)
 
 
+@pytest.mark.slow  # many histories, each followed by two writers
 def test_ids_given_by_the_writer_are_those_inserting_at_once_gives() -> None:
     TwoWriters.factory = StoreFactory("sqlite", None)  # only SQLite's writer gives ids
     run_state_machine_as_test(
@@ -179,3 +187,99 @@ def test_a_file_state_refuses_an_update_of_no_field() -> None:
     state = FileState(1, 2, 3, "run/events")
     with pytest.raises(TypeError, match="offest_consumed"):
         state.updated(offest_consumed=1)
+
+
+@pytest.mark.mutant_gap
+def test_ids_made_in_a_rolled_back_transaction_are_not_reused(tmp_path: Path) -> None:
+    engine = create_store_engine(store_url(tmp_path / "s.db"))
+    migrate.ensure_schema(engine)
+    writer = StoreWriter(engine)
+    try:
+        series = SeriesDefinition(0, "loss", "scalars", "float32", None, None, None)
+        with pytest.raises(RuntimeError), writer.transaction():
+            run = writer.run_id("src", "r", host="h", logdir="/l", group_path="", name="r")
+            writer.series_ids(run, writer.context_id("train"), [series])[0]
+            writer.insert_blobs({"ab" * 32: b"bytes"})
+            raise RuntimeError("the chunk fails: everything above rolls back")
+        with writer.transaction():
+            run = writer.run_id("src", "r", host="h", logdir="/l", group_path="", name="r")
+            context = writer.context_id("train")
+            series_id = writer.series_ids(run, context, [series])[0]
+            writer.insert_blobs({"ab" * 32: b"bytes"})
+        again = writer.series_ids(run, context, [series])[0]
+    finally:
+        writer.close()
+        engine.dispose()
+    assert again == series_id
+    assert sqlite_rows(tmp_path / "s.db", "SELECT id, name FROM runs") == [(run, "r")]
+    assert sqlite_rows(tmp_path / "s.db", "SELECT id, name FROM contexts") == [(context, "train")]
+    assert sqlite_rows(tmp_path / "s.db", "SELECT id, run_id, context_id FROM series") == [
+        (series_id, run, context)
+    ]
+    assert sqlite_rows(tmp_path / "s.db", "SELECT sha256, size, data FROM blobs") == [
+        ("ab" * 32, 5, b"bytes")
+    ]
+
+
+@pytest.mark.mutant_gap
+def test_rows_dropped_as_empty_are_made_again_not_reused_from_the_cache(tmp_path: Path) -> None:
+    engine = create_store_engine(store_url(tmp_path / "s.db"))
+    migrate.ensure_schema(engine)
+    writer = StoreWriter(engine)
+    loss = SeriesDefinition(0, "loss", "scalars", "float32", None, None, None)
+    acc = SeriesDefinition(1, "acc", "scalars", "float32", None, None, None)
+    names = {"host": "h", "logdir": "/l", "group_path": ""}
+    try:
+        with writer.transaction():
+            # Run "kept" keeps a file, so only its series goes; run "gone" goes whole.
+            kept = writer.run_id("src", "kept", name="kept", **names)
+            gone = writer.run_id("src", "gone", name="gone", **names)
+            context = writer.context_id("train")
+            writer.save_file(FileState(None, kept, context, "kept/f"))
+            old_series = [writer.series_ids(run, context, [loss])[0] for run in (kept, gone)]
+            other = writer.series_ids(kept, writer.context_id("eval"), [acc])[0]
+            writer.drop_empty(kept, context)
+            writer.drop_empty(gone, context)
+            again = writer.run_id("src", "gone", name="gone", **names)
+            new_series = [writer.series_ids(run, context, [loss])[0] for run in (kept, again)]
+            assert writer.series_ids(kept, writer.context_id("eval"), [acc])[0] == other
+    finally:
+        writer.close()
+        engine.dispose()
+    runs = sqlite_rows(tmp_path / "s.db", "SELECT id, run_path FROM runs ORDER BY run_path")
+    assert runs == [(again, "gone"), (kept, "kept")]
+    series = sqlite_rows(tmp_path / "s.db", "SELECT id, run_id, name FROM series ORDER BY id")
+    assert series == sorted(
+        [(other, kept, "acc")]
+        + [(new, run, "loss") for new, run in zip(new_series, (kept, again), strict=True)]
+    )
+    # (SQLite may hand a deleted row's id out again: the rows, not the ids, tell.)
+    assert len(old_series) == 2 and gone
+
+
+@pytest.mark.mutant_gap
+def test_image_and_audio_rows_keep_every_column_around_their_blob(tmp_path: Path) -> None:
+    # The writer swaps each row's blob digest for the blob's id: the columns on either
+    # side of it must come through unchanged.
+    picture = io.BytesIO()
+    Image.new("RGB", (3, 2), (200, 10, 10)).save(picture, format="PNG")
+    image = Summary.Image(encoded_image_string=picture.getvalue(), width=3, height=2)
+    sound = Summary.Audio(
+        sample_rate=8000.0,
+        num_channels=1,
+        length_frames=4,
+        encoded_audio_string=b"RIFF-not-checked",
+        content_type="audio/wav",
+    )
+    values = [Summary.Value(tag="picture", image=image), Summary.Value(tag="sound", audio=sound)]
+    write_events(tmp_path / "logs" / "run" / FILE, [summary_event(4, 8.0, values)])
+    convert(tmp_path / "logs", tmp_path / "s.db")
+    assert sqlite_rows(
+        tmp_path / "s.db", "SELECT tag, step, idx, format, width, height, data FROM v_images"
+    ) == [("picture", 4, 0, "PNG", 3, 2, picture.getvalue())]  # Pillow's name
+    assert sqlite_rows(
+        tmp_path / "s.db", "SELECT tag, step, idx, sample_rate, data FROM v_audio"
+    ) == [("sound", 4, 0, 8000.0, b"RIFF-not-checked")]
+    assert sqlite_rows(
+        tmp_path / "s.db", "SELECT num_channels, length_frames, content_type FROM audio"
+    ) == [(1, 4, "audio/wav")]
