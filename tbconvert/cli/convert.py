@@ -18,6 +18,7 @@ from tbconvert.cli.group import (
     store_option,
 )
 from tbconvert.plugins.names import KNOWN_PLUGINS
+from tbconvert.reading.layouts import LAYOUTS
 
 
 def _tf_command(name: str, hidden: bool = False) -> click.Command:
@@ -29,6 +30,14 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         help="The TensorBoard log directory to convert.",
     )
     @store_option
+    @click.option(
+        "--layout",
+        type=click.Choice(LAYOUTS),
+        default="auto",
+        show_default=True,
+        help="auto: one run per training run, as PyTorch, tensorboardX, Lightning, Keras and "
+        "other writers lay them out; aim: Aim's rules (depth decides).",
+    )
     @click.option(
         "--flat", is_flag=True, help="Every directory holding event files is a run (no contexts)."
     )
@@ -112,6 +121,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
     def tf(
         logdir: str,
         store: str,
+        layout: str,
         flat: bool,
         skip_orphans: bool,
         dry_run: bool,
@@ -131,10 +141,12 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
     ) -> None:
         """Convert a TensorBoard logdir into the store (incremental: re-run any time).
 
-        Directories are classified as groups, runs and contexts with Aim's rules
-        (or --flat); event files directly in the logdir or in a group are orphans,
-        named in warnings and kept as a run of their directory (. for the logdir),
-        or left out with --skip-orphans. Whatever ran before, a plain run leaves the
+        Each training run becomes one run: a directory with event files is a run,
+        and the sub-directories writers make for a run (add_scalars keys, add_hparams
+        sessions, train/validation) are its contexts (--layout aim: Aim's rules; --flat:
+        no contexts). Event files directly in a directory that holds runs are orphans,
+        named in a warning and kept as a run of their directory (. for the logdir), or
+        left out with --skip-orphans. Whatever ran before, a plain run leaves the
         store as one clean conversion of the logdir as it is now would.
 
         \b
@@ -147,6 +159,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         if watch and dry_run:
             raise click.UsageError("--watch and --dry-run do not go together")
         options: dict[str, Any] = dict(
+            layout=layout,
             flat=flat,
             skip_orphans=skip_orphans,
             dry_run=dry_run,
@@ -252,11 +265,12 @@ def _report(summary: Any, *, as_json: bool, quiet: bool) -> None:
     if not quiet:
         if summary.stopped:
             click.echo(summary.stopped, err=True)
-        for orphan in summary.orphans:
+        # Kept orphans are named once, by the pass that first finds them; then counted.
+        for orphan in [] if summary.orphans_skipped else summary.orphans_new:
             where = orphan.rsplit("/", 1)[0] if "/" in orphan else "."
-            fate = "skipped (--skip-orphans)" if summary.orphans_skipped else f"kept as run {where}"
             click.echo(
-                f"warning: orphan event file (in the logdir root or a group) {fate}: {orphan}",
+                "warning: orphan event file (in a directory that holds runs) kept as "
+                f"run {where}: {orphan}",
                 err=True,
             )
         for warning in summary.warnings:

@@ -239,8 +239,21 @@ def render_summary(summary: Summary) -> str:
             "being written?); the rest is read on the next run"
         )
     if summary.orphans:
-        what = "skipped" if summary.orphans_skipped else "kept as runs of their directories"
-        lines.append(f"  orphans:  {len(summary.orphans)} event files {what} (see warnings)")
+        count = len(summary.orphans)
+        if summary.orphans_skipped:
+            what = "skipped (--skip-orphans)"
+        else:
+            new = len(summary.orphans_new)
+            what = "kept as runs of their directories" + (
+                f" ({new} new: see warnings)" if new else ""
+            )
+        lines.append(f"  orphans:  {count} event files in directories that hold runs, {what}")
+    if summary.runs_merged:
+        runs = "run" if summary.runs_merged == 1 else "runs"
+        lines.append(
+            f"  merged:   {summary.runs_merged} {runs} of earlier conversions re-classified "
+            "into others (their files moved)"
+        )
     if summary.lossy_records:
         lines.append(
             f"  repaired: {summary.lossy_records} records with invalid UTF-8 "

@@ -29,7 +29,7 @@ from tbconvert.conversion.commits import (
     file_status,
 )
 from tbconvert.conversion.options import ConvertOptions
-from tbconvert.conversion.plan import plan_files
+from tbconvert.conversion.plan import plan_files, reclassified
 from tbconvert.conversion.sources import Origin, check_source, other_source
 from tbconvert.conversion.summary import FileProblem, Summary, progress_bar
 from tbconvert.conversion.workers import Decoding
@@ -61,8 +61,6 @@ class Job:
         self.origin = origin
         self.summary = summary
         self.options = options
-        self.selection = options.selection
-        self.full = options.full
         self.settings = ReadSettings(options.selection, options.chunk_points, options.full)
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
@@ -109,8 +107,12 @@ class Job:
             if notice is not None:
                 self.summary.warnings.append(notice)
             remembered = self.writer.known_metadata(self.origin.source) if known else {}
+        self.summary.orphans_new, self.summary.runs_merged = reclassified(
+            self.classification, known
+        )
         tasks: list[FileTask] = []
-        for plan in plan_files(self.classification, known, self.full, self.selection):
+        options = self.options
+        for plan in plan_files(self.classification, known, options.full, options.selection):
             self.contexts.add(plan.file.context)
             if plan.action == "unreadable":
                 self.summary.problems.append(FileProblem(plan.file.rel_path, plan.reason or ""))
@@ -136,6 +138,7 @@ class Job:
                     known_metadata=remembered.setdefault(group, {}),
                     from_start=plan.from_start,
                     moved_from=plan.state.id if moved and plan.state is not None else None,
+                    sidecar=plan.file.sidecar,
                 )
             )
         self._runs = {run.run_path: run for run in self.classification.runs}
@@ -228,6 +231,8 @@ class Job:
         if chunk.error is not None:
             self.summary.problems.append(FileProblem(task.rel_path, chunk.error))
             return
+        if chunk.warning is not None:
+            self.summary.warnings.append(chunk.warning)
         if outcome.elsewhere:
             self.summary.files_unchanged += 1
         if outcome.file is None or outcome.before is None:
@@ -279,7 +284,7 @@ class Job:
         elif chunk.restart:
             if chunk.replaces:
                 writer.delete_file_points(state.id or 0)
-                replaced = not self.full
+                replaced = not self.options.full
                 fresh = True
             state = state.updated(
                 offset_consumed=0,
@@ -295,7 +300,7 @@ class Job:
             size=task.size,
             mtime_ns=task.mtime_ns,
             head_digest=chunk.digest,
-            selection=self.selection.canonical(),
+            selection=self.options.selection.canonical(),
         )
         return state, replaced, fresh
 
@@ -370,23 +375,19 @@ class Job:
         self.summary.files_gone = len(gone)
 
     def _start_conversion(self) -> int:
+        selection = self.options.selection
+        options = {
+            "source": self.origin.source,
+            "layout": self.options.layout,
+            "flat": self.classification.flat,
+            "full": self.options.full,
+            "plugins": sorted(selection.plugins) if selection.plugins else None,
+            "tags": list(selection.tags),
+            "exclude_tags": list(selection.exclude_tags),
+        }
         with self.writer.transaction():
-            return self.writer.start_conversion(
-                self.classification.logdir,
-                __version__,
-                json.dumps(
-                    {
-                        "source": self.origin.source,
-                        "flat": self.classification.flat,
-                        "full": self.full,
-                        "plugins": sorted(self.selection.plugins)
-                        if self.selection.plugins
-                        else None,
-                        "tags": list(self.selection.tags),
-                        "exclude_tags": list(self.selection.exclude_tags),
-                    }
-                ),
-            )
+            logdir = self.classification.logdir
+            return self.writer.start_conversion(logdir, __version__, json.dumps(options))
 
     def _finish_conversion(self, conversion_id: int) -> None:
         with self.writer.transaction():

@@ -16,6 +16,7 @@ class ConvertOptions:
     """How :func:`tbconvert.convert` runs; each field is the keyword of the same name there
     (``plugins``, ``tags`` and ``exclude_tags`` together make ``selection``)."""
 
+    layout: str = "auto"
     flat: bool = False
     skip_orphans: bool = False
     dry_run: bool = False

@@ -14,7 +14,7 @@ from typing import Any
 
 from tbconvert.conversion.job import Job
 from tbconvert.conversion.options import CHUNK_POINTS, ConvertOptions
-from tbconvert.conversion.plan import plan_files
+from tbconvert.conversion.plan import plan_files, reclassified
 from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
 from tbconvert.errors import UsageError
@@ -37,6 +37,7 @@ def convert(
     logdir: str | os.PathLike[str],
     store: str | os.PathLike[str] | None = None,
     *,
+    layout: str = "auto",
     flat: bool = False,
     skip_orphans: bool = False,
     dry_run: bool = False,
@@ -57,6 +58,8 @@ def convert(
     Args:
         logdir: The TensorBoard log directory.
         store: A SQLite file path or a SQLAlchemy URL (default ``./tbconvert.db``).
+        layout: ``auto``: one run per training run, as its writer laid it out; ``aim``: Aim's
+            documented rules (``--layout``).
         flat: Every directory with event files is a run (``--flat``).
         skip_orphans: Leave out event files directly in the logdir or in a group, as Aim
             does (by default they are kept as a run of their directory, ``.`` for the logdir).
@@ -80,6 +83,7 @@ def convert(
             on a shared server by another machine's logdir of the same path.
     """
     options = ConvertOptions.of(
+        layout=layout,
         flat=flat,
         skip_orphans=skip_orphans,
         dry_run=dry_run,
@@ -105,7 +109,9 @@ def convert_with(
     started = time.monotonic()
     logdir = expand_path(logdir)  # ~ and $VARIABLES, from the API as from the CLI
     classification = discovery.filter_runs(
-        discovery.classify(logdir, flat=options.flat, skip_orphans=options.skip_orphans),
+        discovery.classify(
+            logdir, layout=options.layout, flat=options.flat, skip_orphans=options.skip_orphans
+        ),
         options.runs,
     )
     if store is None:
@@ -128,7 +134,7 @@ def convert_with(
         source or classification.logdir, explicit=source is not None, host=socket.gethostname()
     )
     if options.dry_run:
-        summary.plan = _dry_run_plan(classification, url, origin.source, options)
+        summary.plan = _dry_run_plan(classification, url, origin.source, options, summary)
     else:
         check_store_location(url)
         _convert_into(url, classification, summary, origin, options)
@@ -240,9 +246,12 @@ def _dry_run_plan(
     url: str,
     source: str,
     options: ConvertOptions,
+    summary: Summary,
 ) -> list[dict[str, Any]]:
     from tbconvert.store.file_states import read_file_states
 
+    known = read_file_states(url, source)
+    summary.orphans_new, summary.runs_merged = reclassified(classification, known)
     return [
         {
             "action": plan.action,
@@ -251,7 +260,5 @@ def _dry_run_plan(
             "path": plan.file.rel_path,
             "bytes": plan.bytes_to_read,
         }
-        for plan in plan_files(
-            classification, read_file_states(url, source), options.full, options.selection
-        )
+        for plan in plan_files(classification, known, options.full, options.selection)
     ]

@@ -83,6 +83,22 @@ def plan_files(
     return plans
 
 
+def reclassified(
+    classification: Classification, known: dict[str, KnownFile]
+) -> tuple[list[str], int]:
+    """What the classification changed since the store was written: the orphans it does not
+    hold yet (named once, then counted), and how many stored runs have all their present
+    files in other runs now (merged into them)."""
+    new_orphans = [path for path in classification.orphans if path not in known]
+    now = {file.rel_path: file.run_path for file in classification.files}
+    moved = {
+        stored.run_path
+        for path, stored in known.items()
+        if path in now and now[path] != stored.run_path
+    }
+    return new_orphans, len(moved - {run.run_path for run in classification.runs})
+
+
 def _plan_file(
     run: RunSource,
     source: EventFileSource,
@@ -125,6 +141,8 @@ def _action(
     covered = Selection.from_canonical(state.selection).covers(selection)
     if covered and state.complete and state.size == size and state.mtime_ns == mtime_ns:
         return "unchanged"
+    if source.sidecar:
+        return "replaced"  # read whole again whenever it changed
     if size < state.offset_consumed or _head_changed(source.path, state):
         return "replaced"
     return "append" if covered else "reread"

@@ -65,7 +65,11 @@ class Summary:
     lossy_records: int = 0
     problems: list[FileProblem] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
+    # Orphans the store did not hold before this pass: named in warnings once, then counted.
+    orphans_new: list[str] = field(default_factory=list)
     orphans_skipped: bool = False  # --skip-orphans (else they are kept as runs)
+    # Runs of earlier passes whose files now belong to other runs (re-classified).
+    runs_merged: int = 0
     warnings: list[str] = field(default_factory=list)
     schema_change: str | None = None
     elapsed: float = 0.0
@@ -154,7 +158,9 @@ class Summary:
             "lossy_records": self.lossy_records,
             "problems": [str(problem) for problem in self.problems],
             "orphans": self.orphans,
+            "orphans_new": self.orphans_new,
             "orphans_skipped": self.orphans_skipped,
+            "runs_merged": self.runs_merged,
             "warnings": self.warnings,
             "schema_change": self.schema_change,
             "elapsed_seconds": round(self.elapsed, 3),

@@ -71,6 +71,7 @@ class FileTask:
         from_start: Read from 0 whatever the store holds (stored under a narrower selection,
             or moved from another (run, context)).
         moved_from: The id of the file's row in its old (run, context), which goes.
+        sidecar: A sidecar of params (``reading.sidecars``), not an event file.
     """
 
     index: int
@@ -86,6 +87,7 @@ class FileTask:
     known_metadata: dict[str, TagMetadata]
     from_start: bool = False
     moved_from: int | None = None
+    sidecar: bool = False
 
 
 @dataclass
@@ -105,6 +107,7 @@ class Chunk:
             replaced, shrank, or ``--full``).
         digest: sha256 of the first record (first chunk only).
         error: Why the file could not be opened (no rows then).
+        warning: What the user should hear about the file (a sidecar not read, say).
         stats: What the decoder saw (last chunk only).
         read: Bytes of the file this chunk covers (from where the one before ended).
     """
@@ -123,6 +126,7 @@ class Chunk:
     replaces: bool = False
     digest: str | None = None
     error: str | None = None
+    warning: str | None = None
     stats: DecodeStats | None = None
     read: int = 0
 

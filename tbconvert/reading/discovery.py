@@ -19,8 +19,11 @@ from dataclasses import dataclass, replace
 from operator import attrgetter
 
 from tbconvert.errors import LogdirError
+from tbconvert.reading.first_record import first_tags
+from tbconvert.reading.layouts import LAYOUTS, PARAMS_SIDECARS, RUN_SIDECARS, auto_owners
 
 __all__ = [
+    "LAYOUTS",
     "Classification",
     "EventFileSource",
     "RunSource",
@@ -55,6 +58,7 @@ class EventFileSource:
     rel_path: str
     run_path: str
     context: str
+    sidecar: bool = False  # params beside the event files (``reading.sidecars``)
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,8 @@ class _Walker:
         self.logdir = logdir
         # Directory relative path ("" for the logdir) -> [(basename, path as walked)].
         self.found: dict[str, list[tuple[str, str]]] = {}
+        # Directory relative path -> {sidecar name: path} (``layouts.RUN_SIDECARS``).
+        self.sidecars: dict[str, dict[str, str]] = {}
         self.warnings: list[str] = []
         self._visited: dict[tuple[int, int], str] = {}
 
@@ -139,6 +145,8 @@ class _Walker:
                             subdirs.append((child, entry.path))
                     elif is_event_file(name) and entry.is_file():
                         self.found.setdefault(rel, []).append((name, entry.path))
+                    elif name in RUN_SIDECARS and entry.is_file():
+                        self.sidecars.setdefault(rel, {})[name] = entry.path
                     elif entry.is_symlink() and not os.path.exists(entry.path):
                         self.warnings.append(f"{entry.path}: broken symlink, ignored")
                 except OSError as exc:
@@ -233,20 +241,63 @@ def _owning_run(directory: str, runs: set[str]) -> str | None:
     return current
 
 
+def _file_order(entry: tuple[str, str, EventFileSource]) -> tuple[str, str, str]:
+    # Context, then name; two sub-writers of one key may hold files of the same name.
+    return entry[0], entry[1], entry[2].rel_path
+
+
 def _display(rel: str) -> str:
     return rel or "."
 
 
+def _owners(
+    walker: _Walker, layout: str, flat: bool
+) -> tuple[dict[str, tuple[str | None, str]], set[str]]:
+    """Each directory's run (None: its files are orphans) and context, and the groups."""
+    found = list(walker.found)
+    if layout == "aim" or flat:
+        runs, groups = _assign_roles(found, flat)
+        owners: dict[str, tuple[str | None, str]] = {}
+        for directory in found:
+            owner = None if directory in groups else _owning_run(directory, runs)
+            context = directory[len(owner) :].lstrip("/") if owner else directory
+            owners[directory] = (owner, context if owner is not None else "")
+        return owners, groups
+
+    def tags_of(directory: str) -> tuple[str, ...]:
+        return first_tags(min(walker.found[directory])[1])
+
+    folded = auto_owners(found, walker.sidecars, tags_of)
+    runs = {run for run, _context in folded.values()}
+    # A run directory that holds other runs is a group: its own files are orphans.
+    above = {posixpath.dirname(run) for run in runs if run}
+    for directory in list(above):
+        while directory:
+            directory = posixpath.dirname(directory)
+            above.add(directory)
+    owners = {
+        directory: (None, "") if run in above else (run, context)
+        for directory, (run, context) in folded.items()
+    }
+    return owners, {directory for directory in above if directory}
+
+
 def classify(
-    logdir: str | os.PathLike[str], *, flat: bool = False, skip_orphans: bool = False
+    logdir: str | os.PathLike[str],
+    *,
+    layout: str = "auto",
+    flat: bool = False,
+    skip_orphans: bool = False,
 ) -> Classification:
     """Walk a logdir and classify its event files into runs, contexts, groups and orphans.
 
     Args:
         logdir: The directory to walk, resolved first (a symlinked logdir is its target, so
             it names the same runs); symlinked directories below it are followed.
+        layout: ``auto`` (one run per training run, for every common writer: ``layouts``)
+            or ``aim`` (Aim's documented rules).
         flat: Aim's ``--flat``: every directory holding event files is a run and its
-            parent a group, instead of deeper directories being contexts.
+            parent a group, instead of deeper directories being contexts (either layout).
         skip_orphans: Leave orphan files out, as Aim does, instead of keeping the orphans
             of each directory as a run at that directory's path.
 
@@ -274,13 +325,15 @@ def classify(
     if not walker.found:
         # design §9: an empty logdir is not an error (a job may not have logged yet), but say so.
         walker.warnings.append(f"no event files under {root}")
-    runs, groups = _assign_roles(list(walker.found), flat)
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}")
+    owners, groups = _owners(walker, layout, flat)
     # Run -> its files as (context, name, file): sorted by the first two, which are unique.
     files_by_run: dict[str, list[tuple[str, str, EventFileSource]]] = {}
     orphans: list[str] = []
     orphan_runs: set[str] = set()
     for directory, entries in walker.found.items():
-        owner = None if directory in groups else _owning_run(directory, runs)
+        owner, context = owners[directory]
         for name, path in entries:
             rel_path = f"{directory}/{name}" if directory else name
             if owner is None:
@@ -292,15 +345,22 @@ def classify(
                 source = EventFileSource(path, rel_path, _display(directory), "")
                 files_by_run.setdefault(directory, []).append(("", name, source))
                 continue
-            context = directory[len(owner) :].lstrip("/") if owner else directory
             source = EventFileSource(path, rel_path, _display(owner), context)
             files_by_run.setdefault(owner, []).append((context, name, source))
+        if owner is None:
+            continue
+        # Params beside the run's event files are part of it, where its files are.
+        for name, path in sorted(walker.sidecars.get(directory, {}).items()):
+            if name in PARAMS_SIDECARS:
+                rel_path = f"{directory}/{name}" if directory else name
+                source = EventFileSource(path, rel_path, _display(owner), context, sidecar=True)
+                files_by_run[owner].append((context, name, source))
 
     run_sources = [
         RunSource(
             run_path=_display(run),
             group_path=posixpath.dirname(run),
-            files=tuple(source for _context, _name, source in sorted(files)),
+            files=tuple(entry[2] for entry in sorted(files, key=_file_order)),
             orphans=run in orphan_runs,
         )
         for run, files in files_by_run.items()

@@ -1,14 +1,17 @@
-"""A file's first record: what identifies an event file across renames and tells a replaced
-file from a grown one (``head_digest``, stored with the file's state, design §7)."""
+"""A file's first records: the first identifies an event file across renames and tells a
+replaced file from a grown one (``head_digest``, stored with the file's state, design §7); the
+first few tell which writer made it (``first_tags``, design §3)."""
 
 from __future__ import annotations
 
 import hashlib
+from itertools import islice
 from typing import BinaryIO
 
-from tbconvert.reading.records import RecordReader, record_in
+from tbconvert.reading.events import UnparseableEvent, parse_event
+from tbconvert.reading.records import RecordReader, open_event_file, record_in
 
-__all__ = ["digest_of", "first_record", "head_digest", "read_first_record"]
+__all__ = ["digest_of", "first_record", "first_tags", "head_digest", "read_first_record"]
 
 
 def read_first_record(fileobj: BinaryIO) -> bytes | None:
@@ -43,3 +46,22 @@ def head_digest(fileobj: BinaryIO) -> str | None:
 def digest_of(head: bytes | None) -> str | None:
     """``head_digest`` of a file whose first record's payload is ``head``."""
     return hashlib.sha256(head).hexdigest() if head is not None else None
+
+
+def first_tags(path: str, records: int = 8) -> tuple[str, ...]:
+    """The tags of the summary values in a file's first ``records`` records, in order: what
+    a writer wrote first, read without reading the file (empty when it has none yet, or the
+    file cannot be read)."""
+    tags: list[str] = []
+    try:
+        with open_event_file(path) as fileobj:
+            reader = RecordReader(fileobj, 0, block_size=64 << 10)
+            for _offset, payload in islice(reader, records):
+                try:
+                    event, _lossy = parse_event(payload)
+                except UnparseableEvent:
+                    continue
+                tags.extend(value.tag for value in event.summary.value)
+    except OSError:
+        pass
+    return tuple(tags)

@@ -31,6 +31,7 @@ from tbconvert.reading.chunks import Chunk, FileTask, KnownMetadataByContext, Re
 from tbconvert.reading.decoder import EventDecoder
 from tbconvert.reading.fast.batch import BatchParts, Settled
 from tbconvert.reading.first_record import digest_of, first_record
+from tbconvert.reading.sidecars import read_sidecar
 
 __all__ = ["read_files"]
 
@@ -51,7 +52,7 @@ def read_files(
     size = 0
     most = _FIRST_BATCH_FILES
     for task in tasks:
-        small = 0 < task.size < chunks._BY_RECORD_BYTES
+        small = not task.sidecar and 0 < task.size < chunks._BY_RECORD_BYTES
         if small:
             batch.append(task)
             size += task.size
@@ -68,6 +69,9 @@ def read_files(
 def _read_one(
     task: FileTask, settings: ReadSettings, carried: KnownMetadataByContext
 ) -> Iterator[tuple[FileTask, Chunk]]:
+    if task.sidecar:
+        yield task, read_sidecar(task, settings)
+        return
     for chunk in chunks.read_file(task, settings, carried):
         yield task, chunk
 

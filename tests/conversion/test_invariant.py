@@ -325,25 +325,37 @@ def test_orphans_are_kept_as_runs_of_their_directories(
     write_events(root / "events.out.tfevents.1.host", mixed_events(range(4)))
     write_events(root / "grp" / "events.out.tfevents.1.host", mixed_events(range(3)))
     write_events(
-        root / "grp" / "run" / "ctx" / "events.out.tfevents.1.host", mixed_events(range(2))
+        root / "grp" / "run" / "train" / "events.out.tfevents.1.host", mixed_events(range(2))
     )
     kept_store, skipped_store = make_store(tmp_path, "kept"), make_store(tmp_path, "skipped")
     result = CliRunner().invoke(cli, ["tf", "--logdir", str(root), "--store", kept_store])
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: orphan")]
     assert warnings == [
-        "warning: orphan event file (in the logdir root or a group) kept as run .: "
+        "warning: orphan event file (in a directory that holds runs) kept as run .: "
         "events.out.tfevents.1.host",
-        "warning: orphan event file (in the logdir root or a group) kept as run grp: "
+        "warning: orphan event file (in a directory that holds runs) kept as run grp: "
         "grp/events.out.tfevents.1.host",
     ]
+    assert (
+        "orphans:  2 event files in directories that hold runs, kept as runs of their "
+        "directories (2 new: see warnings)" in result.stderr
+    )
+    # Named once, by the conversion that first finds them; then counted.
+    again = CliRunner().invoke(cli, ["tf", "--logdir", str(root), "--store", kept_store])
+    assert again.exit_code == 0, again.output
+    assert "warning: orphan" not in again.stderr
+    assert (
+        "orphans:  2 event files in directories that hold runs, kept as runs of their "
+        "directories\n" in again.stderr
+    )
     with connect(kept_store) as connection:
         counted = rows(
             connection,
             "SELECT run_path, context, count(*) FROM v_scalars GROUP BY run_path, context "
             "ORDER BY run_path, context",
         )
-    assert counted == [(".", "", 12), ("grp", "", 9), ("grp/run", "ctx", 6)]
+    assert counted == [(".", "", 12), ("grp", "", 9), ("grp/run", "train", 6)]
     skipped = CliRunner().invoke(
         cli, ["tf", "--logdir", str(root), "--store", skipped_store, "--skip-orphans"]
     )

@@ -231,6 +231,7 @@ def test_each_conversion_records_its_options_and_summary(tmp_path: Path) -> None
     assert options == [
         {
             "source": str(logs.resolve()),
+            "layout": "auto",
             "flat": False,
             "full": False,
             "plugins": ["images", "scalars"],
@@ -239,6 +240,7 @@ def test_each_conversion_records_its_options_and_summary(tmp_path: Path) -> None
         },
         {
             "source": str(logs.resolve()),
+            "layout": "auto",
             "flat": True,
             "full": True,
             "plugins": None,

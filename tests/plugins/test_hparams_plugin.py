@@ -171,6 +171,8 @@ def test_torch_bools_stay_numbers(tmp_path: Path, store: str) -> None:
     end = plugin_data_pb2.HParamsPluginData(
         session_end_info=plugin_data_pb2.SessionEndInfo(status=api_pb2.STATUS_SUCCESS)
     )
+    # The writer's own file, then add_hparams' session in a directory of its own.
+    write_events(tmp_path / "logs" / "run" / event_file_name(W0), [], version_wall_time=W0)
     sub = tmp_path / "logs" / "run" / "1795246946.4808772"
     events = [
         summary_event(0, W0 + i, [hparams_value(tag, data, null_tensor=False)])
@@ -227,25 +229,28 @@ def write_tf2(parent: Path) -> dict[str, Any]:
 
 
 def test_tf2_trials_experiment_and_session_ends(tmp_path: Path, store: str) -> None:
-    """logs/tuning: the experiment in context '', each trial a context of run 'tuning'."""
+    """logs/tuning: each trial directory a run of its own; the experiment, in the directory
+    that holds them, belongs to no trial: an orphan, kept as run 'tuning'."""
     written = write_tf2(tmp_path / "logs" / "tuning")
     summary = convert(tmp_path / "logs", store, progress=False)
-    assert summary.undecodable == {} and summary.skipped == {} and summary.orphans == []
+    assert summary.undecodable == {} and summary.skipped == {}
+    assert summary.orphans == [f"tuning/{event_file_name(W0)}"]
     assert raw_record(store, "tuning", "", EXP) == plugin_data_pb2.HParamsPluginData.FromString(
         written["experiment"]
     )
     for name, (values, _) in TRIALS.items():
-        assert params(store, "tuning", name) == [
+        run = f"tuning/{name}"
+        assert params(store, run, "") == [
             ("dropout", "true" if values["dropout"] else "false", float(values["dropout"]), "bool"),
             ("lr", repr(values["lr"]), values["lr"], "number"),
             ("opt", values["opt"], None, "string"),
             ("units", repr(float(values["units"])), float(values["units"]), "number"),
         ]
         start_content, end = written[name]
-        assert raw_record(store, "tuning", name, END) == end
+        assert raw_record(store, run, "", END) == end
         # group_name and start_time_secs are kept as the series' plugin content.
         with closing(connect(store)) as conn:
-            ((content,),) = rows(conn, SERIES_CONTENT_SQL, ("tuning", name, START))
+            ((content,),) = rows(conn, SERIES_CONTENT_SQL, (run, "", START))
         assert content == start_content
         info = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info
         assert (info.group_name, info.start_time_secs) == (f"group-{name}", TRIALS[name][1])

@@ -733,8 +733,13 @@ def test_legacy_node_name_tag_does_not_depend_on_what_came_before(
     assert got == [("", 0, 5.0), ("legacy", 1, 7.0)]
 
 
-def test_tensorboardx_add_scalars_subruns_are_contexts(tmp_path: Path, store: str) -> None:
-    """tensorboardX add_scalars writes <logdir>/<main>/<key>/: run <main>, contexts <key>."""
+def test_tensorboardx_add_scalars_subruns_are_contexts(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
+    """tensorboardX add_scalars writes <logdir>/<main>/<key>/: the writer's own directory is
+    the run (its file holds only the version record here), each key a context of it, with the
+    main tag; no file is an orphan.  Aim's layout made <main> the run and the writer's file an
+    orphan."""
     from tensorboardX import SummaryWriter
 
     logdir = tmp_path / "logs"
@@ -746,20 +751,27 @@ def test_tensorboardx_add_scalars_subruns_are_contexts(tmp_path: Path, store: st
                 step,
                 walltime=W0 + step,
             )
+    query = (
+        "SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
+        "ORDER BY context, step"
+    )
+    store, aim_store = make_store(tmp_path, "auto"), make_store(tmp_path, "aim")
     summary = convert(logdir, store, progress=False)
     assert summary.points == Counter({"scalars": 10})
-    assert len(summary.orphans) == 1  # the main writer's file (file_version only) in the root
+    assert summary.orphans == [] and summary.runs == 1
     with closing(connect(store)) as conn:
-        got = rows(
-            conn,
-            "SELECT run_path, context, tag, step, wall_time, value FROM v_scalars "
-            "ORDER BY context, step",
-        )
+        got = rows(conn, query)
     assert got == [
-        ("loss", ctx, "loss", s, W0 + s, as_float32(k / (s + 1)))
+        (".", ctx, "loss", s, W0 + s, as_float32(k / (s + 1)))
         for ctx, k in (("train", 1.0), ("val", 2.0))
         for s in range(5)
     ]
+    # Aim's layout: <main> is the run, the writer's file an orphan.
+    summary = convert(logdir, aim_store, progress=False, layout="aim")
+    assert len(summary.orphans) == 1
+    with closing(connect(aim_store)) as conn:
+        places = [row[:2] for row in rows(conn, query)]
+    assert places == [("loss", "train")] * 5 + [("loss", "val")] * 5
 
 
 def test_same_bytes_under_another_logdir_give_the_same_points(

@@ -63,7 +63,7 @@ def test_open_store_is_exposed_on_the_package(store_path: str) -> None:
 def test_open_store_defaults_to_environment(store_path: str, monkeypatch) -> None:
     monkeypatch.setenv("TBCONVERT_STORE", str(store_path))
     with tbconvert.open_store() as opened:
-        assert len(opened.runs()) == 12
+        assert len(opened.runs()) == 10
 
 
 # SQLite-only: a missing store is a file that must not appear (a server database is not made).
@@ -95,13 +95,13 @@ def test_runs_lists_every_run_sorted_with_groups_and_contexts(store: Store) -> N
         "keras_style/fit/20261121-110640",
         "keras_style/fit/20261121-113640",
         "run_1",
-        "tensorboardx_mnist/lr_0.01/accuracy",
-        "tensorboardx_mnist/lr_0.01/loss",
-        "tensorboardx_mnist/lr_0.1/accuracy",
-        "tensorboardx_mnist/lr_0.1/loss",
+        "tensorboardx_mnist/lr_0.01",
+        "tensorboardx_mnist/lr_0.1",
     ]
     by_path = {run["run_path"]: run for run in runs}
     assert by_path["group_1/run_2"]["contexts"] == ["", "train", "validate"]
+    # add_scalars' <main>/<key> sub-writers are contexts of the writer's run.
+    assert by_path["tensorboardx_mnist/lr_0.1"]["contexts"] == ["", "test", "train"]
     assert by_path["group_1/run_2"]["group_path"] == "group_1"
     assert by_path["run_1"]["points"] == {"scalars": 735}
     assert by_path["run_1"]["series"] == 3 and by_path["run_1"]["params"] == {}
@@ -362,7 +362,7 @@ def test_to_pandas_hparams_and_runs(store: Store) -> None:
     best = wide.sort_values("accuracy", ascending=False).iloc[0]
     assert best["run_path"] == "sweep/lr_0.1"
     runs = store.to_pandas("runs")
-    assert len(runs) == 12 and "scalar_points" in runs.columns
+    assert len(runs) == 10 and "scalar_points" in runs.columns
     texts = store.to_pandas("texts", tag="notes")
     assert sorted(texts["value"]) == ["Diverged at step 6", "converged fine", "converged fine"]
     assert len(store.to_pandas("params", tag="lr")) == len(SWEEP)

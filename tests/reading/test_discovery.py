@@ -189,10 +189,17 @@ def test_a_run_at_the_logdir_root_is_named_after_the_logdir(tmp_path: Path) -> N
 
 def test_plain_two_level_layout(tmp_path: Path) -> None:
     # SummaryWriter('logs/exp/run_a') lays files out like this. Aim's rules make the parent
-    # `exp` the run and run_a/run_b its contexts; --flat gives two runs in group `exp`.
+    # `exp` the run and run_a/run_b its contexts; --flat and the auto layout give two runs in
+    # group `exp`, as TensorBoard shows them.
     a = write_event_file(tmp_path / "exp" / "run_a")
     b = write_event_file(tmp_path / "exp" / "run_b")
-    default = classify(tmp_path)
+    auto = classify(tmp_path)
+    assert [(r.run_path, r.group_path) for r in auto.runs] == [
+        ("exp/run_a", "exp"),
+        ("exp/run_b", "exp"),
+    ]
+    assert auto.groups == ("exp",)
+    default = classify(tmp_path, layout="aim")
     assert [r.run_path for r in default.runs] == ["exp"]
     assert placement(default) == {
         rel(a, tmp_path): ("exp", "run_a"),
@@ -215,7 +222,7 @@ def test_nested_runs_claim_each_file_once(tmp_path: Path) -> None:
     # Aim converts a/b/c/d twice (as a context of `a` and of `a/b/c`); we do it once.
     top = [write_event_file(tmp_path / "a"), write_event_file(tmp_path / "a")]
     deep = [write_event_file(tmp_path / "a/b/c/d"), write_event_file(tmp_path / "a/b/c/d")]
-    default = classify(tmp_path)
+    default = classify(tmp_path, layout="aim")
     assert_each_file_once(default, top + deep, tmp_path)
     assert placement(default) == {
         **{rel(p, tmp_path): ("a", "") for p in top},
@@ -236,7 +243,7 @@ def test_same_basename_in_different_subpaths_stays_distinct(tmp_path: Path) -> N
     own = write_event_file(tmp_path / "a")
     shallow = write_event_file(tmp_path / "a/d")
     deep = write_event_file(tmp_path / "a/b/c/d")
-    result = classify(tmp_path)
+    result = classify(tmp_path, layout="aim")
     assert placement(result) == {
         rel(own, tmp_path): ("a", ""),
         rel(shallow, tmp_path): ("a", "d"),
@@ -245,7 +252,7 @@ def test_same_basename_in_different_subpaths_stays_distinct(tmp_path: Path) -> N
     # Two runs whose contexts share the basename `train` stay apart as well.
     x = write_event_file(tmp_path / "exp/x/train")
     y = write_event_file(tmp_path / "exp/y/train")
-    result = classify(tmp_path)
+    result = classify(tmp_path, layout="aim")
     assert placement(result)[rel(x, tmp_path)] == ("exp/x", "train")
     assert placement(result)[rel(y, tmp_path)] == ("exp/y", "train")
 
@@ -257,7 +264,7 @@ def test_depths_and_roles(tmp_path: Path) -> None:
     for directory in ("a/b/c/ctx", "x", "a/b/c"):
         _event_file(tmp_path / directory)
     _event_file(tmp_path / "a" / "b", "events.out.tfevents.2.h")
-    result = classify(tmp_path)
+    result = classify(tmp_path, layout="aim")
     layout = {(f.rel_path, f.run_path, f.context) for f in result.files}
     assert layout == {
         (f"a/b/c/ctx/{FILE}", "a/b/c", "ctx"),
@@ -290,7 +297,7 @@ def test_a_context_keeps_every_character_of_its_name(tmp_path: Path) -> None:
     logdir = tmp_path / "logs"
     for context in ("XXtrain", "X"):
         _event_file(logdir / "run" / context)
-    result = classify(logdir)
+    result = classify(logdir, layout="aim")
     assert [(f.run_path, f.context) for f in result.files] == [("run", "X"), ("run", "XXtrain")]
 
 
@@ -349,7 +356,7 @@ def test_each_kind_of_link_gets_its_own_warning(tmp_path: Path) -> None:
     (logdir / "group" / "same").symlink_to(logdir / "run_5", target_is_directory=True)
     (logdir / "self").symlink_to(logdir / "self")
     (logdir / "gone").symlink_to(tmp_path / "missing")
-    result = classify(logdir)
+    result = classify(logdir, layout="aim")
     # group/run_1 is two levels down: group is the run and run_1 its context.
     assert [(f.run_path, f.context) for f in result.files] == [("group", "run_1"), ("run_5", "")]
     assert result.warnings == tuple(

@@ -3,11 +3,11 @@ store equal to a clean conversion of the logdir as it is now.
 
 Rules grow files by any number of bytes (cutting records anywhere), truncate, replace, touch,
 delete and add files and runs, rename run directories, and convert with random ``--plugins``,
-``--tag``, ``--exclude-tag``, ``--run``, ``--flat`` and ``--jobs``, sometimes stopped right
-after a random commit.  The check (a rule, and the end of every history) runs one plain
-conversion in a mode and compares every view, and the state of every present file, with a
-clean conversion into a fresh store in that mode; rows of deleted files (kept as ``gone``) are
-left out of the comparison.
+``--tag``, ``--exclude-tag``, ``--run``, ``--layout``, ``--flat`` and ``--jobs``, sometimes
+stopped right after a random commit.  The check (a rule, and the end of every history) runs
+one plain conversion in a mode and compares every view, and the state of every present file,
+with a clean conversion into a fresh store in that mode; rows of deleted files (kept as
+``gone``) are left out of the comparison.
 
 Bounded for CI; ``pytest --hypothesis-profile=invariant-long`` runs long histories.
 """
@@ -55,8 +55,23 @@ from tests.support.snapshots import (
 pytestmark = pytest.mark.slow
 
 # Directories files go into: the logdir and a group (orphans), runs, contexts, a nested run (a
-# context by default, a run with --flat); renamed run directories get the names of RENAMES.
-DIRECTORIES = ("", "grp", "r0", "r1", "r1/train", "grp/r2", "grp/r3", "grp/r3/eval/deep", "r1/eval")
+# context with --layout aim, a run with --flat), a PyTorch add_scalars sub-writer of r0 (a
+# context once its first values are all "loss"); renamed run directories get the names of
+# RENAMES.
+DIRECTORIES = (
+    "",
+    "grp",
+    "r0",
+    "r0/loss_train",
+    "r1",
+    "r1/train",
+    "grp/r2",
+    "grp/r3",
+    "grp/r3/eval/deep",
+    "r1/eval",
+)
+# How directories become runs: the layouts, and --flat.
+MODES = ("auto", "aim", "flat")
 RENAMES = {"r0": "r9", "r9": "r0", "grp": "grq", "grq": "grp"}
 NAMES = ("events.out.tfevents.1.h", "events.out.tfevents.2.h", "events.out.tfevents.3.h")
 CHUNK_POINTS = 7
@@ -74,6 +89,13 @@ FILE_COLUMNS = (
     "f.offset_consumed, f.records, f.damaged_records, f.selection"
 )
 histories = [0]
+
+
+def mode_options(mode: str) -> dict[str, Any]:
+    """``convert``'s keywords for a mode of :data:`MODES`."""
+    return {"flat": True} if mode == "flat" else {"layout": mode}
+
+
 INVARIANT_LONG = "invariant-long"
 
 
@@ -147,11 +169,11 @@ class History(RuleBasedStateMachine):
         # What each file's writer has written, of which the file holds a prefix.
         self.written: dict[str, bytes] = {}
         self.cleans = 0
-        self.final_flat = False
+        self.final_mode = "auto"
 
-    @initialize(flat=st.booleans())
-    def choose_final_mode(self, flat: bool) -> None:
-        self.final_flat = flat
+    @initialize(mode=st.sampled_from(MODES))
+    def choose_final_mode(self, mode: str) -> None:
+        self.final_mode = mode
 
     def _write(self, path: str, length: int) -> None:
         target = self.logdir / path
@@ -222,7 +244,7 @@ class History(RuleBasedStateMachine):
 
     @rule(
         selection=SELECTIONS,
-        flat=st.booleans(),
+        mode=st.sampled_from(MODES),
         jobs=st.sampled_from([1, 1, 2]),
         crash=st.none() | st.integers(1, 40),
         full=st.booleans(),
@@ -231,7 +253,7 @@ class History(RuleBasedStateMachine):
     def convert_some_way(
         self,
         selection: dict[str, Any],
-        flat: bool,
+        mode: str,
         jobs: int,
         crash: int | None,
         full: bool,
@@ -244,29 +266,29 @@ class History(RuleBasedStateMachine):
             convert(
                 self.logdir,
                 self.store,
-                flat=flat,
                 jobs=jobs,
                 full=full and crash is None,
                 chunk_points=CHUNK_POINTS,
                 progress=False,
+                **mode_options(mode),
                 **selection,
             )
 
-    @rule(flat=st.booleans())
-    def plain_run_equals_a_clean_one(self, flat: bool) -> None:
-        self._check(flat)
+    @rule(mode=st.sampled_from(MODES))
+    def plain_run_equals_a_clean_one(self, mode: str) -> None:
+        self._check(mode)
 
     def teardown(self) -> None:
         try:
-            self._check(self.final_flat)
+            self._check(self.final_mode)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
-    def _check(self, flat: bool) -> None:
-        convert(self.logdir, self.store, flat=flat, progress=False)
+    def _check(self, mode: str) -> None:
+        convert(self.logdir, self.store, progress=False, **mode_options(mode))
         self.cleans += 1
         clean = self.factory(self.root, f"clean{self.cleans}")
-        convert(self.logdir, clean, flat=flat, progress=False)
+        convert(self.logdir, clean, progress=False, **mode_options(mode))
         assert without_run_ids(views_without_gone(self.store)) == without_run_ids(view_rows(clean))
         assert file_rows(self.store) == file_rows(clean)
 

@@ -35,7 +35,14 @@ from tbconvert.writing import writer as writer_module
 from tbconvert.writing.identities import Identities
 from tbconvert.writing.writer import StoreWriter
 from tests.conftest import REAL_BY_RECORD_BYTES
-from tests.safety.test_invariant_property import CHUNK_POINTS, SELECTIONS, History, crash_after
+from tests.safety.test_invariant_property import (
+    CHUNK_POINTS,
+    MODES,
+    SELECTIONS,
+    History,
+    crash_after,
+    mode_options,
+)
 from tests.support.eventfiles import summary_event, write_events
 from tests.support.snapshots import StoreFactory, connect, rows, sqlite_rows
 
@@ -89,7 +96,7 @@ class TwoWriters(History):
 
     @rule(
         selection=SELECTIONS,
-        flat=st.booleans(),
+        mode=st.sampled_from(MODES),
         crash=st.none() | st.integers(1, 40),
         full=st.booleans(),
         batches=st.booleans(),
@@ -97,7 +104,7 @@ class TwoWriters(History):
     def convert_some_way(  # type: ignore[override]
         self,
         selection: dict[str, Any],
-        flat: bool,
+        mode: str,
         crash: int | None,
         full: bool,
         batches: bool,
@@ -114,17 +121,17 @@ class TwoWriters(History):
                     convert(
                         self.logdir,
                         store,
-                        flat=flat,
                         full=full and crash is None,
                         chunk_points=CHUNK_POINTS,
                         progress=False,
+                        **mode_options(mode),
                         **selection,
                     )
         assert tables(self.store) == tables(self.inserting)
 
-    def _check(self, flat: bool) -> None:
+    def _check(self, mode: str) -> None:
         """A plain conversion of both (the check rule, and the end of every history)."""
-        self.convert_some_way({}, flat, None, False, True)
+        self.convert_some_way({}, mode, None, False, True)
 
 
 @pytest.mark.slow  # many histories, each followed by two writers

@@ -1,0 +1,205 @@
+"""The ``auto`` layout (design §3): one run per training run, for every common writer, from
+the run's own directory and from any directory above it."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tbconvert.reading.discovery import Classification, classify
+from tests.support.eventfiles import event_file_name, summary_event, tf2_scalar, write_events
+from tests.support.layouts import WALL, WRITERS, Expected
+
+Assignment = dict[str, tuple[str, str, bool]]  # file -> (run path, context, orphan run)
+
+
+def runs_of(classification: Classification) -> dict[str, set[str]]:
+    return {run.run_path: {f.context for f in run.files} for run in classification.runs}
+
+
+def assignment(classification: Classification, prefix: str = "") -> Assignment:
+    """Each file (its path relative to the directory ``prefix`` names, below the logdir) ->
+    its run, context and whether the run is made of orphans."""
+    found = {}
+    for run in classification.runs:
+        for file in run.files:
+            run_path = prefix if run.run_path == "." else posixpath.join(prefix, run.run_path)
+            found[posixpath.join(prefix, file.rel_path)] = (
+                run_path or ".",
+                file.context,
+                run.orphans,
+            )
+    return found
+
+
+def one_scalar(directory: Path, tag: str, wall: float = WALL) -> None:
+    write_events(directory / event_file_name(wall), [summary_event(0, wall, [tf2_scalar(tag, 1)])])
+
+
+def prefixed(expected: Expected, prefix: str) -> Expected:
+    return {posixpath.join(prefix, run) if prefix else run: ctx for run, ctx in expected.items()}
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_each_writer_s_layout_is_one_run_per_training_run(tmp_path: Path, writer: str) -> None:
+    """From the directory the writer was given and from two levels above it, the runs and
+    contexts are the ones the writer meant; no file is an orphan but the TF2 experiment's."""
+    root = tmp_path / "projects" / "mnist"
+    expected = WRITERS[writer](root)
+    for logdir, prefix in ((root, ""), (tmp_path, "projects/mnist")):
+        classification = classify(logdir)
+        assert runs_of(classification) == prefixed(expected, prefix)
+        orphans = {posixpath.dirname(path) for path in classification.orphans}
+        assert orphans == (
+            {prefixed({"logs/hparam_tuning": set()}, prefix).popitem()[0]}
+            if writer == "tf2_hparams"
+            else set()
+        )
+
+
+def test_a_tensorboardx_sweep_folds_add_scalars_and_add_hparams_into_each_run(
+    tmp_path: Path,
+) -> None:
+    """The issue's sweep: N runs, contexts named by the add_scalars keys, the add_hparams
+    session a context of its run, and the tag of an add_scalars file its main tag."""
+    expected = WRITERS["tensorboardx"](tmp_path, runs=4)
+    classification = classify(tmp_path)
+    assert len(classification.runs) == 4
+    assert not classification.orphans and not classification.groups
+    for run in classification.runs:
+        by_context = {f.context: f.rel_path for f in run.files}
+        assert by_context["train"] == f"{run.run_path}/acc/train/" + Path(by_context["train"]).name
+        assert set(by_context) == expected[run.run_path]
+
+
+def test_aim_s_documented_tree_classifies_as_documented_under_both_layouts(
+    tmp_path: Path,
+) -> None:
+    """Aim's own example (reference tree of its docs): runs run_1, group_1/run_2 (contexts
+    train, validate and the run's own files), group_1/run_3; the files in group_1 and in the
+    logdir belong to no run and are kept as runs of their directories."""
+    files = {
+        "run_1": 2,
+        "group_1": 1,
+        "group_1/run_2/train": 2,
+        "group_1/run_2/validate": 2,
+        "group_1/run_2": 2,
+        "group_1/run_3": 2,
+        "": 2,
+    }
+    for directory, count in files.items():
+        for n in range(count):
+            wall = WALL + n
+            write_events(
+                tmp_path / directory / event_file_name(wall),
+                [summary_event(0, wall, [tf2_scalar("loss", 1.0)])],
+            )
+    for layout in ("auto", "aim"):
+        classification = classify(tmp_path, layout=layout)
+        runs = {run.run_path: run for run in classification.runs}
+        assert {path for path, run in runs.items() if not run.orphans} == {
+            "run_1",
+            "group_1/run_2",
+            "group_1/run_3",
+        }, layout
+        assert {path for path, run in runs.items() if run.orphans} == {".", "group_1"}, layout
+        assert {f.context for f in runs["group_1/run_2"].files} == {"", "train", "validate"}
+        assert len(classification.orphans) == 3
+        assert "group_1" in classification.groups
+
+
+def test_lightning_versions_stay_runs_whichever_directory_is_converted(tmp_path: Path) -> None:
+    """Aim's depth rule made ``lightning_logs`` one run with contexts ``version_N`` when its
+    parent was converted; each version is a run from any directory."""
+    WRITERS["lightning"](tmp_path / "project")
+    for logdir, prefix in (
+        (tmp_path / "project" / "lightning_logs", ""),
+        (tmp_path / "project", "lightning_logs/"),
+        (tmp_path, "project/lightning_logs/"),
+    ):
+        assert set(runs_of(classify(logdir))) == {f"{prefix}version_{n}" for n in range(3)}
+    assert set(runs_of(classify(tmp_path / "project", layout="aim"))) == {"lightning_logs"}
+
+
+def test_a_known_context_name_beside_runs_is_a_run(tmp_path: Path) -> None:
+    """``train`` folds into its parent only when its siblings fold too: beside ``train2``
+    (Ultralytics names its runs so, even without their args.yaml) it is a run."""
+    for name in ("train", "train2"):
+        write_events(
+            tmp_path / "detect" / name / event_file_name(WALL),
+            [summary_event(0, WALL, [tf2_scalar("x", 1.0)])],
+        )
+    assert set(runs_of(classify(tmp_path))) == {"detect/train", "detect/train2"}
+
+
+def test_a_sub_writer_whose_tag_is_not_its_directory_s_is_a_run(tmp_path: Path) -> None:
+    """A directory under a run is folded by what its first values say, not by its name: a
+    run nested in another run's directory keeps its own name."""
+    write_events(
+        tmp_path / "parent" / event_file_name(WALL),
+        [summary_event(0, WALL, [tf2_scalar("loss", 1.0)])],
+    )
+    write_events(
+        tmp_path / "parent" / "loss_child" / event_file_name(WALL),
+        [summary_event(0, WALL, [tf2_scalar("accuracy", 1.0)])],
+    )
+    classification = classify(tmp_path)
+    assert set(runs_of(classification)) == {"parent", "parent/loss_child"}
+    # The parent holds a run: its own file belongs to no run (kept, named).
+    assert classification.orphans == (f"parent/{event_file_name(WALL)}",)
+
+
+_PLACEABLE = ["tensorboardx", "pytorch", "lightning", "keras", "hf_trainer", "ultralytics"]
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> list[tuple[str, str | None]]:
+    """Placements: (directory, writer) pairs; a None writer is a stray event file."""
+    count = draw(st.integers(1, 3))
+    placements = []
+    for n in range(count):
+        depth = draw(st.integers(0, 2))
+        parts = [draw(st.sampled_from(["exp", "logs", "team"])) for _ in range(depth)]
+        placements.append(("/".join([*parts, f"p{n}"]), draw(st.sampled_from(_PLACEABLE))))
+    for _ in range(draw(st.integers(0, 2))):
+        placements.append((draw(st.sampled_from(["", "exp", "logs/team", "p0"])), None))
+    return placements
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(placements=trees())
+def test_converting_a_run_or_any_directory_above_it_assigns_the_same_runs(
+    placements: list[tuple[str, str | None]],
+) -> None:
+    """Pointing-invariance: for every run directory and every directory above it, the files
+    below it get the runs and contexts that converting the whole tree gives them (paths
+    differ only by the prefix), orphans included."""
+    with tempfile.TemporaryDirectory() as temp:
+        root = Path(temp)
+        for n, (directory, writer) in enumerate(placements):
+            if writer is None:
+                wall = WALL + 100 + n
+                write_events(
+                    root / directory / event_file_name(wall),
+                    [summary_event(0, wall, [tf2_scalar("stray", 1.0)])],
+                )
+            else:
+                WRITERS[writer](root / directory)
+        whole = assignment(classify(root))
+        runs = {run for run, _context, orphan in whole.values() if not orphan}
+        points = {""}
+        for run in runs:
+            while run not in points:
+                points.add(run)
+                run = posixpath.dirname(run) if run != "." else ""
+        for point in sorted(points - {"."}):
+            below = {f: a for f, a in whole.items() if point == "" or f.startswith(point + "/")}
+            got = assignment(classify(root / point), point)
+            assert got == below, point
+        assert os.path.isdir(root)
