@@ -40,7 +40,7 @@ import json
 import math
 import struct
 import wave
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -505,6 +505,7 @@ class Converted(NamedTuple):
     conn: Any
     sqlite: bool
     summary: Any
+    logdir: Path
 
 
 @pytest.fixture(scope="module", params=["blocks", "records"])
@@ -536,11 +537,53 @@ def converted(
     if reading == "records":
         assert template.KNOWN, "the key cache learnt no key"
     with closing(connect(store)) as conn:
-        yield Converted(expected, store, conn, not is_server(store), summary)
+        yield Converted(expected, store, conn, not is_server(store), summary, logdir)
 
 
 def query(conn: Any, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in conn.execute(sql).fetchall()]
+
+
+# Every point view's rows without the run and context they were placed in.
+PLACELESS = {
+    "v_scalars": "tag, step, wall_time, value",
+    "v_images": "tag, step, wall_time, idx, data",
+    "v_audio": "tag, step, wall_time, idx, data",
+    "v_texts": "tag, step, wall_time, idx, value",
+    "v_params": "key, value, value_num, value_type",
+    "v_histograms": "tag, step, wall_time, buckets",
+    "v_tensors": "tag, plugin, step, wall_time, dtype, shape, data",
+}
+
+
+def placeless(conn: Any) -> dict[str, Counter[tuple[Any, ...]]]:
+    def plain(value: Any) -> Any:
+        return (
+            repr(value)
+            if isinstance(value, float)
+            else bytes(value)
+            if isinstance(value, memoryview)
+            else value
+        )
+
+    return {
+        view: Counter(
+            tuple(plain(v) for v in row) for row in query(conn, f"SELECT {columns} FROM {view}")
+        )
+        for view, columns in PLACELESS.items()
+    }
+
+
+@pytest.mark.parametrize("mode", [{"layout": "auto"}, {"flat": True}])
+def test_every_layout_keeps_every_record_once(
+    converted: Converted, make_store: StoreFactory, tmp_path: Path, mode: dict[str, Any]
+) -> None:
+    """The layouts place files in other runs and contexts; each keeps every record, once."""
+    store = make_store(tmp_path, "placed")
+    summary = tbconvert.convert(converted.logdir, store, progress=False, **mode)
+    assert summary.total_points == converted.summary.total_points
+    with closing(connect(store)) as conn:
+        assert placeless(conn) == placeless(converted.conn)
 
 
 def test_conversion_is_clean(converted: Converted) -> None:
