@@ -70,17 +70,25 @@ def auto_owners(
     """
     held = frozenset(found)
     # Directory -> its sub-directories with event files at any depth.
-    children: dict[str, set[str]] = {}
+    children: dict[str, list[str]] = {}
+    seen: set[str] = set()
     for directory in held:
-        while directory:
+        while directory and directory not in seen:
+            seen.add(directory)
             parent = posixpath.dirname(directory)
-            children.setdefault(parent, set()).add(directory)
+            children.setdefault(parent, []).append(directory)
             directory = parent
+
+    @functools.cache
+    def below_files(directory: str) -> bool:
+        """Whether a directory above ``directory`` (the logdir included) holds event files."""
+        parent = posixpath.dirname(directory)
+        return parent in held or (parent != "" and below_files(parent))
 
     @functools.cache
     def writer_fold(directory: str) -> tuple[str, str] | None:
         """The run a writer made ``directory`` for, by its files' first values."""
-        if directory not in held or not _below_files(directory, held):
+        if directory not in held or not below_files(directory):
             return None  # no writer's own directory above it: nothing to fold into
         parent, name = posixpath.split(directory)
         tags = tags_of(directory)
@@ -102,22 +110,26 @@ def auto_owners(
         return None
 
     def named_context(directory: str) -> bool:
-        name = posixpath.basename(directory)
-        return name.lower() in KNOWN_CONTEXTS
+        return posixpath.basename(directory).lower() in KNOWN_CONTEXTS
+
+    def folds_anyway(directory: str) -> bool:
+        return writer_fold(directory) is not None or (
+            directory in held and named_context(directory)
+        )
 
     @functools.cache
     def fold(directory: str) -> tuple[str, str] | None:
-        if not directory or RUN_SIDECARS.intersection(sidecars.get(directory, ())):
+        if not directory or not RUN_SIDECARS.isdisjoint(sidecars.get(directory, ())):
             return None
         by_writer = writer_fold(directory)
         if by_writer is not None:
             return by_writer
-        parent = posixpath.dirname(directory)
-        siblings = children.get(parent, set()) - {directory}
-        if named_context(directory) and all(
-            writer_fold(d) is not None or (d in held and named_context(d)) for d in siblings
-        ):
-            return parent, posixpath.basename(directory)
+        if not named_context(directory):
+            return None
+        parent, name = posixpath.split(directory)
+        siblings = children.get(parent, ())
+        if all(sibling == directory or folds_anyway(sibling) for sibling in siblings):
+            return parent, name
         return None
 
     @functools.cache
@@ -129,13 +141,3 @@ def auto_owners(
         return run, f"{context}/{folded[1]}" if context else folded[1]
 
     return {directory: owner(directory) for directory in held}
-
-
-def _below_files(directory: str, held: frozenset[str]) -> bool:
-    """Whether a directory above ``directory`` (the logdir included) holds event files."""
-    current = directory
-    while current:
-        current = posixpath.dirname(current)
-        if current in held:
-            return True
-    return False

@@ -17,7 +17,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from tbconvert.plugins.hparams import params_rows
 from tbconvert.reading.chunks import Chunk, FileTask, ReadSettings
 from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.layouts import PARAMS_SIDECARS
@@ -42,6 +41,8 @@ def read_sidecar(task: FileTask, settings: ReadSettings) -> Chunk:
         warning = f"{task.rel_path}: {PARAMS_SIDECARS[name]} params not read ({error})"
         return _chunk(task, settings, data, warning=warning)
     from google.protobuf.struct_pb2 import Struct
+
+    from tbconvert.plugins.hparams import params_rows
 
     struct = Struct()
     struct.update(values)

@@ -31,7 +31,6 @@ from tbconvert.reading.chunks import Chunk, FileTask, KnownMetadataByContext, Re
 from tbconvert.reading.decoder import EventDecoder
 from tbconvert.reading.fast.batch import BatchParts, Settled
 from tbconvert.reading.first_record import digest_of, first_record
-from tbconvert.reading.sidecars import read_sidecar
 
 __all__ = ["read_files"]
 
@@ -70,6 +69,8 @@ def _read_one(
     task: FileTask, settings: ReadSettings, carried: KnownMetadataByContext
 ) -> Iterator[tuple[FileTask, Chunk]]:
     if task.sidecar:
+        from tbconvert.reading.sidecars import read_sidecar  # rare: kept off start-up
+
         yield task, read_sidecar(task, settings)
         return
     for chunk in chunks.read_file(task, settings, carried):

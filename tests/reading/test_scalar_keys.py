@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from google.protobuf.message import DecodeError
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tensorboard.compat.proto.event_pb2 import Event
 
@@ -189,7 +189,10 @@ def exact(value: Any) -> Any:
 
 def protobuf_points(records: list[tuple[int, bytes]]) -> Iterator[tuple[Any, ...]]:
     """(offset, value index, tag, step, wall time, value) of every value protobuf reads as one
-    float32: a simple_value, or a DT_FLOAT tensor of 4 content bytes or of one float_val."""
+    float: a simple_value, a DT_FLOAT tensor of 4 content bytes or of one float_val, or a
+    DT_DOUBLE tensor of 8 content bytes or one double_val.  A tag's series takes the dtype of
+    its first value and TensorBoard's one series per tag: a double logged under a tag first
+    written as a float32 joins that series, kept as float64 (design §5)."""
     for offset, data in records:
         if not parses(data):
             continue
@@ -202,6 +205,10 @@ def protobuf_points(records: list[tuple[int, bytes]]) -> Iterator[tuple[Any, ...
                 number = struct.unpack("<f", tensor.tensor_content)[0]
             elif kind == "tensor" and tensor.dtype == 1 and len(tensor.float_val) == 1:
                 number = tensor.float_val[0]
+            elif kind == "tensor" and tensor.dtype == 2 and len(tensor.tensor_content) == 8:
+                number = struct.unpack("<d", tensor.tensor_content)[0]
+            elif kind == "tensor" and tensor.dtype == 2 and len(tensor.double_val) == 1:
+                number = tensor.double_val[0]
             else:
                 continue
             tag = value.tag or value.node_name
@@ -223,8 +230,20 @@ def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> dict[bytes, Any]:
     return known
 
 
+_PLAIN = {"shape": None, "tensor_extra": b"", "after_value": b"", "second_value": False}
+
+
 @PROPERTY
 @given(templates=st.lists(TEMPLATE, min_size=1, max_size=4), draws=RECORDS)
+# Found by a random run: tag "0" first a simple_value with the scalars plugin's metadata, then
+# a DT_DOUBLE tensor of 8 bytes, which joins the tag's float32 series as a float64.
+@example(
+    templates=[
+        {"tag": "0", "kind": "simple", "dtype": 1, "content": 4, "metadata": SCALARS, **_PLAIN},
+        {"tag": "0", "kind": "tensor", "dtype": 2, "content": 8, "metadata": b"", **_PLAIN},
+    ],
+    draws=[(0, 1.7e9, 1, ONE, (1, 0, 0)), (1, 1.7e9, 2, TWO, (1, 0, 0))],
+)
 def test_records_decode_as_protobuf_reads_them(templates, draws) -> None:
     records = build(templates, draws)
     with pytest.MonkeyPatch.context() as patch:
