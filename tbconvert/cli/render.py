@@ -50,8 +50,10 @@ def render_runs(runs: Sequence[dict[str, Any]]) -> str:
     if not runs:
         return "no runs in this store"
     several = len({row["source"] for row in runs}) > 1
+    troubled = any(row.get("file_problems") for row in runs)
     columns = ("id", "run", *(("source",) if several else ()))
     columns += ("group", "contexts", "series", "points", "params")
+    columns += ("files",) if troubled else ()
     return render_table(
         columns,
         [
@@ -64,10 +66,16 @@ def render_runs(runs: Sequence[dict[str, Any]]) -> str:
                 row["series"],
                 ", ".join(f"{table} {n}" for table, n in row["points"].items()) or "-",
                 _params_line(row["params"]),
+                *((_trouble(row.get("file_problems", {})),) if troubled else ()),
             )
             for row in runs
         ],
     )
+
+
+def _trouble(problems: dict[str, int]) -> str:
+    """Files of a run that are not whole: ``2 damaged, 1 partial`` (``-`` for none)."""
+    return ", ".join(f"{count} {status}" for status, count in sorted(problems.items())) or "-"
 
 
 def render_run(detail: dict[str, Any]) -> str:
@@ -262,6 +270,13 @@ def render_summary(summary: Summary) -> str:
     if summary.damaged_records or summary.problems:
         lines.append(f"  damaged:  {summary.damaged_records} records skipped; first problems:")
         lines.extend(f"    {problem}" for problem in summary.problems[:_MAX_LISTED])
+    if summary.still_damaged:
+        count = len(summary.still_damaged)
+        files = "file still holds" if count == 1 else "files still hold"
+        lines.append(
+            f"  damaged:  {count} {files} damaged or no valid records "
+            f"(first: {summary.still_damaged[0]}); 'tbconvert show RUN' says where"
+        )
     if summary.schema_change:
         lines.append(f"  store:    {summary.schema_change}")
     return "\n".join(lines)

@@ -88,8 +88,7 @@ class Job:
                 f"{self.summary.files_read} files read to their end)"
             )
             raise
-        if prune:
-            self._mark_gone()
+        self._settle_files(prune)
         self.summary.contexts = len(self.contexts)
         self.summary.runs_created = len(self.writer.created_runs)
         self.summary.runs_extended = len(self.touched_runs - self.writer.created_runs)
@@ -364,27 +363,27 @@ class Job:
         if ids:
             self.touched_runs.add(state.run_id)
 
-    def _mark_gone(self) -> None:
+    def _settle_files(self, prune: bool) -> None:
+        """Mark the stored files no longer in the logdir gone (``prune``), and name the ones
+        still damaged that this pass did not report (read before, or touched since)."""
         # Skipped orphans are still there: left alone, as runs left out by --run are.
         present = {source.rel_path for source in self.classification.files}
         present.update(self.classification.orphans)
+        reported = {problem.path for problem in self.summary.problems}
         with self.writer.transaction():
             stored = self.writer.files_of_source(self.origin.source)
-            gone = [file_id for file_id, _run_path, path in stored if path not in present]
-            self.writer.mark_gone(gone)
-        self.summary.files_gone = len(gone)
+            gone = [file_id for file_id, path, _status in stored if path not in present]
+            if prune:
+                self.writer.mark_gone(gone)
+        self.summary.files_gone = len(gone) if prune else 0
+        self.summary.still_damaged = sorted(
+            path
+            for _id, path, status in stored
+            if status in ("damaged", "invalid") and path in present and path not in reported
+        )
 
     def _start_conversion(self) -> int:
-        selection = self.options.selection
-        options = {
-            "source": self.origin.source,
-            "layout": self.options.layout,
-            "flat": self.classification.flat,
-            "full": self.options.full,
-            "plugins": sorted(selection.plugins) if selection.plugins else None,
-            "tags": list(selection.tags),
-            "exclude_tags": list(selection.exclude_tags),
-        }
+        options = self.options.logged(self.origin.source, self.classification.flat)
         with self.writer.transaction():
             logdir = self.classification.logdir
             return self.writer.start_conversion(logdir, __version__, json.dumps(options))

@@ -30,6 +30,19 @@ class ConvertOptions:
     chunk_points: int = CHUNK_POINTS
     notify: Callable[[str], Any] = field(default=lambda _line: None, compare=False)
 
+    def logged(self, source: str, flat: bool) -> dict[str, Any]:
+        """What the store's conversions log keeps of the options."""
+        plugins = self.selection.plugins
+        return {
+            "source": source,
+            "layout": self.layout,
+            "flat": flat,
+            "full": self.full,
+            "plugins": sorted(plugins) if plugins else None,
+            "tags": list(self.selection.tags),
+            "exclude_tags": list(self.selection.exclude_tags),
+        }
+
     @classmethod
     def of(
         cls,

@@ -24,6 +24,7 @@ from tbconvert.store.engine import (
     check_store_location,
     create_store_engine,
     expand_path,
+    sqlite_path,
     store_display,
     store_url,
 )
@@ -202,8 +203,12 @@ def _convert_into(
     options: ConvertOptions,
 ) -> None:
     from tbconvert.store.errors import translate_errors
-    from tbconvert.store.migrate import ensure_schema
+    from tbconvert.store.migrate import create_sqlite_store, ensure_schema
 
+    path = sqlite_path(url)
+    if path is not None and not os.path.exists(path):
+        with translate_errors(summary.store):
+            create_sqlite_store(path)
     engine = create_store_engine(url)
     try:
         with translate_errors(summary.store):

@@ -64,6 +64,9 @@ class Summary:
     damaged_records: int = 0
     lossy_records: int = 0
     problems: list[FileProblem] = field(default_factory=list)
+    # Files whose stored state says they hold damaged records or none valid, which this pass
+    # did not report: the exit code stays 3 while they are there.
+    still_damaged: list[str] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     # Orphans the store did not hold before this pass: named in warnings once, then counted.
     orphans_new: list[str] = field(default_factory=list)
@@ -102,8 +105,10 @@ class Summary:
 
     @property
     def exit_code(self) -> int:
-        """3 when damaged records or unreadable files were skipped, else 0."""
-        return EXIT_DAMAGED if self.damaged_records or self.problems else EXIT_OK
+        """3 while the logdir holds damaged records or unreadable files (read in this pass
+        or earlier ones), else 0."""
+        damaged = self.damaged_records or self.problems or self.still_damaged
+        return EXIT_DAMAGED if damaged else EXIT_OK
 
     @property
     def total_points(self) -> int:
@@ -157,6 +162,7 @@ class Summary:
             "damaged_records": self.damaged_records,
             "lossy_records": self.lossy_records,
             "problems": [str(problem) for problem in self.problems],
+            "still_damaged": self.still_damaged,
             "orphans": self.orphans,
             "orphans_new": self.orphans_new,
             "orphans_skipped": self.orphans_skipped,

@@ -27,6 +27,11 @@ _FILES_SQL = (
     "f.status, f.last_error, f.first_wall_time, f.last_wall_time, f.updated_at "
     "FROM event_files AS f JOIN contexts AS c ON c.id = f.context_id WHERE f.run_id = :run"
 )
+# Files a run holds that are not whole: damaged records, none valid, or a torn tail.
+_FILE_TROUBLE_SQL = (
+    "SELECT run_id, status, count(*) FROM event_files "
+    "WHERE status IN ('damaged', 'invalid', 'partial') GROUP BY run_id, status"
+)
 _CONTEXTS_SQL = (
     "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series UNION "
     "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id"
@@ -38,8 +43,9 @@ def list_runs(conn: Connection, run: Globs = None) -> list[dict[str, Any]]:
 
     Returns:
         Dicts with the columns of ``v_runs`` plus ``contexts`` (sorted), ``series``,
-        ``points`` (rows per point table, non-zero only), ``scalar_points`` and ``params``
-        (``{context: {key: value}}``: one entry per hparams session).
+        ``points`` (rows per point table, non-zero only), ``scalar_points``, ``params``
+        (``{context: {key: value}}``: one entry per hparams session) and ``file_problems``
+        (files that are not whole, by status: ``damaged``, ``invalid``, ``partial``).
     """
     rows = lookups.query(conn, lookups.RUNS_SQL)
     rows = [row for row in rows if matches(row["run_path"], globs(run))]
@@ -55,6 +61,9 @@ def list_runs(conn: Connection, run: Globs = None) -> list[dict[str, Any]]:
     for names in contexts.values():
         names.sort()
     params = lookups.param_sessions(conn)
+    trouble: dict[int, dict[str, int]] = {}
+    for run_id, status, count in conn.execute(text(_FILE_TROUBLE_SQL)):
+        trouble.setdefault(run_id, {})[status] = count
     for row in rows:
         run_id = row["run_id"]
         row["contexts"] = contexts.get(run_id, [])
@@ -64,6 +73,7 @@ def list_runs(conn: Connection, run: Globs = None) -> list[dict[str, Any]]:
         }
         row["scalar_points"] = row["points"].get("scalars", 0)
         row["params"] = params.get(run_id, {})
+        row["file_problems"] = trouble.get(run_id, {})
     return rows
 
 

@@ -69,8 +69,9 @@ class Store:
 
         Returns:
             Dicts with the columns of ``v_runs`` plus ``contexts`` (sorted), ``series``,
-            ``points`` (rows per point table, non-zero only), ``scalar_points`` and ``params``
-            (``{context: {key: value}}``: one entry per hparams session).
+            ``points`` (rows per point table, non-zero only), ``scalar_points``, ``params``
+            (``{context: {key: value}}``: one entry per hparams session) and
+            ``file_problems`` (files not whole, by status: damaged, invalid, partial).
         """
         with self.connect() as conn:
             return inventory.list_runs(conn, run)

@@ -8,8 +8,10 @@ store, is refused.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
+from contextlib import closing, suppress
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -20,7 +22,13 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from tbconvert.errors import StoreError, StoreVersionError
-from tbconvert.store.engine import VERSION_TABLE, advisory_key, sqlite_path, store_display
+from tbconvert.store.engine import (
+    VERSION_TABLE,
+    advisory_key,
+    create_store_engine,
+    sqlite_path,
+    store_display,
+)
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -273,3 +281,53 @@ def _backup_sqlite(path: str, revision: str) -> str:
 
 def _display(engine: Engine) -> str:
     return store_display(engine.url.render_as_string(hide_password=False))
+
+
+def create_sqlite_store(path: str) -> None:
+    """Create a missing SQLite store with its whole schema, atomically (design §6): built
+    under a temporary name beside it and linked into place, so no SQL client ever sees the
+    file without its views, and a conversion killed meanwhile leaves no store.  A store that
+    appeared meanwhile (another converter's) is kept as it is."""
+    _remove_abandoned(path)
+    building = f"{path}.creating-{os.getpid()}"
+    try:
+        engine = create_store_engine(f"sqlite:///{building}")
+        try:
+            ensure_schema(engine)
+        finally:
+            engine.dispose()
+        # Everything in the main file: the log is left behind with the temporary name.
+        with closing(sqlite3.connect(building)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try:
+            os.link(building, path)  # never replaces a store that appeared meanwhile
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not os.path.exists(path):
+                os.rename(building, path)
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with suppress(FileNotFoundError):
+                os.remove(building + suffix)
+
+
+def _remove_abandoned(path: str) -> None:
+    """Remove what creations of this store killed before they finished left behind."""
+    directory, name = os.path.split(os.path.abspath(path))
+    prefix = f"{name}.creating-"
+    for entry in os.listdir(directory):
+        pid = entry[len(prefix) :].split("-", 1)[0] if entry.startswith(prefix) else ""
+        if pid.isdigit() and not _alive(int(pid)):
+            with suppress(OSError):
+                os.remove(os.path.join(directory, entry))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True

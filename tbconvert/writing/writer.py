@@ -307,10 +307,10 @@ class StoreWriter:
         )
 
     def files_of_source(self, source: str) -> list[tuple[int, str, str]]:
-        """(file id, run_path, path) of every file not yet marked gone, for one source."""
+        """(file id, path, status) of every file not yet marked gone, for one source."""
         rows = self.conn.execute(
             text(
-                "SELECT f.id, r.run_path, f.path FROM event_files AS f "
+                "SELECT f.id, f.path, f.status FROM event_files AS f "
                 "JOIN runs AS r ON r.id = f.run_id "
                 "WHERE r.source = :source AND f.status <> 'gone' ORDER BY f.id"
             ),

@@ -105,6 +105,44 @@ def test_non_event_file_named_like_one(logdir: Path, tmp_path: Path) -> None:
     assert "events.out.tfevents.notes.txt" in stderr
 
 
+def test_damage_stays_visible_until_it_is_fixed(logdir: Path, tmp_path: Path) -> None:
+    """Every run exits 3, with one summary line, while a file holds damaged records or none
+    valid; a cron job sees it until the file is replaced or removed."""
+    damaged = logdir / "good" / "events.out.tfevents.1.host"
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    damaged.write_bytes(bytes(data))
+    noise = logdir / "noise" / "events.out.tfevents.2.host"
+    noise.parent.mkdir()
+    noise.write_bytes(os.urandom(4096))
+    store = str(tmp_path / "s.db")
+    code, summary, _ = run("--logdir", str(logdir), "--store", store)
+    assert code == 3 and summary["still_damaged"] == []
+    for _ in range(2):
+        result = CliRunner().invoke(cli, ["tf", "--logdir", str(logdir), "--store", store])
+        assert result.exit_code == 3
+        assert (
+            "damaged:  2 files still hold damaged or no valid records (first: "
+            "good/events.out.tfevents.1.host)" in result.stderr
+        )
+    code, summary, _ = run("--logdir", str(logdir), "--store", store)
+    assert code == 3 and summary["still_damaged"] == [
+        "good/events.out.tfevents.1.host",
+        "noise/events.out.tfevents.2.host",
+    ]
+    listing = CliRunner().invoke(cli, ["runs", "--store", store])
+    assert listing.exit_code == 0, listing.output
+    marks = {line.split()[1]: line.split()[-2:] for line in listing.stdout.splitlines()[1:]}
+    assert marks == {"good": ["1", "damaged"], "noise": ["1", "invalid"]}
+    damaged.touch()  # touched, read on from its offset: its damage is still there
+    code, summary, _ = run("--logdir", str(logdir), "--store", store)
+    assert code == 3 and "good/events.out.tfevents.1.host" in summary["still_damaged"]
+    noise.unlink()
+    write_events(damaged, scalars(range(10)), version_wall_time=5.0)  # replaced
+    code, summary, _ = run("--logdir", str(logdir), "--store", store)
+    assert code == 0 and summary["still_damaged"] == [] and summary["problems"] == []
+
+
 def test_unreadable_file(logdir: Path, tmp_path: Path, monkeypatch) -> None:
     import tbconvert.reading.chunks as module
 
