@@ -47,6 +47,21 @@ EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet")
     is_flag=True,
     help="Scalars as a step x series table: step, then one column per run_path/context/tag.",
 )
+@click.option(
+    "--group-by",
+    "group_by",
+    multiple=True,
+    metavar="KEY",
+    help="Aggregate scalars over runs with equal KEY (a hyper-parameter, or run:REGEX) "
+    "(repeatable).",
+)
+@click.option(
+    "--aggregate-over",
+    "aggregate_over",
+    multiple=True,
+    metavar="KEY",
+    help="Aggregate scalars over KEY (seeds, say): group by every other hyper-parameter.",
+)
 @metric_options
 @click.option(
     "--format",
@@ -70,6 +85,8 @@ def export_command(
     tag_globs: tuple[str, ...],
     context_globs: tuple[str, ...],
     wide: bool,
+    group_by: tuple[str, ...],
+    aggregate_over: tuple[str, ...],
     metrics: tuple[str, ...],
     agg: str,
     fmt: str | None,
@@ -78,18 +95,25 @@ def export_command(
     """Export scalars, params, texts, the hparams table, or images (one file each).
 
     The format follows the file's extension: .csv, .json (one array), .jsonl, .parquet (the
-    parquet extra). NaN is an empty CSV cell and a JSON null; infinities are inf / 1e999.
+    parquet extra). NaN is NaN in CSV and null in JSON; infinities are inf / 1e999; a step a
+    series did not log (--wide) is an empty cell, or a key left out.
+    --group-by KEY (a hyper-parameter, or run:REGEX whose first group names the group) and
+    --aggregate-over KEY (group by every other hyper-parameter) aggregate scalars over the
+    runs of each group, step by step: runs, nan, mean, std, min, max.
 
     \b
     Example:
       tbconvert export scalars --store runs.db --tag loss > loss.csv
       tbconvert export scalars --run 'sweep/*' --tag loss --wide -o curves.csv
+      tbconvert export scalars --tag loss --aggregate-over seed -o loss_over_seeds.csv
       tbconvert export hparams --metric accuracy -o sweep.json
       tbconvert export images --tag samples -o images/
     """
     from tbconvert.output import export
+    from tbconvert.query.groups import Grouping
 
     def write(opened: Any) -> int:
+        grouping = Grouping(group_by, aggregate_over) if group_by or aggregate_over else None
         return export.export(
             opened,
             kind,
@@ -101,6 +125,7 @@ def export_command(
             wide=wide,
             metrics=metrics,
             agg=agg,
+            grouping=grouping,
         )
 
     try:

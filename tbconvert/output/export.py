@@ -7,7 +7,8 @@ extension, so a typo never writes CSV into ``results.xlsx``.
 
 JSON has no NaN or infinity: NaN is written as ``null`` (as the store holds it) and
 +/-infinity as ``1e999`` / ``-1e999``, which is valid JSON that Python, JavaScript and pandas
-read back as infinities.  CSV writes ``inf`` / ``-inf`` and leaves NaN cells empty.
+read back as infinities.  CSV writes ``NaN``, ``inf`` and ``-inf``; an empty cell is a value
+that is not there (a step a series did not log, in ``--wide``), which JSON leaves out.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from tbconvert.errors import ConverterError, MissingDependency, UsageError
 from tbconvert.filters import Globs
 from tbconvert.output.image_export import export_images
+from tbconvert.query.groups import Grouping, scalars_grouped
 from tbconvert.query.tables import COLUMNS, Metric, hparams_table, require_pandas, rows, to_pandas
 from tbconvert.store.engine import expand_path
 
@@ -89,9 +91,15 @@ def _dumps_non_finite(value: Any) -> str:
 
 
 def write_rows(
-    columns: Sequence[str], data: Iterable[Sequence[Any]], out: TextIO, fmt: str = "csv"
+    columns: Sequence[str],
+    data: Iterable[Sequence[Any]],
+    out: TextIO,
+    fmt: str = "csv",
+    *,
+    omit_missing: bool = False,
 ) -> int:
-    """Write rows as CSV (with a header), one JSON array of objects, or JSON lines.
+    """Write rows as CSV (with a header), one JSON array of objects, or JSON lines; with
+    ``omit_missing``, a None cell (a value that is not there) is a key left out of JSON.
 
     Returns:
         The number of rows written.
@@ -109,10 +117,11 @@ def write_rows(
         out.write("[")
     for row in data:
         if fmt == "csv":
-            writer.writerow(row)
+            writer.writerow(["NaN" if value != value else value for value in row])
         else:
             separator = ("," if count else "") + "\n" if fmt == "json" else ""
-            line = dumps(dict(zip(columns, row, strict=True)))
+            record = zip(columns, row, strict=True)
+            line = dumps({name: v for name, v in record if v is not None or not omit_missing})
             out.write(separator + line + ("\n" if fmt == "jsonl" else ""))
         count += 1
     if fmt == "json":
@@ -230,14 +239,21 @@ def table_of(
     wide: bool = False,
     metrics: Sequence[Metric] = (),
     agg: str = "last",
+    grouping: Grouping | None = None,
 ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
     """The columns and rows an export of ``kind`` writes (see :func:`export`).
 
     Raises:
-        UsageError: an unknown kind, or ``wide`` for another kind than scalars.
+        UsageError: an unknown kind, or ``wide`` or ``grouping`` for another kind than
+            scalars (or both together).
     """
-    if wide and kind != "scalars":
-        raise UsageError("--wide is for scalars only", hint="leave it out, or export scalars")
+    if (wide or grouping is not None) and kind != "scalars":
+        what = "--wide is" if wide else "--group-by and --aggregate-over are"
+        raise UsageError(f"{what} for scalars only", hint="leave it out, or export scalars")
+    if grouping is not None:
+        if wide:
+            raise UsageError("--wide and --group-by do not go together", hint="choose one")
+        return scalars_grouped(store, grouping, run=run, tag=tag, context=context)
     if kind == "hparams":
         table = hparams_table(store, metrics=metrics, run=run, agg=agg)
         names = ["run_id", "run_path", "context", *(_metric_name(m) for m in metrics)]
@@ -245,7 +261,10 @@ def table_of(
         return columns, [[row[name] for name in columns] for row in table]
     if wide:
         return wide_scalars(store, run=run, tag=tag, context=context)
-    return COLUMNS[kind], rows(store, kind, run=run, tag=tag, context=context)
+    found = rows(store, kind, run=run, tag=tag, context=context)
+    if kind == "scalars":  # the store holds NaN as NULL
+        found = (row if row[-1] is not None else (*row[:-1], math.nan) for row in found)
+    return COLUMNS[kind], found
 
 
 def wide_scalars(
@@ -254,8 +273,8 @@ def wide_scalars(
     """Scalars as a step x series table: ``step``, then one column per ``run_path/context/tag``.
 
     A cell is the series' value at that step (the last written one when a resumed run logged
-    the step twice), None where the series has no point at that step or logged NaN.  A column
-    name two sources share gets ``@run_id`` added.
+    the step twice; NaN as NaN), None where the series has no point at that step.
+    A column name two sources share gets ``@run_id`` added.
     """
     chosen = store.series(run=run, tag=tag, context=context, plugin="scalars")
     names = [f"{s.run_path}/{s.context}/{s.tag}" for s in chosen]
@@ -268,7 +287,8 @@ def wide_scalars(
     by_step: dict[int, list[Any]] = {}
     for series in chosen:
         for _, _, _, _, step, _, value in store.points("scalars", [series]):
-            by_step.setdefault(step, [None] * len(chosen))[index[series.id]] = value
+            cells = by_step.setdefault(step, [None] * len(chosen))
+            cells[index[series.id]] = math.nan if value is None else value
     return ["step", *names], [[step, *by_step[step]] for step in sorted(by_step)]
 
 
@@ -288,6 +308,7 @@ def export(
     wide: bool = False,
     metrics: Sequence[Metric] = (),
     agg: str = "last",
+    grouping: Grouping | None = None,
 ) -> int:
     """Export one kind of rows to a file or standard output (``-``).
 
@@ -305,6 +326,8 @@ def export(
         wide: Scalars as a step x series table (:func:`wide_scalars`).
         metrics: For hparams: the metric tags (or ``(context, tag)`` pairs) to add.
         agg: For hparams: ``last``, ``min`` or ``max`` of each metric.
+        grouping: Scalars aggregated over the runs of each group
+            (:func:`~tbconvert.query.groups.scalars_grouped`).
 
     Returns:
         The number of rows (images) written.
@@ -319,8 +342,10 @@ def export(
     chosen = format_for(output, fmt)
     if chosen == "parquet" and output == "-":
         raise UsageError("Parquet is not written to standard output", hint="give -o FILE.parquet")
-    columns, data = table_of(store, kind, run, tag, context, wide=wide, metrics=metrics, agg=agg)
+    columns, data = table_of(
+        store, kind, run, tag, context, wide=wide, metrics=metrics, agg=agg, grouping=grouping
+    )
     if chosen == "parquet":
         return write_parquet(columns, data, output)
     with open_output(output) as out:
-        return write_rows(columns, data, out, chosen)
+        return write_rows(columns, data, out, chosen, omit_missing=wide)

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from tbconvert.errors import StoreError, UsageError
 from tbconvert.filters import Globs
-from tbconvert.query import inventory, lookups, tables
+from tbconvert.query import groups, inventory, lookups, tables
 from tbconvert.query.results import SeriesRef, StoredImage
 from tbconvert.store.engine import create_store_engine, sqlite_path, store_display, store_url
 from tbconvert.store.errors import translate_errors
@@ -106,6 +106,36 @@ class Store:
         """
         with self.connect() as conn:
             return lookups.series(conn, run, tag, context, plugin)
+
+    def scalars_grouped(
+        self,
+        group_by: Sequence[str] = (),
+        aggregate_over: Sequence[str] = (),
+        run: Globs = None,
+        tag: Globs = None,
+        context: Globs = None,
+    ) -> list[dict[str, Any]]:
+        """Scalars aggregated over the runs of each group, step by step.
+
+        Args:
+            group_by: Hyper-parameter keys (runs with equal values form a group) or
+                ``run:REGEX`` (runs whose path gives the same first capture group).
+            aggregate_over: Keys to aggregate over: group by every other hyper-parameter.
+            run, tag, context: Globs on the runs and series taken.
+
+        Returns:
+            One dict per (group, context, tag, step): the group's keys, then ``context``,
+            ``tag``, ``step``, ``runs``, ``nan``, ``mean``, ``std`` (ddof=1), ``min``,
+            ``max`` (see :mod:`tbconvert.query.groups`).
+
+        Raises:
+            UsageError: no grouping, or a ``run:`` key that is not a regular expression with
+                a capture group.
+        """
+        columns, found = groups.scalars_grouped(
+            self, groups.Grouping(tuple(group_by), tuple(aggregate_over)), run, tag, context
+        )
+        return [dict(zip(columns, row, strict=True)) for row in found]
 
     def scalars(self, run: str | int, tag: str, context: str | None = None) -> numpy.ndarray:
         """The learning curve of one scalar series as a NumPy structured array.

@@ -193,7 +193,7 @@ def test_export_globs_on_run_tag_and_context(store_path: str) -> None:
     assert len(rows) == 75
 
 
-def test_export_nan_is_an_empty_cell_and_a_json_null(store_path: str) -> None:
+def test_export_nan_is_nan_in_csv_and_a_json_null(store_path: str) -> None:
     as_csv = csv_rows(
         invoke(
             "export",
@@ -206,7 +206,7 @@ def test_export_nan_is_an_empty_cell_and_a_json_null(store_path: str) -> None:
             "loss",
         ).stdout
     )
-    assert [r["value"] == "" for r in as_csv] == [step >= 6 for step in range(STEPS)]
+    assert [r["value"] == "NaN" for r in as_csv] == [step >= 6 for step in range(STEPS)]
     lines = invoke(
         "export",
         "scalars",
@@ -234,7 +234,7 @@ def test_export_infinities(tmp_path: Path, make_store: StoreFactory) -> None:
     values = [json.loads(line, parse_constant=_reject)["value"] for line in lines.splitlines()]
     assert values[:3] == [1.0, math.inf, -math.inf] and values[3] is None
     cells = [r["value"] for r in csv_rows(invoke("export", "scalars", "--store", store).stdout)]
-    assert cells == ["1.0", "inf", "-inf", ""]
+    assert cells == ["1.0", "inf", "-inf", "NaN"]
 
 
 def _reject(constant: str) -> Any:

@@ -1,0 +1,157 @@
+"""Runs in groups, and their scalar curves aggregated step by step (``--group-by``).
+
+A group key is a hyper-parameter key (runs with equal values of it form a group) or
+``run:REGEX`` (runs whose path gives the same first capture group: ``run:(.*)_seed\\d+``).
+``aggregate_over`` names keys to aggregate over: the runs are grouped by every other key of
+their params (the usual "over seeds").  A run's params are those of all its sessions.
+
+Aggregated rows: one per (group, context, tag, step), steps exact (a step only some runs
+logged aggregates those runs).  A run that logged a step twice (a resumed run) counts with the
+value it wrote last.  NaN points are left out of the statistics and counted in ``nan``;
+``runs`` is the number of values aggregated, ``std`` the sample standard deviation (ddof=1),
+None when ``runs`` is 1; ``mean``, ``min``, ``max`` are None when ``runs`` is 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tbconvert.errors import UsageError
+from tbconvert.filters import Globs, globs, matches
+from tbconvert.query import lookups
+from tbconvert.query.results import Connectable
+
+STAT_COLUMNS = ("context", "tag", "step", "runs", "nan", "mean", "std", "min", "max")
+_RUN_PREFIX = "run:"
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How runs form groups: ``by`` keys (hyper-parameters or ``run:REGEX``), or every
+    hyper-parameter but the ``over`` keys."""
+
+    by: tuple[str, ...] = ()
+    over: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.by and not self.over:
+            raise UsageError("no grouping", hint="give --group-by KEY or --aggregate-over KEY")
+        for key in self.by:
+            if key.startswith(_RUN_PREFIX):
+                try:
+                    pattern = re.compile(key[len(_RUN_PREFIX) :])
+                except re.error as error:
+                    raise UsageError(
+                        f"{key!r} is not a regular expression ({error})",
+                        hint="run:REGEX, e.g. run:'(.*)_seed\\d+'",
+                    ) from error
+                if pattern.groups < 1:
+                    raise UsageError(
+                        f"{key!r} has no capture group",
+                        hint="the first group names the runs' group: run:'(.*)_seed\\d+'",
+                    )
+
+
+def group_keys(store: Connectable, grouping: Grouping, run: Globs = None) -> list[str]:
+    """The group's key columns, in order: the ``by`` keys, then (``over``) every other
+    hyper-parameter key of the chosen runs, sorted."""
+    if not grouping.over:
+        return list(grouping.by)
+    params = _run_params(store, run)
+    others = sorted({key for values in params.values() for key in values} - set(grouping.over))
+    return [*grouping.by, *(key for key in others if key not in grouping.by)]
+
+
+def run_groups(
+    store: Connectable, grouping: Grouping, run: Globs = None
+) -> tuple[list[str], dict[int, tuple[Any, ...]]]:
+    """The key columns, and each chosen run's group (a tuple of key values, None where a run
+    has no such param; runs whose path does not match a ``run:REGEX`` are left out)."""
+    keys = group_keys(store, grouping, run)
+    params = _run_params(store, run)
+    groups: dict[int, tuple[Any, ...]] = {}
+    with store.connect() as conn:
+        runs = lookups.query(conn, lookups.RUNS_SQL)
+    chosen = {row["run_id"]: row["run_path"] for row in runs if row["run_id"] in params}
+    for run_id, run_path in chosen.items():
+        values = []
+        for key in keys:
+            if key.startswith(_RUN_PREFIX):
+                found = re.search(key[len(_RUN_PREFIX) :], run_path)
+                if found is None:
+                    break
+                values.append(found.group(1))
+            else:
+                values.append(params[run_id].get(key))
+        else:
+            groups[run_id] = tuple(values)
+    return keys, groups
+
+
+def scalars_grouped(
+    store: Connectable,
+    grouping: Grouping,
+    run: Globs = None,
+    tag: Globs = None,
+    context: Globs = None,
+) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+    """Scalars aggregated over the runs of each group: the key columns then
+    :data:`STAT_COLUMNS`, one row per (group, context, tag, step), sorted."""
+    keys, groups = run_groups(store, grouping, run)
+    with store.connect() as conn:
+        chosen = [
+            series
+            for series in lookups.series(conn, run, tag, context, plugin="scalars")
+            if series.run_id in groups
+        ]
+    # (group, context, tag) -> step -> run -> the value it wrote last at that step.
+    cells: dict[tuple[Any, ...], dict[int, dict[int, float]]] = {}
+    for series in chosen:
+        at = cells.setdefault((groups[series.run_id], series.context, series.tag), {})
+        for *_, step, _wall, value in lookups.points(store, "scalars", [series]):
+            at.setdefault(step, {})[series.run_id] = math.nan if value is None else value
+    return [*keys, *STAT_COLUMNS], _aggregated(cells)
+
+
+def _aggregated(
+    cells: dict[tuple[Any, ...], dict[int, dict[int, float]]],
+) -> Iterator[tuple[Any, ...]]:
+    import numpy as np
+
+    for (group, context, tag), by_step in sorted(cells.items(), key=lambda item: _order(item[0])):
+        for step in sorted(by_step):
+            values = np.fromiter(by_step[step].values(), dtype=np.float64)
+            kept = values[~np.isnan(values)]
+            stats: tuple[Any, ...] = (None, None, None, None)
+            if len(kept):
+                with np.errstate(invalid="ignore", over="ignore"):  # infinities: IEEE's answer
+                    std = float(kept.std(ddof=1)) if len(kept) > 1 else None
+                    stats = (float(kept.mean()), std, float(kept.min()), float(kept.max()))
+            yield (*group, context, tag, step, len(kept), len(values) - len(kept), *stats)
+
+
+def _order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    # Group values of any types (None, numbers, text) sort by type name, then value.
+    group, context, tag = key
+    return (tuple((type(value).__name__, value) for value in group), context, tag)
+
+
+def _run_params(store: Connectable, run: Globs) -> dict[int, dict[str, Any]]:
+    """Each chosen run's params, all its sessions together (a later session's value wins)."""
+    with store.connect() as conn:
+        sessions = lookups.param_sessions(conn)
+        runs = lookups.query(conn, lookups.RUNS_SQL)
+    merged: dict[int, dict[str, Any]] = {}
+    for row in runs:
+        if matches(row["run_path"], globs(run)):
+            by_context = sessions.get(row["run_id"], {})
+            merged[row["run_id"]] = {
+                key: value
+                for context in sorted(by_context)
+                for key, value in by_context[context].items()
+            }
+    return merged
