@@ -15,8 +15,12 @@ from tbconvert.cli.group import (
     store_option,
 )
 
-# Kept in step with tbconvert.output.plot.X_AXES by a test (imported lazily, for start-up time).
+# Kept in step with tbconvert.output.plot.X_AXES and output.aggregate's choices by a test
+# (imported lazily, for start-up time).
 X_AXES = ("step", "relative", "wall")
+AGGREGATES = ("mean", "median")
+READABLE_LINES = 20
+BANDS = ("std", "sem", "ci95", "minmax", "none")
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -49,6 +53,35 @@ X_AXES = ("step", "relative", "wall")
 )
 @click.option("--log-y", is_flag=True, help="Logarithmic y axis.")
 @click.option(
+    "--group-by",
+    "group_by",
+    multiple=True,
+    metavar="KEY",
+    help="One line per group of runs with equal KEY (a hyper-parameter, or run:REGEX), with a "
+    "band (repeatable).",
+)
+@click.option(
+    "--aggregate-over",
+    "aggregate_over",
+    multiple=True,
+    metavar="KEY",
+    help="One line per group of runs equal in every hyper-parameter but KEY (seeds, say).",
+)
+@click.option(
+    "--aggregate",
+    type=click.Choice(AGGREGATES),
+    default="mean",
+    show_default=True,
+    help="A group's line.",
+)
+@click.option(
+    "--band",
+    type=click.Choice(BANDS),
+    default="std",
+    show_default=True,
+    help="A group's band: mean +/- std or sem, a 95%% t interval, min..max, or none.",
+)
+@click.option(
     "-o",
     "--output",
     required=True,
@@ -64,6 +97,10 @@ def plot(
     x_axis: str,
     smoothing: float,
     log_y: bool,
+    group_by: tuple[str, ...],
+    aggregate_over: tuple[str, ...],
+    aggregate: str,
+    band: str,
     output: str,
 ) -> None:
     """Draw learning curves: one panel per tag, one line per run and context (the plot extra).
@@ -72,14 +109,41 @@ def plot(
     Example:
       tbconvert plot --store runs.db --tag loss -o loss.png
       tbconvert plot --run 'sweep/*' --tag loss --tag accuracy --smooth 0.6 --log-y -o sweep.svg
+      tbconvert plot --tag loss --aggregate-over seed --band ci95 -o over_seeds.png
+
+    With --group-by or --aggregate-over, each group's runs are smoothed, put on the union of
+    their steps (interpolated between their points, none past their ends) and drawn as one
+    line with a band.
     """
     from tbconvert.output import plot as library
 
-    def draw(opened: Any) -> int:
-        return library.plot(opened, output, run_globs, tag_globs, context, x_axis, smoothing, log_y)
+    def draw(opened: Any) -> Any:
+        from tbconvert.query.groups import Grouping
 
-    count = read_store(store, draw)
-    click.echo(f"{count} curves drawn into {output}", err=True)
+        grouping = Grouping(group_by, aggregate_over) if group_by or aggregate_over else None
+        return library.plot(
+            opened,
+            output,
+            run_globs,
+            tag_globs,
+            context,
+            x_axis,
+            smoothing,
+            log_y,
+            grouping=grouping,
+            aggregate=aggregate,
+            band=band,
+        )
+
+    drawn = read_store(store, draw)
+    click.echo(f"{drawn.lines} curves drawn into {output}", err=True)
+    if drawn.fullest > READABLE_LINES and not (group_by or aggregate_over):
+        click.echo(
+            f"warning: {drawn.fullest} lines in one panel are more than a person can tell "
+            "apart: "
+            "--group-by KEY or --aggregate-over KEY draws one line per group of runs",
+            err=True,
+        )
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)

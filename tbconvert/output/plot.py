@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tbconvert.errors import MissingDependency, UsageError
 from tbconvert.filters import Globs, globs
+from tbconvert.output.aggregate import AGGREGATES, BANDS, Band, band
 from tbconvert.store.engine import expand_path
 
 if TYPE_CHECKING:
+    from tbconvert.query.groups import Grouping
     from tbconvert.query.results import SeriesRef
     from tbconvert.query.store import Store
 
@@ -165,6 +168,21 @@ def require_matplotlib() -> Any:
     return Figure
 
 
+# More lines in one panel than a person can tell apart.
+READABLE_LINES = 20
+
+
+def palette(index: int) -> tuple[Any, str]:
+    """The colour and line style of the ``index``-th line: 20 distinct colours (tab20, its
+    darker shades first), then the same colours dashed, dotted, dash-dotted."""
+    from matplotlib import colormaps
+
+    colours = colormaps["tab20"](range(20))
+    shade = index % 20
+    colour = colours[2 * shade if shade < 10 else 2 * (shade - 10) + 1]
+    return colour, ("-", "--", ":", "-.")[(index // 20) % 4]
+
+
 def plot(
     store: Store,
     output: str,
@@ -174,7 +192,11 @@ def plot(
     x: str = "step",
     smoothing: float = 0.0,
     log_y: bool = False,
-) -> int:
+    *,
+    grouping: Grouping | None = None,
+    aggregate: str = "mean",
+    band: str = "std",
+) -> Drawn:
     """Draw the selected learning curves into ``output`` (.png, .svg or .pdf).
 
     Args:
@@ -186,9 +208,12 @@ def plot(
         x: ``step``, ``relative`` (seconds since each curve's first point) or ``wall``.
         smoothing: TensorBoard's smoothing weight, 0 (none) to 1.
         log_y: A logarithmic y axis.
+        grouping: One line per group of runs (and context): their ``aggregate`` (``mean`` or
+            ``median``) with a ``band`` (``std``, ``sem``, ``ci95``, ``minmax`` or
+            ``none``), each run smoothed first, put on a common grid (``output.aggregate``).
 
     Returns:
-        The number of curves drawn.
+        How many lines were drawn, and in the fullest panel.
 
     Raises:
         UsageError: a bad option, or a selection that matches nothing.
@@ -197,37 +222,111 @@ def plot(
     fmt = image_format(output)
     if x not in X_AXES:
         raise UsageError(f"unknown x axis {x!r}", hint=f"choose from {', '.join(X_AXES)}")
+    if aggregate not in AGGREGATES or band not in BANDS:
+        raise UsageError(
+            f"unknown aggregate {aggregate!r} or band {band!r}",
+            hint=f"--aggregate {'|'.join(AGGREGATES)}, --band {'|'.join(BANDS)}",
+        )
+    if grouping is not None and x != "step":
+        raise UsageError("groups of runs are drawn over steps", hint="leave --x out")
     smooth([0.0, 1.0], smoothing)  # checks the weight before anything is read
     figure_class = require_matplotlib()
     curves = select_curves(store, run, tag, context)
-    figure = _draw(figure_class, curves, x, smoothing, log_y)
+    if grouping is None:
+        lines = [_Line(c.tag, c.label, x_values(c, x), c.values, None) for c in curves]
+    else:
+        lines = _grouped_lines(store, curves, grouping, run, smoothing, aggregate, band)
+        smoothing = 0.0  # each run was smoothed before aggregating
+    figure = _draw(figure_class, lines, x, smoothing, log_y)
     figure.savefig(expand_path(output), format=fmt, dpi=110)
-    return len(curves)
+    return Drawn(len(lines), max(Counter(line.tag for line in lines).values()))
 
 
-def _draw(figure_class: Any, curves: list[Curve], x: str, smoothing: float, log_y: bool) -> Any:
-    tags = sorted({curve.tag for curve in curves})
+class Drawn(NamedTuple):
+    """What :func:`plot` drew: lines in all, and lines in the fullest panel."""
+
+    lines: int
+    fullest: int
+
+
+@dataclass(frozen=True)
+class _Line:
+    tag: str
+    label: str
+    xs: list[Any]
+    values: list[float]
+    band: Band | None  # a group's band, drawn around the line
+
+
+def _grouped_lines(
+    store: Store,
+    curves: list[Curve],
+    grouping: Grouping,
+    run: Globs,
+    smoothing: float,
+    aggregate: str,
+    kind: str,
+) -> list[_Line]:
+    from tbconvert.query.groups import run_groups
+
+    keys, groups = run_groups(store, grouping, run)
+    run_ids = {s.run_path: s.run_id for s in store.series(run=run, plugin="scalars")}
+    members: dict[tuple[str, str, tuple[Any, ...]], list[tuple[list[int], list[float]]]] = {}
+    for curve in curves:
+        group = groups.get(run_ids[curve.run_path])
+        if group is None:
+            continue
+        values = smooth(curve.values, smoothing) if smoothing > 0 else curve.values
+        members.setdefault((curve.tag, curve.context, group), []).append((curve.steps, values))
+    lines = []
+    for (tag, context, group), runs in sorted(members.items(), key=lambda item: repr(item[0])):
+        name = ", ".join(f"{key}={value}" for key, value in zip(keys, group, strict=True))
+        label = f"{name} [{context}]" if context else name
+        line = band(runs, aggregate, kind)
+        lines.append(_Line(tag, f"{label} ({len(runs)} runs)", line.steps, line.center, line))
+    return lines
+
+
+def _draw(figure_class: Any, lines: list[_Line], x: str, smoothing: float, log_y: bool) -> Any:
+    tags = sorted({line.tag for line in lines})
     columns = 1 if len(tags) == 1 else 2
     rows = math.ceil(len(tags) / columns)
-    figure = figure_class(figsize=(7 * columns, 4.2 * rows), layout="constrained")
+    labels = sorted({line.label for line in lines})
+    # Room for the legend beside the panels: a column of entries per 40 labels.
+    legend_columns = max(1, math.ceil(len(labels) / 40))
+    width = 7 * columns + 2.6 * legend_columns
+    figure = figure_class(figsize=(width, max(4.2 * rows, 0.22 * len(labels) / legend_columns)),
+                          layout="constrained")  # fmt: skip
     axes = figure.subplots(rows, columns, squeeze=False).flatten()
-    labels = sorted({curve.label for curve in curves})
-    colours = {label: f"C{index % 10}" for index, label in enumerate(labels)}
+    styles = {label: palette(index) for index, label in enumerate(labels)}
+    handles = {}
     for axis, tag in zip(axes, tags, strict=False):
-        for curve in (c for c in curves if c.tag == tag):
-            xs, colour = x_values(curve, x), colours[curve.label]
-            if smoothing > 0:
-                axis.plot(xs, curve.values, color=colour, alpha=0.25, linewidth=1)
-            values = smooth(curve.values, smoothing) if smoothing > 0 else curve.values
-            axis.plot(xs, values, color=colour, linewidth=1.6, label=curve.label)
+        for line in (item for item in lines if item.tag == tag):
+            colour, style = styles[line.label]
+            if line.band is not None:
+                axis.fill_between(line.xs, line.band.low, line.band.high, color=colour, alpha=0.2,
+                                  linewidth=0)  # fmt: skip
+            elif smoothing > 0:
+                axis.plot(line.xs, line.values, color=colour, linestyle=style, alpha=0.25,
+                          linewidth=1)  # fmt: skip
+            values = smooth(line.values, smoothing) if smoothing > 0 else line.values
+            (handles[line.label],) = axis.plot(
+                line.xs, values, color=colour, linestyle=style, linewidth=1.6, label=line.label
+            )
         axis.set_title(tag)
         axis.set_xlabel({"step": "step", "relative": "seconds since first point"}.get(x, "UTC"))
         axis.grid(True, alpha=0.3)
         if log_y:
             axis.set_yscale("log")
-        axis.legend(fontsize="small")
     for axis in axes[len(tags) :]:
         axis.set_visible(False)
+    figure.legend(
+        [handles[label] for label in labels],
+        labels,
+        loc="outside right upper",
+        fontsize="small",
+        ncols=legend_columns,
+    )
     if x == "wall":
         figure.autofmt_xdate()
     return figure
