@@ -19,7 +19,7 @@ from tbconvert.cli.group import (
 
 # Kept in step with tbconvert.query.tables.AGGREGATES by a test (the library is imported
 # lazily, for start-up time).
-AGGREGATES = ("last", "min", "max")
+AGGREGATES = ("last", "min", "max", "best")
 HPARAMS_FORMATS = ("table", "csv", "json", "jsonl")
 
 
@@ -30,7 +30,8 @@ def metric_options(function: F) -> F:
         type=click.Choice(AGGREGATES),
         default="last",
         show_default=True,
-        help="Each metric's last value (highest step), or its min or max over the run.",
+        help="Each metric's last value (highest step), its min or max over the run, or its "
+        "best: the min of a loss or error (by its name), the max of anything else.",
     )(function)
     return click.option(
         "--metric",
@@ -79,6 +80,11 @@ def hparams(
     columns, rows = read_store(
         store, lambda opened: hparams_rows(opened, metrics, run_globs, agg, sort)
     )
+    if agg == "best" and metrics:
+        from tbconvert.query.tables import best_direction
+
+        chosen = (f"{'lowest' if best_direction(m) == 'min' else 'highest'} {m}" for m in metrics)
+        click.echo("best: " + ", ".join(chosen), err=True)
     if fmt != "table":
         echo_data(_text_of(columns, rows, fmt).rstrip("\n"))
     elif rows:

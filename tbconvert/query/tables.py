@@ -8,6 +8,7 @@ by series, so an export needs little memory whatever the store's size.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +76,16 @@ def rows(
     return (row for row in points if kind != "params" or matches(row[3], key_globs))
 
 
-AGGREGATES = ("last", "min", "max")
+AGGREGATES = ("last", "min", "max", "best")
+# Metrics whose best value is their lowest (for ``agg="best"``); any other is best highest.
+_LOWER_IS_BETTER = re.compile(
+    r"loss|err|perplexity|ppl|mse|mae|rmse|nll|wer|cer|distance|regret|latency|time|cost"
+)
+
+
+def best_direction(tag: str) -> str:
+    """``min`` for a metric that looks like a loss or an error, else ``max``."""
+    return "min" if _LOWER_IS_BETTER.search(tag.lower()) else "max"
 
 
 def hparams_table(
@@ -91,7 +101,9 @@ def hparams_table(
             then in the only context of the run that has it.
         run: Globs on run paths.
         agg: ``last`` (the default), or ``min`` / ``max`` of the series' values (NaN points
-            left out; None when every point is NaN).
+            left out; None when every point is NaN), or ``best``: the lowest of a metric
+            that looks like a loss or an error (:func:`best_direction`), the highest of any
+            other.
 
     Returns:
         Dicts with ``run_id``, ``run_path``, ``context``, the params (every key of the store,
@@ -105,7 +117,13 @@ def hparams_table(
     with store.connect() as conn:
         sessions = lookups.param_sessions(conn)
         listed = lookups.query(conn, "SELECT run_id, run_path, logdir FROM v_runs")
-    found = _metric_values(store, metrics, agg)
+    found: dict[tuple[Any, ...], Any] = {}
+    if agg == "best":
+        for direction in ("min", "max"):
+            chosen = [m for m in metrics if best_direction(_tag_of(m)) == direction]
+            found.update(_metric_values(store, chosen, direction))
+    else:
+        found = _metric_values(store, metrics, agg)
     keys = sorted(
         {
             key
@@ -151,6 +169,10 @@ def _metric_values(
     with store.connect() as conn:
         found = lookups.query(conn, sql, {f"tag{i}": tag for i, tag in enumerate(tags)})
     return {(r["run_id"], r["context"], r["tag"]): r["value"] for r in found}
+
+
+def _tag_of(metric: Metric) -> str:
+    return metric if isinstance(metric, str) else metric[1]
 
 
 def _metric_value(

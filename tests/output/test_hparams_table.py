@@ -88,6 +88,19 @@ def test_min_and_max_of_a_metric_as_json(store_path: str) -> None:
             assert row["loss"] == expected, (agg, run)
 
 
+def test_best_is_the_lowest_loss_and_the_highest_accuracy_and_says_so(store_path: str) -> None:
+    args = ["--metric", "loss", "--metric", "accuracy", "--agg"]
+    best = invoke("hparams", "--store", store_path, *args, "best", "--format", "json")
+    assert best.exit_code == 0, best.output
+    assert "best: lowest loss, highest accuracy" in best.stderr
+    lowest = invoke("hparams", "--store", store_path, *args, "min", "--format", "json")
+    highest = invoke("hparams", "--store", store_path, *args, "max", "--format", "json")
+    for row, low, high in zip(
+        *(json.loads(r.stdout) for r in (best, lowest, highest)), strict=True
+    ):
+        assert row["loss"] == low["loss"] and row["accuracy"] == high["accuracy"], row
+
+
 def test_last_of_a_series_that_ended_in_nan_is_empty(store_path: str) -> None:
     result = invoke("hparams", "--store", store_path, "--metric", "loss", "--format", "jsonl")
     rows = {json.loads(line)["run_path"]: json.loads(line) for line in result.stdout.splitlines()}
