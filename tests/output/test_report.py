@@ -147,11 +147,18 @@ def test_one_chart_per_scalar_tag_with_a_line_per_series(
     page: tuple[str, Page], store_path: str
 ) -> None:
     text, parsed = page
-    series = query_rows(store_path, "SELECT tag, count(*) FROM v_last_scalars GROUP BY tag")
-    assert parsed.count("svg") == len(series)
+    counted = query_rows(
+        store_path,
+        "SELECT tag, count(*), max(points) FROM v_series WHERE plugin = 'scalars' GROUP BY tag",
+    )
+    # A tag of one point per series gets no chart (a chart of dots): the runs table has it.
+    series = [(tag, count) for tag, count, most in counted if most > 1]
+    single = sorted(tag for tag, _count, most in counted if most <= 1)
+    assert single and parsed.count("svg") == len(series)
     charts = text.split('<section id="scalars">', 1)[1].split("</section>", 1)[0]
     cards = charts.split("<figure>")[1:]
     assert len(cards) == len(series)
+    assert f"One point per series, in the runs table: {', '.join(single)}." in charts
     by_tag = dict(series)
     for card in cards:
         caption = re.search(r"<figcaption>(.*?)</figcaption>", card)
@@ -189,3 +196,15 @@ def test_filters_and_errors(store_path: str, tmp_path: Path) -> None:
     assert invoke("report", "--store", store_path, "-o", str(tmp_path / "r.txt")).exit_code == 2
     missing = invoke("report", "--store", store_path, "--run", "nope", "-o", str(target))
     assert missing.exit_code == 2 and "sweep/lr_0.1" in missing.stderr
+
+
+def test_one_run_is_counted_in_the_singular(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    events = [summary_event(step, 1e9 + step, [simple_value("loss", 1.0)]) for step in range(3)]
+    write_events(logdir / "only" / event_file_name(1e9), events)
+    store = str(tmp_path / "s.db")
+    tbconvert.convert(logdir, store, progress=False)
+    output = tmp_path / "report.html"
+    with tbconvert.open_store(store) as opened:
+        report(opened, str(output))
+    assert "1 run, 1 scalar series, from" in output.read_text(encoding="utf-8")
