@@ -1,4 +1,4 @@
--- revision 0007
+-- revision 0008
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -186,7 +186,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0007');
+INSERT INTO "tbconvert_alembic_version" VALUES('0008');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 
@@ -299,3 +299,30 @@ CREATE VIEW v_histograms AS
     JOIN series AS s ON s.id = p.series_id
     JOIN runs AS r ON r.id = s.run_id
     JOIN contexts AS c ON c.id = s.context_id;
+CREATE VIEW v_scalars_current AS 
+WITH ordered AS (
+    SELECT p.series_id, s.run_id, s.context_id, s.name AS tag, f.path, p.record_offset,
+           p.value_index, p.step, p.wall_time, p.value,
+           CASE WHEN p.step < lag(p.step) OVER written THEN p.step END AS restart
+    FROM scalars AS p
+    JOIN series AS s ON s.id = p.series_id
+    JOIN event_files AS f ON f.id = p.file_id
+    WINDOW written AS (PARTITION BY p.series_id ORDER BY f.path, p.record_offset, p.value_index)
+), attempts AS (
+    SELECT o.*, min(o.restart) OVER (
+        PARTITION BY o.series_id ORDER BY o.path, o.record_offset, o.value_index
+        ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING
+    ) AS later_restart
+    FROM ordered AS o
+)
+SELECT r.id AS run_id, r.run_path, c.name AS context, a.tag, a.step, a.wall_time, a.value
+FROM attempts AS a
+JOIN runs AS r ON r.id = a.run_id
+JOIN contexts AS c ON c.id = a.context_id
+WHERE (a.later_restart IS NULL OR a.later_restart > a.step)
+  AND NOT EXISTS (
+    SELECT 1 FROM (SELECT s.run_id, s.context_id, f.path, t.record_offset, t.step FROM tensors AS t JOIN series AS s ON s.id = t.series_id JOIN event_files AS f ON f.id = t.file_id JOIN blobs AS b ON b.id = t.blob_id WHERE s.plugin = 'session_log' AND substr(b.data, 1, 2) = X'0801') AS start
+    WHERE start.run_id = a.run_id AND start.context_id = a.context_id
+      AND start.step <= a.step
+      AND (start.path > a.path OR (start.path = a.path AND start.record_offset > a.record_offset))
+  );

@@ -27,6 +27,7 @@ SPEC_VIEW_COLUMNS = {
     ],
     "v_scalars": ["run_id", "run_path", "context", "tag", "step", "wall_time", "value"],
     "v_last_scalars": ["run_id", "run_path", "context", "tag", "step", "wall_time", "value"],
+    "v_scalars_current": ["run_id", "run_path", "context", "tag", "step", "wall_time", "value"],
     "v_images": [
         "run_id",
         "run_path",
