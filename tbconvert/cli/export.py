@@ -62,6 +62,14 @@ EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet")
     metavar="KEY",
     help="Aggregate scalars over KEY (seeds, say): group by every other hyper-parameter.",
 )
+@click.option(
+    "--resumed",
+    type=click.Choice(("all", "current")),
+    default="all",
+    show_default=True,
+    help="Scalars: every record, or each series as its last attempt left it (a resumed "
+    "run's earlier points at or after the step it went back to left out).",
+)
 @metric_options
 @click.option(
     "--format",
@@ -87,6 +95,7 @@ def export_command(
     wide: bool,
     group_by: tuple[str, ...],
     aggregate_over: tuple[str, ...],
+    resumed: str,
     metrics: tuple[str, ...],
     agg: str,
     fmt: str | None,
@@ -126,6 +135,7 @@ def export_command(
             metrics=metrics,
             agg=agg,
             grouping=grouping,
+            resumed=resumed,
         )
 
     try:

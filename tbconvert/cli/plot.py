@@ -82,6 +82,13 @@ BANDS = ("std", "sem", "ci95", "minmax", "none")
     help="A group's band: mean +/- std or sem, a 95%% t interval, min..max, or none.",
 )
 @click.option(
+    "--resumed",
+    type=click.Choice(("current", "all")),
+    default="current",
+    show_default=True,
+    help="Each series as its last attempt left it, or every record (a resumed run's zigzag).",
+)
+@click.option(
     "-o",
     "--output",
     required=True,
@@ -101,6 +108,7 @@ def plot(
     aggregate_over: tuple[str, ...],
     aggregate: str,
     band: str,
+    resumed: str,
     output: str,
 ) -> None:
     """Draw learning curves: one panel per tag, one line per run and context (the plot extra).
@@ -133,6 +141,7 @@ def plot(
             grouping=grouping,
             aggregate=aggregate,
             band=band,
+            resumed=resumed,
         )
 
     drawn = read_store(store, draw)

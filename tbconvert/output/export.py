@@ -240,6 +240,7 @@ def table_of(
     metrics: Sequence[Metric] = (),
     agg: str = "last",
     grouping: Grouping | None = None,
+    resumed: str = "all",
 ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
     """The columns and rows an export of ``kind`` writes (see :func:`export`).
 
@@ -253,22 +254,26 @@ def table_of(
     if grouping is not None:
         if wide:
             raise UsageError("--wide and --group-by do not go together", hint="choose one")
-        return scalars_grouped(store, grouping, run=run, tag=tag, context=context)
+        return scalars_grouped(store, grouping, run, tag, context, resumed)
     if kind == "hparams":
         table = hparams_table(store, metrics=metrics, run=run, agg=agg)
         names = ["run_id", "run_path", "context", *(_metric_name(m) for m in metrics)]
         columns = list(table[0]) if table else names
         return columns, [[row[name] for name in columns] for row in table]
     if wide:
-        return wide_scalars(store, run=run, tag=tag, context=context)
-    found = rows(store, kind, run=run, tag=tag, context=context)
+        return wide_scalars(store, run=run, tag=tag, context=context, resumed=resumed)
+    found = rows(store, kind, run=run, tag=tag, context=context, resumed=resumed)
     if kind == "scalars":  # the store holds NaN as NULL
         found = (row if row[-1] is not None else (*row[:-1], math.nan) for row in found)
     return COLUMNS[kind], found
 
 
 def wide_scalars(
-    store: Store, run: Globs = None, tag: Globs = None, context: Globs = None
+    store: Store,
+    run: Globs = None,
+    tag: Globs = None,
+    context: Globs = None,
+    resumed: str = "all",
 ) -> tuple[list[str], list[list[Any]]]:
     """Scalars as a step x series table: ``step``, then one column per ``run_path/context/tag``.
 
@@ -286,7 +291,7 @@ def wide_scalars(
     index = {s.id: position for position, s in enumerate(chosen)}
     by_step: dict[int, list[Any]] = {}
     for series in chosen:
-        for _, _, _, _, step, _, value in store.points("scalars", [series]):
+        for _, _, _, _, step, _, value in store.points("scalars", [series], resumed):
             cells = by_step.setdefault(step, [None] * len(chosen))
             cells[index[series.id]] = math.nan if value is None else value
     return ["step", *names], [[step, *by_step[step]] for step in sorted(by_step)]
@@ -309,6 +314,7 @@ def export(
     metrics: Sequence[Metric] = (),
     agg: str = "last",
     grouping: Grouping | None = None,
+    resumed: str = "all",
 ) -> int:
     """Export one kind of rows to a file or standard output (``-``).
 
@@ -328,6 +334,8 @@ def export(
         agg: For hparams: ``last``, ``min`` or ``max`` of each metric.
         grouping: Scalars aggregated over the runs of each group
             (:func:`~tbconvert.query.groups.scalars_grouped`).
+        resumed: ``all`` (every record) or ``current``: each scalar series as its last
+            attempt left it (``v_scalars_current``).
 
     Returns:
         The number of rows (images) written.
@@ -343,7 +351,16 @@ def export(
     if chosen == "parquet" and output == "-":
         raise UsageError("Parquet is not written to standard output", hint="give -o FILE.parquet")
     columns, data = table_of(
-        store, kind, run, tag, context, wide=wide, metrics=metrics, agg=agg, grouping=grouping
+        store,
+        kind,
+        run,
+        tag,
+        context,
+        wide=wide,
+        metrics=metrics,
+        agg=agg,
+        grouping=grouping,
+        resumed=resumed,
     )
     if chosen == "parquet":
         return write_parquet(columns, data, output)

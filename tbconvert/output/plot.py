@@ -73,7 +73,11 @@ def smooth(values: Sequence[float], weight: float) -> list[float]:
 
 
 def select_curves(
-    store: Store, run: Globs = None, tag: Globs = None, context: str | None = None
+    store: Store,
+    run: Globs = None,
+    tag: Globs = None,
+    context: str | None = None,
+    resumed: str = "current",
 ) -> list[Curve]:
     """The scalar series matching the filters, as curves.
 
@@ -96,14 +100,15 @@ def select_curves(
             path=store.display,
             hint=f"runs: {_some(runs)}; tags: {_some(tags)}; contexts: {_some(contexts)}",
         )
-    return curves_of(store, chosen)
+    return curves_of(store, chosen, resumed)
 
 
-def curves_of(store: Store, chosen: Sequence[SeriesRef]) -> list[Curve]:
-    """Read the points of scalar series as curves, in the series' order."""
+def curves_of(store: Store, chosen: Sequence[SeriesRef], resumed: str = "current") -> list[Curve]:
+    """Read the points of scalar series as curves, in the series' order: by default each as
+    its last attempt left it (``resumed="all"``: every record, a resumed run's zigzag)."""
     curves = []
     for series in chosen:
-        points = list(store.points("scalars", [series]))
+        points = list(store.points("scalars", [series], resumed))
         curves.append(
             Curve(
                 series.run_path,
@@ -196,6 +201,7 @@ def plot(
     grouping: Grouping | None = None,
     aggregate: str = "mean",
     band: str = "std",
+    resumed: str = "current",
 ) -> Drawn:
     """Draw the selected learning curves into ``output`` (.png, .svg or .pdf).
 
@@ -211,6 +217,7 @@ def plot(
         grouping: One line per group of runs (and context): their ``aggregate`` (``mean`` or
             ``median``) with a ``band`` (``std``, ``sem``, ``ci95``, ``minmax`` or
             ``none``), each run smoothed first, put on a common grid (``output.aggregate``).
+        resumed: ``current`` (each series as its last attempt left it) or ``all``.
 
     Returns:
         How many lines were drawn, and in the fullest panel.
@@ -231,7 +238,7 @@ def plot(
         raise UsageError("groups of runs are drawn over steps", hint="leave --x out")
     smooth([0.0, 1.0], smoothing)  # checks the weight before anything is read
     figure_class = require_matplotlib()
-    curves = select_curves(store, run, tag, context)
+    curves = select_curves(store, run, tag, context, resumed)
     if grouping is None:
         lines = [_Line(c.tag, c.label, x_values(c, x), c.values, None) for c in curves]
     else:

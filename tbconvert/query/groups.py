@@ -98,6 +98,7 @@ def scalars_grouped(
     run: Globs = None,
     tag: Globs = None,
     context: Globs = None,
+    resumed: str = "all",
 ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
     """Scalars aggregated over the runs of each group: the key columns then
     :data:`STAT_COLUMNS`, one row per (group, context, tag, step), sorted."""
@@ -112,7 +113,7 @@ def scalars_grouped(
     cells: dict[tuple[Any, ...], dict[int, dict[int, float]]] = {}
     for series in chosen:
         at = cells.setdefault((groups[series.run_id], series.context, series.tag), {})
-        for *_, step, _wall, value in lookups.points(store, "scalars", [series]):
+        for *_, step, _wall, value in lookups.points(store, "scalars", [series], resumed):
             at.setdefault(step, {})[series.run_id] = math.nan if value is None else value
     return [*keys, *STAT_COLUMNS], _aggregated(cells)
 

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs, globs, matches
 from tbconvert.query.results import Connectable, SeriesRef, typed_param
+from tbconvert.query.resumed import RESUMED, STARTS_SQL, WRITE_ORDER_SQL, is_start, last_attempt
 
 # Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
 RUNS_SQL = "SELECT * FROM v_runs"
@@ -95,17 +96,31 @@ def param_sessions(
 
 
 def points(
-    store: Connectable, table: str, chosen: Sequence[SeriesRef]
+    store: Connectable, table: str, chosen: Sequence[SeriesRef], resumed: str = "all"
 ) -> Iterator[tuple[Any, ...]]:
     """Long-format rows of ``scalars``, ``texts`` or ``params`` (the views' columns).
 
-    Rows are streamed series by series, all from one snapshot of the store.
+    Rows are streamed series by series, all from one snapshot of the store.  ``resumed``:
+    ``all`` (every record) or, for scalars, ``current`` (each series as its last attempt
+    left it: :mod:`tbconvert.query.resumed`).
     """
+    if resumed not in RESUMED:
+        raise UsageError(f"unknown --resumed {resumed!r}", hint="all or current")
     with store.connect() as conn:
         conn = conn.execution_options(stream_results=True)  # PostgreSQL: server cursor
         for one in chosen:
             owner: tuple[Any, ...] = (one.run_id, one.run_path, one.context)
             owner += () if table == "params" else (one.tag,)
+            if resumed == "current" and table == "scalars":
+                found = conn.execute(text(WRITE_ORDER_SQL), {"id": one.id}).all()
+                starts = [
+                    (step, path, offset)
+                    for step, path, offset, data in conn.execute(text(STARTS_SQL), {"id": one.id})
+                    if is_start(data)
+                ]
+                for row in last_attempt(found, starts):
+                    yield (*owner, *row[:3])
+                continue
             for row in conn.execute(text(POINT_SQL[table]), {"id": one.id}):
                 yield (*owner, *row)
 

@@ -233,10 +233,13 @@ class Store:
                     store=self,
                 )
 
-    def points(self, table: str, chosen: Sequence[SeriesRef]) -> Iterator[tuple[Any, ...]]:
+    def points(
+        self, table: str, chosen: Sequence[SeriesRef], resumed: str = "all"
+    ) -> Iterator[tuple[Any, ...]]:
         """Long-format rows of ``scalars``, ``texts`` or ``params`` (the views' columns),
-        streamed series by series from one snapshot of the store."""
-        return lookups.points(self, table, chosen)
+        streamed series by series from one snapshot of the store; ``resumed="current"``:
+        each scalar series as its last attempt left it."""
+        return lookups.points(self, table, chosen, resumed)
 
     def to_pandas(self, kind: str = "scalars", **filters: Any) -> pandas.DataFrame:
         """A pandas DataFrame; see :func:`tbconvert.query.tables.to_pandas` for kinds and filters.

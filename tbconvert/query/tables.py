@@ -48,7 +48,12 @@ def require_pandas() -> Any:
 
 
 def rows(
-    store: Connectable, kind: str, run: Globs = None, tag: Globs = None, context: Globs = None
+    store: Connectable,
+    kind: str,
+    run: Globs = None,
+    tag: Globs = None,
+    context: Globs = None,
+    resumed: str = "all",
 ) -> Iterator[tuple[Any, ...]]:
     """Long-format rows of one kind, in run, context, tag (or key) and step order.
 
@@ -72,7 +77,7 @@ def rows(
         chosen = lookups.series(
             conn, run, None if kind == "params" else tag, context, plugin=_PLUGIN[kind]
         )
-    points = lookups.points(store, kind, chosen)
+    points = lookups.points(store, kind, chosen, resumed)
     return (row for row in points if kind != "params" or matches(row[3], key_globs))
 
 

@@ -4,13 +4,19 @@ written by tensorboardX."""
 
 from __future__ import annotations
 
+import json
 from contextlib import closing
 from pathlib import Path
 
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 
 from tbconvert import convert
+from tbconvert.cli import cli
+from tbconvert.query.resumed import last_attempt
 from tests.support.eventfiles import simple_value, summary_event, write_events
 from tests.support.snapshots import StoreFactory, connect, rows
 
@@ -29,6 +35,21 @@ def current(store: str, run: str) -> dict[str, list[tuple[int, float]]]:
     for tag, step, wall in found:
         by_tag.setdefault(tag, []).append((step, wall))
     return by_tag
+
+
+def assert_current_export_is_the_view(store: str) -> None:
+    """``export scalars --resumed current`` (computed per series) gives the view's rows."""
+    result = CliRunner().invoke(
+        cli, ["export", "scalars", "--store", store, "--resumed", "current", "--format", "jsonl"]
+    )
+    assert result.exit_code == 0, result.output
+    exported = sorted(
+        (row["run_path"], row["context"], row["tag"], row["step"], row["wall_time"])
+        for row in map(json.loads, result.stdout.splitlines())
+    )
+    with closing(connect(store)) as conn:
+        view = rows(conn, "SELECT run_path, context, tag, step, wall_time FROM v_scalars_current")
+    assert exported == sorted(view) and exported
 
 
 def tensorboard_purged(directory: Path) -> dict[str, list[tuple[int, float]]]:
@@ -61,6 +82,7 @@ def test_a_tf1_file_that_steps_back_is_purged_as_tensorboard_purges_it(
     store = make_store(tmp_path)
     convert(tmp_path / "logs", store, progress=False)
     assert current(store, "tf1") == tensorboard_purged(run)
+    assert_current_export_is_the_view(store)
     # Every record is still in v_scalars.
     with closing(connect(store)) as conn:
         assert rows(conn, "SELECT count(*) FROM v_scalars") == [(2 * 24,)]
@@ -85,6 +107,7 @@ def test_a_session_start_drops_the_later_steps_of_every_series_as_tensorboard_do
     purged = tensorboard_purged(run)
     assert current(store, "v2") == purged
     assert [step for step, _ in purged["accuracy"]] == [0, 1, 2, 3, 4]
+    assert_current_export_is_the_view(store)
 
 
 def test_a_second_tensorboardx_writer_going_back_starts_the_last_attempt(
@@ -110,3 +133,32 @@ def test_a_second_tensorboardx_writer_going_back_starts_the_last_attempt(
     ]
     with closing(connect(store)) as conn:
         assert rows(conn, "SELECT count(*) FROM v_scalars") == [(14,)]
+    assert_current_export_is_the_view(store)
+
+
+@given(
+    steps=st.lists(st.integers(0, 12), max_size=40),
+    starts=st.lists(st.tuples(st.integers(0, 12), st.integers(0, 40)), max_size=3),
+)
+def test_the_last_attempt_is_what_applying_the_rule_in_write_order_leaves(
+    steps: list[int], starts: list[tuple[int, int]]
+) -> None:
+    """:func:`last_attempt` against the rule applied literally, one point at a time."""
+    points = [(step, float(i), 0.0, "f", i, 0) for i, step in enumerate(steps)]
+    # A session start after the record at ``at`` (offset at + 0.5: between two records).
+    marks = [(step, "f", at + 0.5) for step, at in starts]
+    kept: list[tuple[object, ...]] = []
+    events = sorted(
+        [(point[4], 1, point) for point in points] + [(m[2], 0, m) for m in marks],
+        key=lambda item: (item[0], item[1]),
+    )
+    previous = None
+    for _position, kind, item in events:
+        if kind == 0:  # a session start
+            kept = [point for point in kept if point[0] < item[0]]
+            continue
+        if previous is not None and item[0] < previous:
+            kept = [point for point in kept if point[0] < item[0]]
+        kept.append(item)
+        previous = item[0]
+    assert last_attempt(points, marks) == sorted(kept, key=lambda point: point[0])
