@@ -173,7 +173,28 @@ def plot(
     type=click.Path(dir_okay=False, allow_dash=True),
     help="The page to write (.html); - for stdout.",
 )
-def report(store: str, run_globs: tuple[str, ...], tag_globs: tuple[str, ...], output: str) -> None:
+@click.option(
+    "--group-by",
+    "group_by",
+    multiple=True,
+    metavar="KEY",
+    help="Charts of one line per group of runs with equal KEY (as plot) (repeatable).",
+)
+@click.option(
+    "--aggregate-over",
+    "aggregate_over",
+    multiple=True,
+    metavar="KEY",
+    help="Charts of one line per group of runs equal in every hyper-parameter but KEY.",
+)
+def report(
+    store: str,
+    run_globs: tuple[str, ...],
+    tag_globs: tuple[str, ...],
+    output: str,
+    group_by: tuple[str, ...],
+    aggregate_over: tuple[str, ...],
+) -> None:
     """Write one offline HTML page: runs with hparams and final metrics, charts, images, texts.
 
     The page is self-contained (inline CSS and SVG, images as data: URIs, no script): open it
@@ -183,10 +204,17 @@ def report(store: str, run_globs: tuple[str, ...], tag_globs: tuple[str, ...], o
     Example:
       tbconvert report --store runs.db -o report.html
       tbconvert report --run 'sweep/*' --tag loss --tag accuracy --tag samples -o sweep.html
+      tbconvert report --aggregate-over seed -o over_seeds.html
     """
     from tbconvert.output import report as library
 
-    shown = read_store(store, lambda opened: library.report(opened, output, run_globs, tag_globs))
+    def write(opened: Any) -> Any:
+        from tbconvert.query.groups import Grouping
+
+        grouping = Grouping(group_by, aggregate_over) if group_by or aggregate_over else None
+        return library.report(opened, output, run_globs, tag_globs, grouping)
+
+    shown = read_store(store, write)
     if output != "-":
         click.echo(
             f"{output}: {shown['runs']} runs, {shown['charts']} charts, {shown['images']} images, "

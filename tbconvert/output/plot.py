@@ -240,9 +240,9 @@ def plot(
     figure_class = require_matplotlib()
     curves = select_curves(store, run, tag, context, resumed)
     if grouping is None:
-        lines = [_Line(c.tag, c.label, x_values(c, x), c.values, None) for c in curves]
+        lines = [PlotLine(c.tag, c.label, x_values(c, x), c.values, None) for c in curves]
     else:
-        lines = _grouped_lines(store, curves, grouping, run, smoothing, aggregate, band)
+        lines = grouped_lines(store, curves, grouping, run, smoothing, aggregate, band)
         smoothing = 0.0  # each run was smoothed before aggregating
     figure = _draw(figure_class, lines, x, smoothing, log_y)
     figure.savefig(expand_path(output), format=fmt, dpi=110)
@@ -257,7 +257,9 @@ class Drawn(NamedTuple):
 
 
 @dataclass(frozen=True)
-class _Line:
+class PlotLine:
+    """One line of a panel: a curve, or a group's aggregate with its band."""
+
     tag: str
     label: str
     xs: list[Any]
@@ -265,7 +267,7 @@ class _Line:
     band: Band | None  # a group's band, drawn around the line
 
 
-def _grouped_lines(
+def grouped_lines(
     store: Store,
     curves: list[Curve],
     grouping: Grouping,
@@ -273,7 +275,9 @@ def _grouped_lines(
     smoothing: float,
     aggregate: str,
     kind: str,
-) -> list[_Line]:
+) -> list[PlotLine]:
+    """One line per group of runs and context, per tag: the runs' ``aggregate`` with a
+    ``kind`` of band, each run smoothed first (``output.aggregate``)."""
     from tbconvert.query.groups import run_groups
 
     keys, groups = run_groups(store, grouping, run)
@@ -285,16 +289,19 @@ def _grouped_lines(
             continue
         values = smooth(curve.values, smoothing) if smoothing > 0 else curve.values
         members.setdefault((curve.tag, curve.context, group), []).append((curve.steps, values))
+    # Labels name the keys whose values tell the groups apart (all of them if none does).
+    varying = [i for i in range(len(keys)) if len({group[i] for *_, group in members}) > 1]
+    shown = varying or list(range(len(keys)))
     lines = []
     for (tag, context, group), runs in sorted(members.items(), key=lambda item: repr(item[0])):
-        name = ", ".join(f"{key}={value}" for key, value in zip(keys, group, strict=True))
+        name = ", ".join(f"{keys[i]}={group[i]}" for i in shown)
         label = f"{name} [{context}]" if context else name
         line = band(runs, aggregate, kind)
-        lines.append(_Line(tag, f"{label} ({len(runs)} runs)", line.steps, line.center, line))
+        lines.append(PlotLine(tag, f"{label} ({len(runs)} runs)", line.steps, line.center, line))
     return lines
 
 
-def _draw(figure_class: Any, lines: list[_Line], x: str, smoothing: float, log_y: bool) -> Any:
+def _draw(figure_class: Any, lines: list[PlotLine], x: str, smoothing: float, log_y: bool) -> Any:
     tags = sorted({line.tag for line in lines})
     columns = 1 if len(tags) == 1 else 2
     rows = math.ceil(len(tags) / columns)

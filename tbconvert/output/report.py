@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
 from tbconvert.output.export import open_output
-from tbconvert.output.plot import Curve, curves_of
+from tbconvert.output.plot import Curve, curves_of, grouped_lines
 from tbconvert.output.svgchart import PALETTE, Line, line_chart
 
 if TYPE_CHECKING:
+    from tbconvert.query.groups import Grouping
     from tbconvert.query.results import StoredImage
     from tbconvert.query.store import Store
 
@@ -60,7 +61,13 @@ pre{white-space:pre-wrap;margin:0;max-width:760px}.note{color:#5b6670}
 """
 
 
-def report(store: Store, output: str, run: Globs = None, tag: Globs = None) -> dict[str, int]:
+def report(
+    store: Store,
+    output: str,
+    run: Globs = None,
+    tag: Globs = None,
+    grouping: Grouping | None = None,
+) -> dict[str, int]:
     """Write the report page of the selected runs and tags to ``output`` (``-``: stdout).
 
     Args:
@@ -68,6 +75,8 @@ def report(store: Store, output: str, run: Globs = None, tag: Globs = None) -> d
         output: The page to write, ``*.html`` (or ``-``).
         run: Globs on run paths.
         tag: Globs on tags (scalars, images and texts alike).
+        grouping: Charts of one line per group of runs, their mean with a band of one
+            standard deviation (as ``tbconvert plot --group-by`` draws them).
 
     Returns:
         What the page shows: ``runs``, ``charts``, ``images``, ``texts``.
@@ -88,7 +97,9 @@ def report(store: Store, output: str, run: Globs = None, tag: Globs = None) -> d
     body = [
         _header(store, runs, curves),
         _runs_section(runs, curves),
-        _charts_section(curves, colours),
+        _charts_section(curves, colours)
+        if grouping is None
+        else _group_charts_section(grouped_lines(store, curves, grouping, run, 0.0, "mean", "std")),
         _images_section(images),
         _texts_section(texts),
     ]
@@ -100,7 +111,7 @@ def report(store: Store, output: str, run: Globs = None, tag: Globs = None) -> d
     )
     with open_output(output) as out:
         out.write(page)
-    charts = len({curve.tag for curve in curves})
+    charts = len({curve.tag for curve in curves if len(curve.steps) > 1})
     return {"runs": len(runs), "charts": charts, "images": len(images), "texts": len(texts)}
 
 
@@ -219,6 +230,41 @@ def _charts_section(curves: Sequence[Curve], colours: dict[str, str]) -> str:
         content += f'<p class="note">One point per series, in the runs table: {named}.</p>'
     return (
         f'<section id="scalars"><h2>Scalars</h2><div class="grid-cards">{content}</div></section>'
+    )
+
+
+def _group_charts_section(lines: Sequence[Any]) -> str:
+    cards = []
+    labels = sorted({line.label for line in lines})
+    colours = {label: PALETTE[index % len(PALETTE)] for index, label in enumerate(labels)}
+    for tag in sorted({line.tag for line in lines}):
+        if all(len(line.xs) <= 1 for line in lines if line.tag == tag):
+            continue  # one point per series: the runs table shows them
+        drawn = [
+            Line(
+                line.label,
+                colours[line.label],
+                line.xs,
+                line.values,
+                (line.band.low, line.band.high),
+            )
+            for line in lines
+            if line.tag == tag
+        ]
+        legend = "".join(
+            f'<li><span class="swatch" style="background:{line.colour}"></span>'
+            f"{_text(line.label)}</li>"
+            for line in drawn
+        )
+        cards.append(
+            f"<figure><figcaption>{_text(tag)}</figcaption>{line_chart(drawn, tag)}"
+            f'<ul class="legend">{legend}</ul></figure>'
+        )
+    content = "".join(cards) or '<p class="note">No scalar series selected.</p>'
+    return (
+        '<section id="scalars"><h2>Scalars, by group</h2><p class="note">Each line is the mean '
+        "of a group's runs, the band one standard deviation.</p>"
+        f'<div class="grid-cards">{content}</div></section>'
     )
 
 

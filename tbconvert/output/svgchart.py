@@ -41,6 +41,8 @@ class Line:
     colour: str
     xs: Sequence[float]
     ys: Sequence[float]
+    # A band around the line, (low, high) at each x: a group of runs' spread.
+    band: tuple[Sequence[float], Sequence[float]] | None = None
 
 
 def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
@@ -86,9 +88,14 @@ def _label(value: float) -> str:
 
 def line_chart(lines: Sequence[Line], title: str, x_label: str = "step") -> str:
     """An ``<svg>`` element drawing ``lines`` on shared axes (the legend is the page's)."""
-    thinned = [Line(line.label, line.colour, *thin(line.xs, line.ys)) for line in lines]
+    thinned = [
+        line if line.band is not None else Line(line.label, line.colour, *thin(line.xs, line.ys))
+        for line in lines
+    ]
     xs = [x for line in thinned for x in line.xs if math.isfinite(x)]
     ys = [y for line in thinned for y in line.ys if math.isfinite(y)]
+    ys += [y for line in thinned if line.band for y in (*line.band[0], *line.band[1])]
+    ys = [y for y in ys if math.isfinite(y)]
     opening = (
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
         f'role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">'
@@ -146,6 +153,20 @@ class _Frame:
 
     def line(self, line: Line) -> str:
         parts = [f'<g class="line"><title>{escape(line.label)}</title>']
+        if line.band is not None:
+            low, high = line.band
+            edge = [
+                (x, lo, hi)
+                for x, lo, hi in zip(line.xs, low, high, strict=True)
+                if math.isfinite(x) and math.isfinite(lo) and math.isfinite(hi)
+            ]
+            if edge:
+                outline = [(x, hi) for x, _lo, hi in edge] + [(x, lo) for x, lo, _hi in edge[::-1]]
+                points = " ".join(f"{self.px(x):.1f},{self.py(y):.1f}" for x, y in outline)
+                parts.append(
+                    f'<polygon points="{points}" fill="{line.colour}" fill-opacity="0.2" '
+                    'stroke="none"/>'
+                )
         for segment in _segments(line.xs, line.ys):
             if len(segment) == 1:
                 (x, y), colour = segment[0], line.colour

@@ -106,10 +106,24 @@ def test_a_plot_of_24_runs_keeps_every_legend_entry_in_the_figure_and_says_to_gr
 
     with open_store(sweep) as store:
         curves = library.select_curves(store, tag="loss")
-    lines = [library._Line(c.tag, c.label, c.steps, c.values, None) for c in curves]
+    lines = [library.PlotLine(c.tag, c.label, c.steps, c.values, None) for c in curves]
     figure = library._draw(Figure, lines, "step", 0.0, False)
     figure.canvas.draw()
     (legend,) = figure.legends
     assert len(legend.get_texts()) == 24
     box, frame = legend.get_window_extent(), figure.bbox
     assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+
+
+def test_the_report_draws_the_same_groups_with_their_bands(sweep: str, tmp_path: Path) -> None:
+    page = tmp_path / "over_seeds.html"
+    result = CliRunner().invoke(
+        cli, ["report", "--store", sweep, "--aggregate-over", "seed", "-o", str(page)]
+    )
+    assert result.exit_code == 0, result.output
+    text = page.read_text(encoding="utf-8")
+    charts = text.split('<section id="scalars">', 1)[1].split("</section>", 1)[0]
+    assert "Scalars, by group" in charts and charts.count("<polygon") == 6
+    # Labels name what tells the groups apart (seed is aggregated over, nothing else is fixed).
+    for lr, opt in itertools.product([0.1, 0.01, 0.003], ["sgd", "adam"]):
+        assert f"lr={lr}, opt={opt} (4 runs)" in charts
