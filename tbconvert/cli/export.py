@@ -11,6 +11,8 @@ from tbconvert.cli.group import (
     CONTEXT_SETTINGS,
     EXIT_CODES_EPILOG,
     cli,
+    grouping_of,
+    grouping_options,
     read_store,
     run_option,
     silence_stdout,
@@ -47,21 +49,7 @@ EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet")
     is_flag=True,
     help="Scalars as a step x series table: step, then one column per run_path/context/tag.",
 )
-@click.option(
-    "--group-by",
-    "group_by",
-    multiple=True,
-    metavar="KEY",
-    help="Aggregate scalars over runs with equal KEY (a hyper-parameter, or run:REGEX) "
-    "(repeatable).",
-)
-@click.option(
-    "--aggregate-over",
-    "aggregate_over",
-    multiple=True,
-    metavar="KEY",
-    help="Aggregate scalars over KEY (seeds, say): group by every other hyper-parameter.",
-)
+@grouping_options("Scalars aggregated step by step over a group's runs")
 @click.option(
     "--resumed",
     type=click.Choice(("all", "current")),
@@ -119,10 +107,9 @@ def export_command(
       tbconvert export images --tag samples -o images/
     """
     from tbconvert.output import export
-    from tbconvert.query.groups import Grouping
 
     def write(opened: Any) -> int:
-        grouping = Grouping(group_by, aggregate_over) if group_by or aggregate_over else None
+        grouping = grouping_of(group_by, aggregate_over)
         return export.export(
             opened,
             kind,

@@ -142,3 +142,36 @@ def run_option(function: F) -> F:
         metavar="GLOB",
         help="Only runs whose path matches (repeatable).",
     )(function)
+
+
+def grouping_options(what: str) -> Callable[[F], F]:
+    """``--group-by KEY`` and ``--aggregate-over KEY`` (repeatable): ``what`` says what a
+    group gives (one line per group, rows aggregated per group...)."""
+
+    def decorate(function: F) -> F:
+        function = click.option(
+            "--aggregate-over",
+            "aggregate_over",
+            multiple=True,
+            metavar="KEY",
+            help=f"{what}, for runs equal in every hyper-parameter but KEY (seeds, say).",
+        )(function)
+        return click.option(
+            "--group-by",
+            "group_by",
+            multiple=True,
+            metavar="KEY",
+            help=f"{what}, for runs with equal KEY: a hyper-parameter, or run:REGEX whose "
+            "first group names the group (repeatable).",
+        )(function)
+
+    return decorate
+
+
+def grouping_of(group_by: tuple[str, ...], aggregate_over: tuple[str, ...]) -> Any:
+    """The :class:`~tbconvert.query.groups.Grouping` the options ask for, or None."""
+    if not group_by and not aggregate_over:
+        return None
+    from tbconvert.query.groups import Grouping
+
+    return Grouping(group_by, aggregate_over)

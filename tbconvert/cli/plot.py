@@ -10,6 +10,8 @@ from tbconvert.cli.group import (
     CONTEXT_SETTINGS,
     EXIT_CODES_EPILOG,
     cli,
+    grouping_of,
+    grouping_options,
     read_store,
     run_option,
     store_option,
@@ -52,21 +54,7 @@ BANDS = ("std", "sem", "ci95", "minmax", "none")
     help="TensorBoard's smoothing weight (debiased moving average); the raw curve stays faint.",
 )
 @click.option("--log-y", is_flag=True, help="Logarithmic y axis.")
-@click.option(
-    "--group-by",
-    "group_by",
-    multiple=True,
-    metavar="KEY",
-    help="One line per group of runs with equal KEY (a hyper-parameter, or run:REGEX), with a "
-    "band (repeatable).",
-)
-@click.option(
-    "--aggregate-over",
-    "aggregate_over",
-    multiple=True,
-    metavar="KEY",
-    help="One line per group of runs equal in every hyper-parameter but KEY (seeds, say).",
-)
+@grouping_options("One line per group of runs, with a band")
 @click.option(
     "--aggregate",
     type=click.Choice(AGGREGATES),
@@ -126,9 +114,7 @@ def plot(
     from tbconvert.output import plot as library
 
     def draw(opened: Any) -> Any:
-        from tbconvert.query.groups import Grouping
-
-        grouping = Grouping(group_by, aggregate_over) if group_by or aggregate_over else None
+        grouping = grouping_of(group_by, aggregate_over)
         return library.plot(
             opened,
             output,
@@ -173,20 +159,7 @@ def plot(
     type=click.Path(dir_okay=False, allow_dash=True),
     help="The page to write (.html); - for stdout.",
 )
-@click.option(
-    "--group-by",
-    "group_by",
-    multiple=True,
-    metavar="KEY",
-    help="Charts of one line per group of runs with equal KEY (as plot) (repeatable).",
-)
-@click.option(
-    "--aggregate-over",
-    "aggregate_over",
-    multiple=True,
-    metavar="KEY",
-    help="Charts of one line per group of runs equal in every hyper-parameter but KEY.",
-)
+@grouping_options("Charts of one line per group of runs, as plot draws them")
 def report(
     store: str,
     run_globs: tuple[str, ...],
@@ -209,9 +182,7 @@ def report(
     from tbconvert.output import report as library
 
     def write(opened: Any) -> Any:
-        from tbconvert.query.groups import Grouping
-
-        grouping = Grouping(group_by, aggregate_over) if group_by or aggregate_over else None
+        grouping = grouping_of(group_by, aggregate_over)
         return library.report(opened, output, run_globs, tag_globs, grouping)
 
     shown = read_store(store, write)
