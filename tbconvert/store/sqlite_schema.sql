@@ -1,4 +1,4 @@
--- revision 0008
+-- revision 0009
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -186,7 +186,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0008');
+INSERT INTO "tbconvert_alembic_version" VALUES('0009');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 
@@ -223,14 +223,6 @@ CREATE INDEX ix_images_blob_id ON images (blob_id);
 CREATE INDEX ix_audio_blob_id ON audio (blob_id);
 CREATE INDEX ix_tensors_blob_id ON tensors (blob_id);
 CREATE INDEX ix_runs_group_path ON runs (group_path);
-CREATE VIEW v_runs AS 
-        SELECT r.id AS run_id, r.logdir, r.run_path, r.group_path, r.name, 
-        (SELECT min(f.first_wall_time) FROM event_files AS f WHERE f.run_id = r.id)
-            AS first_wall_time,
-        (SELECT max(f.last_wall_time) FROM event_files AS f WHERE f.run_id = r.id)
-            AS last_wall_time,
-               r.source, r.host
-        FROM runs AS r;
 CREATE VIEW v_scalars AS 
         SELECT r.id AS run_id, r.run_path, c.name AS context, s.name AS tag, p.step, p.wall_time, p.value
         FROM scalars AS p 
@@ -326,3 +318,16 @@ WHERE (a.later_restart IS NULL OR a.later_restart > a.step)
       AND start.step <= a.step
       AND (start.path > a.path OR (start.path = a.path AND start.record_offset > a.record_offset))
   );
+CREATE VIEW v_runs AS 
+        SELECT r.id AS run_id, r.logdir, r.run_path, r.group_path, r.name, 
+        (SELECT min(f.first_wall_time) FROM event_files AS f WHERE f.run_id = r.id)
+            AS first_wall_time,
+        (SELECT max(f.last_wall_time) FROM event_files AS f WHERE f.run_id = r.id)
+            AS last_wall_time,
+               r.source, r.host
+        FROM runs AS r
+        WHERE EXISTS (SELECT 1 FROM series AS s WHERE s.run_id = r.id)
+           OR NOT EXISTS (SELECT 1 FROM event_files AS f WHERE f.run_id = r.id
+                          AND f.status = 'invalid')
+           OR EXISTS (SELECT 1 FROM event_files AS f WHERE f.run_id = r.id
+                      AND f.status <> 'invalid');
