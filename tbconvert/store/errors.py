@@ -75,6 +75,13 @@ _KNOWN = (
         "free some space and run again: the store is consistent and the next run resumes",
     ),
     (
+        "the connection is lost|terminating connection|server closed the connection"
+        "|consuming input failed|connection is closed",
+        "the connection to the PostgreSQL server was lost (it restarted, or ended the session)",
+        "run the same command again once the server is up: every chunk committed before is "
+        "kept, and the next run goes on from there",
+    ),
+    (
         'database ".*" does not exist',
         "the PostgreSQL database does not exist",
         "create it first: createdb NAME (tbconvert creates the tables)",
