@@ -1,12 +1,10 @@
 """One conversion into an open store: plan per file, then apply the decoded chunks in order.
 
-Per file the store keeps its (run, context), size, mtime, a digest of the first record, the
-byte offset read, whether the read reached the end, and the selection it was read under (design
-§7; ``conversion.plan`` decides from them).  Whatever has to go (the points of a replaced
-file, a moved file's old row) goes in the transaction of the file's first new chunk.  Each
-chunk of points commits together with the file's new state, and only the last one says "read
-to the end", so a crash at any moment leaves a store the next run completes.  The chunks of
-small files share a transaction (``conversion.commits``).
+What the store keeps per file, and what each file needs, are ``conversion.plan``'s (design
+§7).  Whatever has to go (a replaced file's points, a moved file's old row) goes in the
+transaction of the file's first new chunk; each chunk commits with the file's new state, and
+only the last says "read to the end", so a crash at any moment leaves a store the next run
+completes.  The chunks of small files share a transaction (``conversion.commits``).
 """
 
 from __future__ import annotations
@@ -82,6 +80,9 @@ class Job:
         try:
             with progress_bar(total, enabled=self.options.progress) as bar:
                 self._apply_all(Decoding(tasks, self.settings, self.options.jobs), bar.update)
+        except Exception as error:  # a full disk, a server gone: its message says what is kept
+            error.points_kept = self.committed_points  # type: ignore[attr-defined]
+            raise
         except stopping.Interrupted as stop:
             stop.kept = (
                 f"every chunk committed before it ({self.committed_points} points this run, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -109,7 +110,20 @@ def translate_errors(store: str) -> Iterator[None]:
         if not _is_database_error(error):
             raise
         message, hint = describe(error)
+        if message == "the disk is full" and "://" not in store:
+            message = f"no space left on {_mount_of(store)}"
+        kept = getattr(error, "points_kept", None)  # set by a conversion under way
+        if kept is not None:
+            message += f": {kept:,} points of this run kept"
         raise StoreError(message, path=store, hint=hint) from error
+
+
+def _mount_of(path: str) -> str:
+    """The mount point the file system of ``path`` is mounted on (the device a user frees)."""
+    current = os.path.dirname(os.path.abspath(path))
+    while not os.path.ismount(current):
+        current = os.path.dirname(current)
+    return current
 
 
 def _is_database_error(error: Exception) -> bool:
