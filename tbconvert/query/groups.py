@@ -56,28 +56,21 @@ class Grouping:
                     )
 
 
-def group_keys(store: Connectable, grouping: Grouping, run: Globs = None) -> list[str]:
-    """The group's key columns, in order: the ``by`` keys, then (``over``) every other
-    hyper-parameter key of the chosen runs, sorted."""
-    if not grouping.over:
-        return list(grouping.by)
-    params = _run_params(store, run)
-    others = sorted({key for values in params.values() for key in values} - set(grouping.over))
-    return [*grouping.by, *(key for key in others if key not in grouping.by)]
-
-
 def run_groups(
     store: Connectable, grouping: Grouping, run: Globs = None
 ) -> tuple[list[str], dict[int, tuple[Any, ...]]]:
     """The key columns, and each chosen run's group (a tuple of key values, None where a run
-    has no such param; runs whose path does not match a ``run:REGEX`` are left out)."""
-    keys = group_keys(store, grouping, run)
-    params = _run_params(store, run)
+    has no such param; runs whose path does not match a ``run:REGEX`` are left out).
+
+    The key columns are the ``by`` keys, then (``over``) every other hyper-parameter key of
+    the chosen runs, sorted."""
+    chosen = _chosen_runs(store, run)
+    keys = list(grouping.by)
+    if grouping.over:
+        others = {key for _path, params in chosen.values() for key in params}
+        keys += sorted(others - set(grouping.over) - set(grouping.by))
     groups: dict[int, tuple[Any, ...]] = {}
-    with store.connect() as conn:
-        runs = lookups.query(conn, lookups.RUNS_SQL)
-    chosen = {row["run_id"]: row["run_path"] for row in runs if row["run_id"] in params}
-    for run_id, run_path in chosen.items():
+    for run_id, (run_path, params) in chosen.items():
         values = []
         for key in keys:
             if key.startswith(_RUN_PREFIX):
@@ -86,7 +79,7 @@ def run_groups(
                     break
                 values.append(found.group(1))
             else:
-                values.append(params[run_id].get(key))
+                values.append(params.get(key))
         else:
             groups[run_id] = tuple(values)
     return keys, groups
@@ -111,10 +104,10 @@ def scalars_grouped(
         ]
     # (group, context, tag) -> step -> run -> the value it wrote last at that step.
     cells: dict[tuple[Any, ...], dict[int, dict[int, float]]] = {}
-    for series in chosen:
-        at = cells.setdefault((groups[series.run_id], series.context, series.tag), {})
-        for *_, step, _wall, value in lookups.points(store, "scalars", [series], resumed):
-            at.setdefault(step, {})[series.run_id] = math.nan if value is None else value
+    points = lookups.points(store, "scalars", chosen, resumed)  # one snapshot, all series
+    for run_id, _path, series_context, series_tag, step, _wall, value in points:
+        at = cells.setdefault((groups[run_id], series_context, series_tag), {})
+        at.setdefault(step, {})[run_id] = math.nan if value is None else value
     return [*keys, *STAT_COLUMNS], _aggregated(cells)
 
 
@@ -141,18 +134,20 @@ def _order(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return (tuple((type(value).__name__, value) for value in group), context, tag)
 
 
-def _run_params(store: Connectable, run: Globs) -> dict[int, dict[str, Any]]:
-    """Each chosen run's params, all its sessions together (a later session's value wins)."""
+def _chosen_runs(store: Connectable, run: Globs) -> dict[int, tuple[str, dict[str, Any]]]:
+    """Each chosen run's path and params, all its sessions together (a later session's
+    value wins)."""
     with store.connect() as conn:
         sessions = lookups.param_sessions(conn)
         runs = lookups.query(conn, lookups.RUNS_SQL)
-    merged: dict[int, dict[str, Any]] = {}
+    chosen: dict[int, tuple[str, dict[str, Any]]] = {}
     for row in runs:
         if matches(row["run_path"], globs(run)):
             by_context = sessions.get(row["run_id"], {})
-            merged[row["run_id"]] = {
+            params = {
                 key: value
                 for context in sorted(by_context)
                 for key, value in by_context[context].items()
             }
-    return merged
+            chosen[row["run_id"]] = (row["run_path"], params)
+    return chosen
