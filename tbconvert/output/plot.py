@@ -40,6 +40,7 @@ class Curve:
     steps: list[int]
     wall_times: list[float]
     values: list[float]
+    run_id: int = 0  # which run (two logdirs may hold the same run path)
 
     @property
     def label(self) -> str:
@@ -117,6 +118,7 @@ def curves_of(store: Store, chosen: Sequence[SeriesRef], resumed: str = "current
                 [row[4] for row in points],
                 [math.nan if row[5] is None else row[5] for row in points],
                 [math.nan if row[6] is None else row[6] for row in points],
+                series.run_id,
             )
         )
     return curves
@@ -281,10 +283,9 @@ def grouped_lines(
     from tbconvert.query.groups import run_groups
 
     keys, groups = run_groups(store, grouping, run)
-    run_ids = {s.run_path: s.run_id for s in store.series(run=run, plugin="scalars")}
     members: dict[tuple[str, str, tuple[Any, ...]], list[tuple[list[int], list[float]]]] = {}
     for curve in curves:
-        group = groups.get(run_ids[curve.run_path])
+        group = groups.get(curve.run_id)
         if group is None:
             continue
         values = smooth(curve.values, smoothing) if smoothing > 0 else curve.values
