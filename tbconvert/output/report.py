@@ -97,9 +97,13 @@ def report(
     body = [
         _header(store, runs, curves),
         _runs_section(runs, curves),
-        _charts_section(curves, colours)
+        _charts_section(*_curve_charts(curves, colours), "Scalars")
         if grouping is None
-        else _group_charts_section(grouped_lines(store, curves, grouping, run, 0.0, "mean", "std")),
+        else _charts_section(
+            *_group_charts(grouped_lines(store, curves, grouping, run, 0.0, "mean", "std")),
+            "Scalars, by group",
+            "Each line is the mean of a group's runs, the band one standard deviation.",
+        ),
         _images_section(images),
         _texts_section(texts),
     ]
@@ -198,15 +202,19 @@ def _distinct(values: Iterable[Any]) -> list[Any]:
     return found
 
 
-def _charts_section(curves: Sequence[Curve], colours: dict[str, str]) -> str:
-    cards = []
-    single = []  # tags of one point per series: a chart of dots; the runs table shows them
+def _curve_charts(
+    curves: Sequence[Curve], colours: dict[str, str]
+) -> tuple[dict[str, list[Line]], list[str]]:
+    """Per tag, its curves as chart lines; and the tags of one point per series (a chart of
+    dots: the runs table shows them)."""
+    charts: dict[str, list[Line]] = {}
+    single = []
     for tag in sorted({curve.tag for curve in curves}):
         chosen = [curve for curve in curves if curve.tag == tag]
         if all(len(curve.steps) <= 1 for curve in chosen):
             single.append(tag)
             continue
-        lines = [
+        charts[tag] = [
             Line(
                 curve.label,
                 colours.get(curve.label, PALETTE[i % len(PALETTE)]),
@@ -215,6 +223,38 @@ def _charts_section(curves: Sequence[Curve], colours: dict[str, str]) -> str:
             )
             for i, curve in enumerate(chosen)
         ]
+    return charts, single
+
+
+def _group_charts(lines: Sequence[Any]) -> tuple[dict[str, list[Line]], list[str]]:
+    """As :func:`_curve_charts`, for groups of runs (``plot.grouped_lines``) with bands."""
+    labels = sorted({line.label for line in lines})
+    colours = {label: PALETTE[index % len(PALETTE)] for index, label in enumerate(labels)}
+    charts: dict[str, list[Line]] = {}
+    single = []
+    for tag in sorted({line.tag for line in lines}):
+        chosen = [line for line in lines if line.tag == tag]
+        if all(len(line.xs) <= 1 for line in chosen):
+            single.append(tag)
+            continue
+        charts[tag] = [
+            Line(
+                line.label,
+                colours[line.label],
+                line.xs,
+                line.values,
+                (line.band.low, line.band.high),
+            )
+            for line in chosen
+        ]
+    return charts, single
+
+
+def _charts_section(
+    charts: dict[str, list[Line]], single: Sequence[str], title: str, note: str = ""
+) -> str:
+    cards = []
+    for tag, lines in charts.items():
         legend = "".join(
             f'<li><span class="swatch" style="background:{line.colour}"></span>'
             f"{_text(line.label)}</li>"
@@ -228,42 +268,9 @@ def _charts_section(curves: Sequence[Curve], colours: dict[str, str]) -> str:
     if single:
         named = ", ".join(_text(tag) for tag in single)
         content += f'<p class="note">One point per series, in the runs table: {named}.</p>'
+    lead = f'<p class="note">{note}</p>' if note else ""
     return (
-        f'<section id="scalars"><h2>Scalars</h2><div class="grid-cards">{content}</div></section>'
-    )
-
-
-def _group_charts_section(lines: Sequence[Any]) -> str:
-    cards = []
-    labels = sorted({line.label for line in lines})
-    colours = {label: PALETTE[index % len(PALETTE)] for index, label in enumerate(labels)}
-    for tag in sorted({line.tag for line in lines}):
-        if all(len(line.xs) <= 1 for line in lines if line.tag == tag):
-            continue  # one point per series: the runs table shows them
-        drawn = [
-            Line(
-                line.label,
-                colours[line.label],
-                line.xs,
-                line.values,
-                (line.band.low, line.band.high),
-            )
-            for line in lines
-            if line.tag == tag
-        ]
-        legend = "".join(
-            f'<li><span class="swatch" style="background:{line.colour}"></span>'
-            f"{_text(line.label)}</li>"
-            for line in drawn
-        )
-        cards.append(
-            f"<figure><figcaption>{_text(tag)}</figcaption>{line_chart(drawn, tag)}"
-            f'<ul class="legend">{legend}</ul></figure>'
-        )
-    content = "".join(cards) or '<p class="note">No scalar series selected.</p>'
-    return (
-        '<section id="scalars"><h2>Scalars, by group</h2><p class="note">Each line is the mean '
-        "of a group's runs, the band one standard deviation.</p>"
+        f'<section id="scalars"><h2>{title}</h2>{lead}'
         f'<div class="grid-cards">{content}</div></section>'
     )
 
