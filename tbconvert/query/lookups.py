@@ -18,7 +18,14 @@ from sqlalchemy.engine import Connection
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs, globs, matches
 from tbconvert.query.results import Connectable, SeriesRef, typed_param
-from tbconvert.query.resumed import RESUMED, STARTS_SQL, WRITE_ORDER_SQL, is_start, last_attempt
+from tbconvert.query.resumed import (
+    ANY_SESSION_LOG_SQL,
+    RESUMED,
+    STARTS_SQL,
+    WRITE_ORDER_SQL,
+    is_start,
+    last_attempt,
+)
 
 # Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
 RUNS_SQL = "SELECT * FROM v_runs"
@@ -107,15 +114,20 @@ def points(
     if resumed not in RESUMED:
         raise UsageError(f"unknown --resumed {resumed!r}", hint="all or current")
     with store.connect() as conn:
+        # Session starts are read per series only where the store holds any session log.
+        current = resumed == "current" and table == "scalars"
+        logged = current and conn.execute(text(ANY_SESSION_LOG_SQL)).first() is not None
         conn = conn.execution_options(stream_results=True)  # PostgreSQL: server cursor
         for one in chosen:
             owner: tuple[Any, ...] = (one.run_id, one.run_path, one.context)
             owner += () if table == "params" else (one.tag,)
-            if resumed == "current" and table == "scalars":
+            if current:
                 found = conn.execute(text(WRITE_ORDER_SQL), {"id": one.id}).all()
                 starts = [
                     (step, path, offset)
-                    for step, path, offset, data in conn.execute(text(STARTS_SQL), {"id": one.id})
+                    for step, path, offset, data in (
+                        conn.execute(text(STARTS_SQL), {"id": one.id}) if logged else ()
+                    )
                     if is_start(data)
                 ]
                 for row in last_attempt(found, starts):

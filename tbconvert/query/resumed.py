@@ -30,6 +30,9 @@ STARTS_SQL = (
 )
 
 
+ANY_SESSION_LOG_SQL = "SELECT 1 FROM series WHERE plugin = 'session_log' LIMIT 1"
+
+
 def last_attempt(
     points: Sequence[tuple[Any, ...]], starts: Sequence[tuple[int, str, int]]
 ) -> list[tuple[Any, ...]]:
