@@ -21,7 +21,7 @@ from tbconvert.cli.group import (
 # (imported lazily, for start-up time).
 X_AXES = ("step", "relative", "wall")
 AGGREGATES = ("mean", "median")
-READABLE_LINES = 20
+RESUMED = ("current", "all")
 BANDS = ("std", "sem", "ci95", "minmax", "none")
 
 
@@ -71,7 +71,7 @@ BANDS = ("std", "sem", "ci95", "minmax", "none")
 )
 @click.option(
     "--resumed",
-    type=click.Choice(("current", "all")),
+    type=click.Choice(RESUMED),
     default="current",
     show_default=True,
     help="Each series as its last attempt left it, or every record (a resumed run's zigzag).",
@@ -132,7 +132,7 @@ def plot(
 
     drawn = read_store(store, draw)
     click.echo(f"{drawn.lines} curves drawn into {output}", err=True)
-    if drawn.fullest > READABLE_LINES and not (group_by or aggregate_over):
+    if drawn.fullest > library.READABLE_LINES and not (group_by or aggregate_over):
         click.echo(
             f"warning: {drawn.fullest} lines in one panel are more than a person can tell "
             "apart: "
