@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, settings
 from tbconvert.reading import chunks
 from tbconvert.writing.writer import StoreWriter
 from tests.support.pgserver import PostgresServer, find_bindir
+from tests.support.s3server import S3Server
+from tests.support.s3server import start as start_s3_server
 from tests.support.snapshots import StoreFactory
 from tests.support.storecheck import dangling_in
 
@@ -136,6 +138,15 @@ def _no_dangling_rows_in_module_stores(
     yield
     problems = made.unchecked_problems()
     assert not problems, f"rows that point nowhere, in this module's stores: {problems[:5]}"
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3Server]:
+    """A local S3-compatible server (moto's, in a process of its own) counting what it
+    serves; each test makes its own bucket."""
+    server = start_s3_server()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

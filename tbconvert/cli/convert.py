@@ -27,7 +27,8 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         "--logdir",
         required=True,
         type=click.Path(file_okay=False, path_type=str),
-        help="The TensorBoard log directory to convert.",
+        help="The TensorBoard log directory to convert: a path, or a URL of an object store "
+        "or any fsspec file system (s3://bucket/prefix, gs://, az://, hf://), read by ranges.",
     )
     @store_option
     @click.option(
@@ -97,6 +98,15 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         "server, and the same name to one directory mounted at different paths.",
     )
     @click.option(
+        "--storage-option",
+        "storage_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="An option of a URL logdir's file system, as fsspec takes it (repeatable): "
+        "endpoint_url=http://host:9000, anon=true, profile=NAME. Credentials otherwise come "
+        "from the protocol's usual chain (environment, config files, instance roles).",
+    )
+    @click.option(
         "--upgrade-store",
         is_flag=True,
         help="Upgrade an older PostgreSQL store's schema first (SQLite files are "
@@ -133,6 +143,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         jobs: int,
         source: str | None,
         upgrade_store: bool,
+        storage_options: tuple[str, ...],
         watch: bool,
         interval: float,
         as_json: bool,
@@ -155,6 +166,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
           tbconvert tf --logdir ~/logs --store ~/logs.db --run 'sweep*' --dry-run
           tbconvert tf --logdir ~/logs --store ~/logs.db --watch --interval 30
           tbconvert tf --logdir /data/tb --source gpu1 --store postgresql://me@db/tb
+          tbconvert tf --logdir s3://bucket/tb --store ~/logs.db
         """
         if watch and dry_run:
             raise click.UsageError("--watch and --dry-run do not go together")
@@ -171,6 +183,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
             jobs=jobs,
             source=source,
             upgrade_store=upgrade_store,
+            storage_options=_parse_storage_options(storage_options),
             progress=False if quiet else None,
             notify=None if quiet else lambda line: click.echo(line, err=True),
         )
@@ -179,6 +192,17 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         sys.exit(summary.exit_code)
 
     return tf
+
+
+def _parse_storage_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    if not pairs:
+        return {}  # the library is imported later, with the collector off (``_run``)
+    from tbconvert.reading.remote import parse_storage_options
+
+    try:
+        return parse_storage_options(pairs)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--storage-option") from error
 
 
 def _run(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,8 @@ class ConvertOptions:
     upgrade_store: bool = False
     progress: bool | None = None
     chunk_points: int = CHUNK_POINTS
+    # fsspec's options for a URL logdir (credentials, endpoint): never logged or shown.
+    storage_options: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     notify: Callable[[str], Any] = field(default=lambda _line: None, compare=False)
 
     def logged(self, source: str, flat: bool) -> dict[str, Any]:

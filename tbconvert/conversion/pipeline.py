@@ -8,7 +8,7 @@ import gc
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,6 +19,7 @@ from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
 from tbconvert.errors import UsageError
 from tbconvert.reading import discovery
+from tbconvert.reading.remote import is_remote, use_storage_options
 from tbconvert.store.engine import (
     DEFAULT_STORE,
     check_store_location,
@@ -52,12 +53,14 @@ def convert(
     upgrade_store: bool = False,
     progress: bool | None = None,
     chunk_points: int = CHUNK_POINTS,
+    storage_options: Mapping[str, Any] | None = None,
     notify: Callable[[str], Any] | None = None,
 ) -> Summary:
     """Convert every event file of ``logdir`` into ``store`` and return the summary.
 
     Args:
-        logdir: The TensorBoard log directory.
+        logdir: The TensorBoard log directory: a path, or a URL of any fsspec file system
+            (``s3://bucket/prefix``, ``gs://``, ``az://``, ``hf://`` ...) read by ranges.
         store: A SQLite file path or a SQLAlchemy URL (default ``./tbconvert.db``).
         layout: ``auto``: one run per training run, as its writer laid it out; ``aim``: Aim's
             documented rules (``--layout``).
@@ -76,6 +79,9 @@ def convert(
             (a SQLite file is upgraded anyway, after a backup).
         progress: Show a progress bar (None: only when stderr is a terminal).
         chunk_points: Points per transaction.
+        storage_options: Options of a URL logdir's file system, as fsspec takes them
+            (``endpoint_url``, ``anon``, ``key``...); credentials otherwise come from the
+            protocol's own chain (environment, config files, instance roles).
         notify: Called with a line to show the user while waiting (e.g. for a lock).
 
     Raises:
@@ -98,6 +104,7 @@ def convert(
         upgrade_store=upgrade_store,
         progress=progress,
         chunk_points=chunk_points,
+        storage_options=dict(storage_options or {}),
         notify=notify,
     )
     return convert_with(logdir, store, options)
@@ -109,6 +116,8 @@ def convert_with(
     """:func:`convert` with its options as one value."""
     started = time.monotonic()
     logdir = expand_path(logdir)  # ~ and $VARIABLES, from the API as from the CLI
+    if is_remote(logdir):
+        use_storage_options(logdir, options.storage_options)
     classification = discovery.filter_runs(
         discovery.classify(
             logdir, layout=options.layout, flat=options.flat, skip_orphans=options.skip_orphans

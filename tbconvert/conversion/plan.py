@@ -107,11 +107,14 @@ def _plan_file(
     selection: Selection,
 ) -> FilePlan:
     state = None if known is None else known.state
-    try:
-        stat = os.stat(source.path)
-    except OSError as error:
-        return FilePlan("unreadable", run, source, state, reason=unreadable_reason(error))
-    size, mtime_ns = stat.st_size, stat.st_mtime_ns
+    if source.listed is not None:
+        size, mtime_ns = source.listed  # a remote object, as its logdir's listing gave it
+    else:
+        try:
+            stat = os.stat(source.path)
+        except OSError as error:
+            return FilePlan("unreadable", run, source, state, reason=unreadable_reason(error))
+        size, mtime_ns = stat.st_size, stat.st_mtime_ns
     return FilePlan(
         _action(run, source, known, full, selection, size, mtime_ns),
         run,
@@ -143,27 +146,27 @@ def _action(
         return "unchanged"
     if source.sidecar:
         return "replaced"  # read whole again whenever it changed
-    if size < state.offset_consumed or _head_changed(source.path, state):
+    if size < state.offset_consumed or _head_changed(source.path, size, state):
         return "replaced"
     return "append" if covered else "reread"
 
 
-def _head_changed(path: str, state: FileState) -> bool:
+def _head_changed(path: str, size: int, state: FileState) -> bool:
     """Whether the file's first record differs from the one stored (a new file of the same
     name); a file that cannot be read now is left for the reader to report."""
     if state.head_digest is None:
         return False
     try:
-        return first_record_digest(path) != state.head_digest
+        return first_record_digest(path, size) != state.head_digest
     except OSError:
         return False
 
 
-def first_record_digest(path: str) -> str | None:
+def first_record_digest(path: str, size: int | None = None) -> str | None:
     """sha256 of the file's first record (None when it has none).
 
     Raises:
         OSError: the file cannot be read.
     """
-    with open_event_file(path) as handle:
+    with open_event_file(path, size) as handle:
         return head_digest(handle)

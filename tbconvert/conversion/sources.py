@@ -33,7 +33,9 @@ def other_source(writer: StoreWriter, origin: Origin, classification: Classifica
     samples = []
     for source in classification.files[:_SAMPLES]:
         try:
-            digest = first_record_digest(source.path)
+            digest = first_record_digest(
+                source.path, None if source.listed is None else source.listed[0]
+            )
         except OSError:
             return None  # the file is reported when it is read
         if digest is None:

@@ -156,7 +156,7 @@ def read_file(
 ) -> Iterator[Chunk]:
     """Yield the chunks of one file; the first tells whether it restarts from 0."""
     try:
-        handle = open_event_file(task.path)
+        handle = open_event_file(task.path, task.size)
     except OSError as error:
         yield _failed(task, unreadable_reason(error))
         return

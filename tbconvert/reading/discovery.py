@@ -10,17 +10,19 @@ TensorBoard shows is dropped by classification; ``skip_orphans`` leaves them out
 
 from __future__ import annotations
 
-import errno
 import fnmatch
 import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from operator import attrgetter
 
-from tbconvert.errors import LogdirError
-from tbconvert.reading.first_record import first_tags
-from tbconvert.reading.layouts import LAYOUTS, PARAMS_SIDECARS, RUN_SIDECARS, auto_owners
+from tbconvert.reading.first_record import first_tags, first_tags_in
+from tbconvert.reading.layouts import LAYOUTS, PARAMS_SIDECARS, auto_owners
+from tbconvert.reading.remote import fetch_all
+from tbconvert.reading.walk import Walker, find_files, is_event_file
+
+# What the layout reads of a remote file to learn its first tags (design §3).
+_HEAD_BYTES = 16 << 10
 
 __all__ = [
     "LAYOUTS",
@@ -32,23 +34,6 @@ __all__ = [
     "is_event_file",
 ]
 
-# TensorBoard itself matches on this substring; it also covers CatBoost's bare
-# ``events.out.tfevents`` and the profiler's ``*.profile-empty`` placeholders.
-_EVENT_MARKER = "tfevents"
-_NAME = attrgetter("name")
-
-
-def is_event_file(name: str) -> bool:
-    """Tell whether a file name denotes a TensorBoard event file.
-
-    Args:
-        name: A file name or path; only its basename is looked at.
-
-    Returns:
-        True when the basename contains ``tfevents``.
-    """
-    return _EVENT_MARKER in os.path.basename(name)
-
 
 @dataclass(frozen=True)
 class EventFileSource:
@@ -59,6 +44,8 @@ class EventFileSource:
     run_path: str
     context: str
     sidecar: bool = False  # params beside the event files (``reading.sidecars``)
+    # (size, mtime_ns) as a remote logdir's listing gave them; None: stat the local file.
+    listed: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,104 +82,6 @@ class Classification:
     def files(self) -> tuple[EventFileSource, ...]:
         """All event files of all runs, in run order (orphans included unless skipped)."""
         return tuple(source for run in self.runs for source in run.files)
-
-
-class _Walker:
-    """Collect the event files of a logdir, following symlinks without looping.
-
-    Directories are identified by ``(st_dev, st_ino)``; one seen before is not walked again.
-    Symlinked directories are walked only after the whole real tree, one layer of links at a
-    time, so that ``latest -> run_5`` yields ``run_5`` (with a warning naming ``latest``)
-    rather than the alias, whatever the names sort like.
-    """
-
-    def __init__(self, logdir: str) -> None:
-        self.logdir = logdir
-        # Directory relative path ("" for the logdir) -> [(basename, path as walked)].
-        self.found: dict[str, list[tuple[str, str]]] = {}
-        # Directory relative path -> {sidecar name: path} (``layouts.RUN_SIDECARS``).
-        self.sidecars: dict[str, dict[str, str]] = {}
-        self.warnings: list[str] = []
-        self._visited: dict[tuple[int, int], str] = {}
-
-    def walk(self) -> None:
-        root = os.stat(self.logdir)
-        self._visited[(root.st_dev, root.st_ino)] = ""
-        frontier = [("", self.logdir)]
-        while frontier:
-            links: list[tuple[str, os.DirEntry[str]]] = []
-            for rel, path in frontier:
-                self._walk_tree(rel, path, links)
-            links.sort(key=lambda item: item[0])
-            frontier = [(rel, entry.path) for rel, entry in links if self._admit(rel, entry)]
-
-    def _walk_tree(self, rel: str, path: str, links: list[tuple[str, os.DirEntry[str]]]) -> None:
-        """Walk the real (non-symlink) directories below ``path``; defer symlinked ones."""
-        stack = [(rel, path)]
-        while stack:
-            rel, path = stack.pop()
-            entries = self._scan(rel, path)
-            subdirs: list[tuple[str, str]] = []
-            prefix = f"{rel}/" if rel else ""
-            for entry in entries:
-                name = entry.name
-                try:
-                    if entry.is_dir():
-                        child = prefix + name
-                        if entry.is_symlink():
-                            links.append((child, entry))
-                        elif self._admit(child, entry):
-                            subdirs.append((child, entry.path))
-                    elif is_event_file(name) and entry.is_file():
-                        self.found.setdefault(rel, []).append((name, entry.path))
-                    elif name in RUN_SIDECARS and entry.is_file():
-                        self.sidecars.setdefault(rel, {})[name] = entry.path
-                    elif entry.is_symlink() and not os.path.exists(entry.path):
-                        self.warnings.append(f"{entry.path}: broken symlink, ignored")
-                except OSError as exc:
-                    self._warn_error(entry.path, exc)
-            # Reversed so that the stack pops siblings in name order.
-            stack.extend(reversed(subdirs))
-
-    def _scan(self, rel: str, path: str) -> list[os.DirEntry[str]]:
-        try:
-            with os.scandir(path) as iterator:
-                return sorted(iterator, key=_NAME)
-        except OSError as exc:
-            if not rel:
-                raise LogdirError(
-                    f"cannot read the logdir ({exc.strerror or exc})",
-                    path=self.logdir,
-                    hint="check its permissions",
-                ) from exc
-            self.warnings.append(f"{path}: cannot read directory ({exc.strerror or exc}), skipped")
-            return []
-
-    def _admit(self, rel: str, entry: os.DirEntry[str]) -> bool:
-        """Record a directory as visited; False (with a warning) if it was reached before."""
-        try:
-            # One stat per directory, never per file: the identity is what detects loops.
-            status = entry.stat()
-        except OSError as exc:
-            self._warn_error(entry.path, exc)
-            return False
-        key = (status.st_dev, status.st_ino)
-        seen = self._visited.get(key)
-        if seen is None:
-            self._visited[key] = rel
-            return True
-        if not seen or rel.startswith(seen + "/"):
-            shown = seen or "the logdir"
-            self.warnings.append(f"{entry.path}: symlink loop back to {shown}, not followed")
-        else:
-            self.warnings.append(f"{entry.path}: same directory as {seen}, walked only once")
-        return False
-
-    def _warn_error(self, path: str, exc: OSError) -> None:
-        if exc.errno == errno.ELOOP:
-            self.warnings.append(f"{path}: symlink loop, not followed")
-        else:
-            self.warnings.append(f"{path}: {exc.strerror or exc}, skipped")
 
 
 def _depth(rel: str) -> int:
@@ -250,8 +139,32 @@ def _display(rel: str) -> str:
     return rel or "."
 
 
+def _remote_heads(walker: Walker) -> dict[str, bytes]:
+    """The first bytes of each remote directory's first event file that the layout may ask
+    about (directories below one holding files), fetched together: one round of concurrent
+    requests instead of one request after another."""
+    if not walker.listed:
+        return {}
+    held = walker.found.keys()
+    wanted = []
+    for directory in held:
+        parent = directory
+        while parent:
+            parent = posixpath.dirname(parent)
+            if parent in held:
+                path = min(walker.found[directory])[1]
+                wanted.append((path, min(walker.listed[path][0], _HEAD_BYTES)))
+                break
+    fetched = fetch_all(wanted)
+    return {
+        path: data
+        for (path, _size), data in zip(wanted, fetched, strict=True)
+        if isinstance(data, bytes)
+    }
+
+
 def _owners(
-    walker: _Walker, layout: str, flat: bool
+    walker: Walker, layout: str, flat: bool
 ) -> tuple[dict[str, tuple[str | None, str]], set[str]]:
     """Each directory's run (None: its files are orphans) and context, and the groups."""
     found = list(walker.found)
@@ -264,8 +177,12 @@ def _owners(
             owners[directory] = (owner, context if owner is not None else "")
         return owners, groups
 
+    heads = _remote_heads(walker)
+
     def tags_of(directory: str) -> tuple[str, ...]:
-        return first_tags(min(walker.found[directory])[1])
+        path = min(walker.found[directory])[1]
+        head = heads.get(path)
+        return first_tags(path) if head is None else first_tags_in(head)
 
     folded = auto_owners(found, walker.sidecars, tags_of)
     runs = {run for run, _context in folded.values()}
@@ -293,7 +210,8 @@ def classify(
 
     Args:
         logdir: The directory to walk, resolved first (a symlinked logdir is its target, so
-            it names the same runs); symlinked directories below it are followed.
+            it names the same runs); symlinked directories below it are followed.  A URL
+            (``s3://bucket/prefix``, any fsspec protocol) is listed instead (``remote``).
         layout: ``auto`` (one run per training run, for every common writer: ``layouts``)
             or ``aim`` (Aim's documented rules).
         flat: Aim's ``--flat``: every directory holding event files is a run and its
@@ -307,21 +225,7 @@ def classify(
     Raises:
         LogdirError: The logdir is missing, is not a directory or cannot be read.
     """
-    root = os.path.realpath(os.fspath(logdir))
-    if not os.path.exists(root):
-        raise LogdirError("logdir does not exist", path=root, hint="check the --logdir path")
-    if not os.path.isdir(root):
-        raise LogdirError(
-            "logdir is not a directory",
-            path=root,
-            hint="pass the directory that holds the event files, not a file",
-        )
-    walker = _Walker(root)
-    try:
-        walker.walk()
-    except OSError as exc:  # the logdir vanished or became unreadable between checks
-        raise LogdirError(f"cannot walk the logdir ({exc.strerror or exc})", path=root) from exc
-
+    root, walker = find_files(os.fspath(logdir))
     if not walker.found:
         # design §9: an empty logdir is not an error (a job may not have logged yet), but say so.
         walker.warnings.append(f"no event files under {root}")
@@ -342,10 +246,14 @@ def classify(
                     continue
                 # Kept: the orphans of a directory are a run of their own at its path.
                 orphan_runs.add(directory)
-                source = EventFileSource(path, rel_path, _display(directory), "")
+                source = EventFileSource(
+                    path, rel_path, _display(directory), "", listed=walker.listed.get(path)
+                )
                 files_by_run.setdefault(directory, []).append(("", name, source))
                 continue
-            source = EventFileSource(path, rel_path, _display(owner), context)
+            source = EventFileSource(
+                path, rel_path, _display(owner), context, listed=walker.listed.get(path)
+            )
             files_by_run.setdefault(owner, []).append((context, name, source))
         if owner is None:
             continue
@@ -353,7 +261,14 @@ def classify(
         for name, path in sorted(walker.sidecars.get(directory, {}).items()):
             if name in PARAMS_SIDECARS:
                 rel_path = f"{directory}/{name}" if directory else name
-                source = EventFileSource(path, rel_path, _display(owner), context, sidecar=True)
+                source = EventFileSource(
+                    path,
+                    rel_path,
+                    _display(owner),
+                    context,
+                    sidecar=True,
+                    listed=walker.listed.get(path),
+                )
                 files_by_run[owner].append((context, name, source))
 
     run_sources = [

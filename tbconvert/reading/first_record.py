@@ -5,13 +5,23 @@ first few tell which writer made it (``first_tags``, design §3)."""
 from __future__ import annotations
 
 import hashlib
+import io
 from itertools import islice
 from typing import BinaryIO
 
 from tbconvert.reading.events import UnparseableEvent, parse_event
 from tbconvert.reading.records import RecordReader, open_event_file, record_in
 
-__all__ = ["digest_of", "first_record", "first_tags", "head_digest", "read_first_record"]
+_HEAD_BLOCK = 4 << 10
+
+__all__ = [
+    "digest_of",
+    "first_record",
+    "first_tags",
+    "first_tags_in",
+    "head_digest",
+    "read_first_record",
+]
 
 
 def read_first_record(fileobj: BinaryIO) -> bytes | None:
@@ -25,8 +35,9 @@ def read_first_record(fileobj: BinaryIO) -> bytes | None:
     """
     here = fileobj.tell()
     try:
-        # A small block: sniffing the first record of many files must not read 8 MiB of each.
-        return RecordReader(fileobj, 0, block_size=64 << 10).record_at(0)
+        # A small block: sniffing the first record of many files must not read 8 MiB of each
+        # (nor fetch more than a few KiB of a remote one); a longer record is read whole.
+        return RecordReader(fileobj, 0, block_size=_HEAD_BLOCK).record_at(0)
     finally:
         fileobj.seek(here)
 
@@ -48,20 +59,30 @@ def digest_of(head: bytes | None) -> str | None:
     return hashlib.sha256(head).hexdigest() if head is not None else None
 
 
-def first_tags(path: str, records: int = 8) -> tuple[str, ...]:
+def first_tags(path: str, size: int | None = None, records: int = 8) -> tuple[str, ...]:
     """The tags of the summary values in a file's first ``records`` records, in order: what
     a writer wrote first, read without reading the file (empty when it has none yet, or the
     file cannot be read)."""
-    tags: list[str] = []
     try:
-        with open_event_file(path) as fileobj:
-            reader = RecordReader(fileobj, 0, block_size=64 << 10)
-            for _offset, payload in islice(reader, records):
-                try:
-                    event, _lossy = parse_event(payload)
-                except UnparseableEvent:
-                    continue
-                tags.extend(value.tag for value in event.summary.value)
+        with open_event_file(path, size) as fileobj:
+            return _tags(fileobj, records)
     except OSError:
-        pass
+        return ()
+
+
+def first_tags_in(head: bytes, records: int = 8) -> tuple[str, ...]:
+    """:func:`first_tags` of a file that begins with ``head`` (records cut off at its end
+    are not read)."""
+    return _tags(io.BytesIO(head), records)
+
+
+def _tags(fileobj: BinaryIO, records: int) -> tuple[str, ...]:
+    tags: list[str] = []
+    reader = RecordReader(fileobj, 0, block_size=_HEAD_BLOCK)
+    for _offset, payload in islice(reader, records):
+        try:
+            event, _lossy = parse_event(payload)
+        except UnparseableEvent:
+            continue
+        tags.extend(value.tag for value in event.summary.value)
     return tuple(tags)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import google_crc32c
 
 from tbconvert.reading.crc import MASK_DELTA, U32_MASK, masked_crc32c
+from tbconvert.reading.remote import is_remote, open_remote
 from tbconvert.reading.resync import resync_candidates
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ __all__ = [
     "Damage",
     "RecordReader",
     "masked_crc32c",
+    "open_binary",
     "open_event_file",
     "record_in",
 ]
@@ -370,18 +372,28 @@ class RecordReader:
         return i
 
 
-def open_event_file(path: str) -> BinaryIO:
+def open_event_file(path: str, size: int | None = None) -> BinaryIO:
     """Open an event file for binary reading, decompressing gzip (magic ``1f 8b``) transparently.
 
     Args:
-        path: File to open.
+        path: File to open: a local path, or a URL read by ranges (``remote``).
+        size: The size a remote object was listed with (saves asking for it).
 
     Returns:
         A readable binary file object; a ``gzip.GzipFile`` for compressed files.
     """
-    raw = open(path, "rb")  # noqa: SIM115  (returned open: the caller closes it)
+    raw = open_binary(path, size)
     if raw.read(2) != b"\x1f\x8b":
         raw.seek(0)
         return raw
-    raw.close()
-    return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
+    raw.seek(0)
+    stream = gzip.GzipFile(fileobj=raw, mode="rb")
+    stream.myfileobj = raw  # type: ignore[assignment]  # closed with the stream, as when GzipFile opens the path itself
+    return stream  # type: ignore[return-value]
+
+
+def open_binary(path: str, size: int | None = None) -> BinaryIO:
+    """A local file or a remote object (``remote``), open for binary reading."""
+    if is_remote(path):
+        return open_remote(path, size)
+    return open(path, "rb")

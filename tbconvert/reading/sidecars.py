@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import posixpath
 from collections.abc import Mapping
 from typing import Any
 
 from tbconvert.reading.chunks import Chunk, FileTask, ReadSettings
 from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.layouts import PARAMS_SIDECARS
+from tbconvert.reading.records import open_binary
 from tbconvert.rows import SeriesDefinition
 
 __all__ = ["read_sidecar"]
@@ -27,9 +28,9 @@ __all__ = ["read_sidecar"]
 
 def read_sidecar(task: FileTask, settings: ReadSettings) -> Chunk:
     """The one chunk of a sidecar: its params as rows (or a warning), and the file read whole."""
-    name = os.path.basename(task.path)
+    name = posixpath.basename(task.path)
     try:
-        with open(task.path, "rb") as handle:
+        with open_binary(task.path, task.size) as handle:
             data = handle.read(task.size)
     except OSError as error:
         return _chunk(task, settings, b"", error=f"cannot read: {error.strerror or error}")

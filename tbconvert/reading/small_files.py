@@ -31,6 +31,7 @@ from tbconvert.reading.chunks import Chunk, FileTask, KnownMetadataByContext, Re
 from tbconvert.reading.decoder import EventDecoder
 from tbconvert.reading.fast.batch import BatchParts, Settled
 from tbconvert.reading.first_record import digest_of, first_record
+from tbconvert.reading.remote import fetch_all, is_remote
 
 __all__ = ["read_files"]
 
@@ -83,7 +84,7 @@ def _read_batch(
     if not tasks:
         return
     batch = _Batch(settings)
-    loaded = [batch.load(task) for task in tasks]
+    loaded = [batch.load(task, data) for task, data in zip(tasks, _contents(tasks), strict=True)]
     batch.check(loaded)
     for task, file in zip(tasks, loaded, strict=True):
         chunk = None if file is None or file.damaged else batch.chunk(file, carried)
@@ -125,16 +126,10 @@ class _Batch:
         self.buf = b""
         self._parts: BatchParts | None = None
 
-    def load(self, task: FileTask) -> _File | None:
-        """Read ``task``'s file; None when ``read_file`` must read it."""
-        try:
-            # A bare descriptor: a file object's buffer is a fifth of the read (a sweep's).
-            descriptor = os.open(task.path, _READ_FLAGS)
-            try:
-                data = os.read(descriptor, task.size)
-            finally:
-                os.close(descriptor)
-        except OSError:
+    def load(self, task: FileTask, data: bytes | None) -> _File | None:
+        """Take ``task``'s file (None: it could not be read); None when ``read_file`` must
+        read it."""
+        if data is None:
             return None  # read_file says why
         if len(data) != task.size or data[:2] == b"\x1f\x8b":  # shrank, or gzip
             return None
@@ -219,6 +214,27 @@ class _Batch:
             return None  # read_file would end its chunk there
         rows, blobs = decoder.take()
         return Settled(rows, list(decoder.definitions), decoder.stats, decoder.metadata(), blobs)
+
+
+def _contents(tasks: Sequence[FileTask]) -> list[bytes | None]:
+    """Each task's file, read whole up to its planned size (None: it cannot be read).  The
+    objects of a remote logdir are fetched all at once, concurrently (``remote.fetch_all``)."""
+    if is_remote(tasks[0].path):
+        fetched = fetch_all([(task.path, task.size) for task in tasks])
+        return [None if isinstance(data, OSError) else data for data in fetched]
+    return [_read_local(task) for task in tasks]
+
+
+def _read_local(task: FileTask) -> bytes | None:
+    try:
+        # A bare descriptor: a file object's buffer is a fifth of the read (a sweep's).
+        descriptor = os.open(task.path, _READ_FLAGS)
+        try:
+            return os.read(descriptor, task.size)
+        finally:
+            os.close(descriptor)
+    except OSError:
+        return None
 
 
 def _walk(data: bytes, files: list[_File]) -> Any:

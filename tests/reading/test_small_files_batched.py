@@ -383,7 +383,7 @@ def test_files_of_one_length_are_walked_by_their_own_records(tmp_path: Path) -> 
         for i, p in enumerate(paths)
     ]
     batch = small_files._Batch(ReadSettings(Selection(), 100_000))
-    loaded = [batch.load(task) for task in tasks]
+    loaded = [batch.load(task, Path(task.path).read_bytes()) for task in tasks]
     batch.check(loaded)
     parts = batch._parts
     assert parts is not None
