@@ -172,6 +172,9 @@ def _listing_error(error: BaseException, url: str) -> LogdirError:
     if isinstance(error, PermissionError) or "AccessDenied" in text or "Forbidden" in text:
         hint = "check the credentials (environment, config files, --storage-option)"
         return LogdirError(f"access denied ({text})", path=url, hint=hint)
+    if "Credentials" in type(error).__name__:  # botocore's NoCredentialsError and kin
+        hint = "set the protocol's credentials (environment, config files) or --storage-option"
+        return LogdirError(f"credentials missing or incomplete ({text})", path=url, hint=hint)
     if isinstance(error, FileNotFoundError):
         return LogdirError(f"not found ({text})", path=url, hint="check the --logdir URL")
     hint = "check the endpoint, the network and the credentials"

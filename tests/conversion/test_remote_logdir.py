@@ -293,3 +293,31 @@ def test_a_conversion_killed_mid_fetch_is_completed_by_the_next(
     assert finished.returncode == 0, finished.stderr
     convert(logs, tmp_path / "local.db", progress=False)
     assert comparable(store, url) == comparable(tmp_path / "local.db", str(logs))
+
+
+def test_the_command_finds_credentials_in_the_environment_and_fails_in_one_line(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    logs = tmp_path / "logs"
+    write_events(logs / "run" / EVENTS, scalar_events("loss", range(10)))
+    url = s3.upload(logs, new_bucket(s3), "cli")
+    env = {**os.environ, **s3.env}
+    command = [sys.executable, "-m", "tbconvert", "tf", "--store", str(tmp_path / "runs.db")]
+
+    done = subprocess.run([*command, "--logdir", url], env=env, capture_output=True, text=True)
+    missing = subprocess.run(
+        [*command, "--logdir", "s3://no-such-bucket/x"], env=env, capture_output=True, text=True
+    )
+    denied = subprocess.run(
+        [*command, "--logdir", url],
+        env={**env, "AWS_ACCESS_KEY_ID": DENIED_KEY},
+        capture_output=True,
+        text=True,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert f"Converted {url}" in done.stderr
+    for failed, message in ((missing, "does not exist"), (denied, "access denied")):
+        assert failed.returncode == 1
+        assert failed.stderr.count("\n") == 1 and message in failed.stderr
+        assert s3.env["AWS_SECRET_ACCESS_KEY"] not in failed.stderr
