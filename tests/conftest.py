@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, settings
 
 from tbconvert.reading import chunks
 from tbconvert.writing.writer import StoreWriter
+from tests.support.emulators import Emulator, azurite_binary, start_azurite, start_gcs
 from tests.support.pgserver import PostgresServer, find_bindir
 from tests.support.s3server import S3Server
 from tests.support.s3server import start as start_s3_server
@@ -25,6 +26,10 @@ from tests.support.snapshots import StoreFactory
 from tests.support.storecheck import dangling_in
 
 pytest_plugins = ["pytester"]
+
+# gcsfs asks a bucket's type over gRPC, which the GCS emulator does not answer (a minute of
+# retries per bucket); read when gcsfs is imported, so set before any test imports it.
+os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
 BACKENDS = ("sqlite", "postgresql")
 
@@ -147,6 +152,29 @@ def s3() -> Iterator[S3Server]:
     server = start_s3_server()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs() -> Iterator[Emulator]:
+    """A local Google Cloud Storage emulator (``gcp-storage-emulator``)."""
+    emulator = start_gcs()
+    yield emulator
+    emulator.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Emulator]:
+    """A local Azure Blob Storage emulator (Azurite, from npm: ``.ci/run`` installs it).
+    Skipped without it, unless ``TBCONVERT_REQUIRE_AZURITE`` is set (CI), where its absence
+    is a failure."""
+    binary = azurite_binary()
+    if binary is None:
+        if os.environ.get("TBCONVERT_REQUIRE_AZURITE"):
+            pytest.fail("Azurite is required here: npm install --prefix .ci/node azurite@3")
+        pytest.skip("Azurite is not installed (npm install --prefix .ci/node azurite@3)")
+    emulator = start_azurite(binary)
+    yield emulator
+    emulator.stop()
 
 
 @pytest.fixture(scope="session")

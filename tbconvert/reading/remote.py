@@ -176,7 +176,9 @@ def _listing_error(error: BaseException, url: str) -> LogdirError:
         hint = "set the protocol's credentials (environment, config files) or --storage-option"
         return LogdirError(f"credentials missing or incomplete ({text})", path=url, hint=hint)
     if isinstance(error, FileNotFoundError):
-        return LogdirError(f"not found ({text})", path=url, hint="check the --logdir URL")
+        return LogdirError(
+            f"no such bucket or container ({text})", path=url, hint="check the --logdir URL"
+        )
     hint = "check the endpoint, the network and the credentials"
     return LogdirError(
         f"cannot list the logdir ({type(error).__name__}: {text})", path=url, hint=hint

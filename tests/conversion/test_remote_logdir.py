@@ -43,16 +43,20 @@ def every_writer(root: Path) -> None:
     layouts.ray_tune(root / "ray")
 
 
-def local_copy(s3: S3Server, url: str, target: Path) -> Path:
-    """The objects under ``url`` downloaded with s3fs's own bulk ``get``, each file given its
-    object's time (a sidecar's params take their time from the file)."""
-    import s3fs
+# The listing key of an object's time, per protocol (what a copy's file times are set from).
+_TIME_KEYS = {"s3": "LastModified", "gs": "mtime", "az": "last_modified"}
 
-    fs = s3fs.S3FileSystem(**s3.storage_options)
-    fs.get(url + "/", str(target), recursive=True)
-    for path, info in fs.find(url, detail=True).items():
-        local = target / path[len(url) - len("s3://") :].lstrip("/")
-        stamp = info["LastModified"].timestamp()
+
+def local_copy(fs: Any, url: str, target: Path) -> Path:
+    """The objects under ``url`` downloaded one by one (the GCS emulator answers concurrent
+    requests slowly), each file given its object's time: a sidecar's params take their time
+    from the file."""
+    protocol, root = url.split("://", 1)
+    for path, info in fs.find(root, detail=True).items():
+        local = target / path[len(root) :].lstrip("/")
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(fs.cat_file(path))
+        stamp = info[_TIME_KEYS[protocol]].timestamp()
         os.utime(local, (stamp, stamp))
     return target
 
@@ -71,13 +75,30 @@ def convert_url(s3: S3Server, url: str, store: Path, **options: Any) -> Any:
     return convert(url, store, storage_options=s3.storage_options, progress=False, **options)
 
 
-@pytest.mark.slow
-def test_a_logdir_of_every_writer_converts_as_its_local_copy(s3: S3Server, tmp_path: Path) -> None:
-    every_writer(tmp_path / "logs")
-    url = s3.upload(tmp_path / "logs", new_bucket(s3), "experiments/2026")
-    copy = local_copy(s3, url, tmp_path / "copy")
+@pytest.fixture(params=["s3", "gs", "az"])
+def object_store(request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
+    """An object store of each protocol in turn: (something with ``bucket`` and ``upload``,
+    the storage options that reach it)."""
+    if request.param == "s3":
+        s3: S3Server = request.getfixturevalue("s3")
+        return s3, s3.storage_options
+    emulator = request.getfixturevalue({"gs": "gcs", "az": "azurite"}[request.param])
+    return emulator, emulator.storage_options
 
-    remote = convert_url(s3, url, tmp_path / "remote.db")
+
+@pytest.mark.slow
+def test_a_logdir_of_every_writer_converts_as_its_local_copy(
+    object_store: tuple[Any, dict[str, Any]], tmp_path: Path
+) -> None:
+    store, options = object_store
+    every_writer(tmp_path / "logs")
+    url = store.upload(tmp_path / "logs", store.bucket(f"every-{next(_BUCKETS)}"), "exp/2026")
+    import fsspec
+
+    fs = fsspec.filesystem(url.split("://")[0], **options)
+    copy = local_copy(fs, url, tmp_path / "copy")
+
+    remote = convert(url, tmp_path / "remote.db", storage_options=options, progress=False)
     local = convert(copy, tmp_path / "local.db", progress=False)
 
     assert remote.exit_code == local.exit_code == 0
@@ -211,7 +232,10 @@ def test_a_logdir_that_cannot_be_listed_is_one_line_and_writes_nothing(
 def test_a_protocol_without_its_package_names_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(__import__("sys").modules, "gcsfs", None)
+    from fsspec.registry import _registry
+
+    monkeypatch.setitem(sys.modules, "gcsfs", None)
+    monkeypatch.delitem(_registry, "gs", raising=False)  # imported by an earlier test
     with pytest.raises(MissingDependency, match=r"tbconvert\[gcs\]"):
         convert("gs://bucket/logs", tmp_path / "runs.db")
     assert not (tmp_path / "runs.db").exists()
