@@ -345,3 +345,31 @@ def test_the_command_finds_credentials_in_the_environment_and_fails_in_one_line(
         assert failed.returncode == 1
         assert failed.stderr.count("\n") == 1 and message in failed.stderr
         assert s3.env["AWS_SECRET_ACCESS_KEY"] not in failed.stderr
+
+
+def test_an_http_listing_converts_and_grows_as_the_local_logdir(tmp_path: Path) -> None:
+    """Python's own HTTP server: directory listings as links, no sizes, and Range ignored
+    (every ranged read gets the whole object back)."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    logs = tmp_path / "logs"
+    layouts.tensorboardx_sweep(logs / "tbx")
+    grown = write_events(logs / "long" / EVENTS, scalar_events("loss", range(2_000)))
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(logs))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        first = convert(url, tmp_path / "runs.db", progress=False)
+        append_events(grown, scalar_events("loss", range(2_000, 2_500)))
+        second = convert(url, tmp_path / "runs.db", progress=False)
+    finally:
+        server.shutdown()
+    convert(logs, tmp_path / "local.db", progress=False)
+
+    assert first.exit_code == second.exit_code == 0
+    assert second.files_read == 1
+    assert comparable(tmp_path / "runs.db", url) == comparable(tmp_path / "local.db", str(logs))

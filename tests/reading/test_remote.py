@@ -143,3 +143,19 @@ def test_a_storage_option_without_a_value_never_echoes_it() -> None:
 def test_credentials_in_a_url_are_never_shown() -> None:
     assert remote.redacted("s3://user:pass@bucket/logs") == "s3://bucket/logs"
     assert remote.redacted("gs://bucket/a@b/logs") == "gs://bucket/a@b/logs"
+
+
+def test_a_gzipped_remote_event_file_reads_as_the_local_one(tmp_path: Path) -> None:
+    import gzip
+
+    from tbconvert.reading.records import RecordReader, open_event_file
+    from tests.support.eventfiles import scalar_events, write_events
+
+    path = write_events(tmp_path / "events.out.tfevents.1", scalar_events("loss", range(3000)))
+    packed = gzip.compress(path.read_bytes())
+    fsspec.filesystem("memory").pipe_file("/gz/events.out.tfevents.1.gz", packed)
+    with open_event_file(str(path)) as local:
+        expected = list(RecordReader(local))
+    with open_event_file("memory://gz/events.out.tfevents.1.gz", len(packed)) as stream:
+        assert isinstance(stream, gzip.GzipFile)
+        assert list(RecordReader(stream)) == expected

@@ -151,10 +151,10 @@ def test_unreadable_file(logdir: Path, tmp_path: Path, monkeypatch) -> None:
     write_events(bad, scalars(range(3)))
     real_open = module.open_event_file
 
-    def guarded(path: str):
+    def guarded(path: str, size: int | None = None):
         if path == str(bad):  # root ignores chmod, so refuse the way the OS would
             raise PermissionError(13, "Permission denied", path)
-        return real_open(path)
+        return real_open(path, size)
 
     monkeypatch.setattr(module, "open_event_file", guarded)
     code, summary, stderr = run("--logdir", str(logdir), "--store", str(tmp_path / "s.db"))
