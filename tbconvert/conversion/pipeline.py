@@ -19,6 +19,7 @@ from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
 from tbconvert.errors import UsageError
 from tbconvert.reading import discovery
+from tbconvert.reading.large_records import MAX_RECORD_SIZE
 from tbconvert.store.engine import (
     DEFAULT_STORE,
     check_store_location,
@@ -52,6 +53,7 @@ def convert(
     upgrade_store: bool = False,
     progress: bool | None = None,
     chunk_points: int = CHUNK_POINTS,
+    max_record_size: int = MAX_RECORD_SIZE,
     notify: Callable[[str], Any] | None = None,
 ) -> Summary:
     """Convert every event file of ``logdir`` into ``store`` and return the summary.
@@ -76,6 +78,8 @@ def convert(
             (a SQLite file is upgraded anyway, after a backup).
         progress: Show a progress bar (None: only when stderr is a terminal).
         chunk_points: Points per transaction.
+        max_record_size: Records with more payload bytes are skipped unread, each counted
+            as damage (the exit code is then 3).
         notify: Called with a line to show the user while waiting (e.g. for a lock).
 
     Raises:
@@ -98,6 +102,7 @@ def convert(
         upgrade_store=upgrade_store,
         progress=progress,
         chunk_points=chunk_points,
+        max_record_size=max_record_size,
         notify=notify,
     )
     return convert_with(logdir, store, options)
