@@ -33,7 +33,6 @@ __all__ = [
     "record_in",
 ]
 
-
 _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
 # Lengths whose header CRC is known good; bounded so garbage cannot grow it without limit.
@@ -244,6 +243,9 @@ class RecordReader(LargeRecords):
         if not self._ensure(offset, HEADER_SIZE):
             return None
         length, ok = self._header_ok(offset)
+        if ok and length > min(self._block, self._max_record):
+            # Read alone, or not at all over the cap, as iterating would.
+            return self._take_alone()[1] if self._large(offset, length) and self._alone else None
         if not ok or not self._fits(offset, length) or not self._data_ok(offset, length):
             return None
         start = offset - self._base + HEADER_SIZE

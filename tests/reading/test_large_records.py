@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tbconvert.reading.first_record import read_first_record
 from tbconvert.reading.records import Damage, RecordReader, open_event_file
 from tests.support.tfrecords import frame, frame_large, header, read, write_file
 
@@ -117,3 +118,14 @@ def test_damaged_length_is_not_taken_for_a_record_over_the_cap(tmp_path: Path) -
 
 def _pairs(batch: object) -> list[tuple[int, bytes]]:
     return batch if isinstance(batch, list) else batch.pairs()  # type: ignore[attr-defined]
+
+
+def test_first_record_larger_than_a_block_or_over_the_cap(tmp_path: Path) -> None:
+    big = os.urandom(200_000)
+    data, _ = frame_large([big, b"a"])
+    path = write_file(tmp_path / "events", data)
+    with open(path, "rb") as handle:
+        assert read_first_record(handle) == big
+        assert handle.tell() == 0
+    with open(path, "rb") as handle:
+        assert RecordReader(handle, max_record=1000).record_at(0) is None
