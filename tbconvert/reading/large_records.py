@@ -29,7 +29,11 @@ def over_cap(length: int, cap: int) -> str:
 
 
 def read_payload(
-    fileobj: BinaryIO | gzip.GzipFile, start: int, length: int, buffered: bytes, block: int
+    fileobj: BinaryIO | gzip.GzipFile,
+    start: int,
+    length: int,
+    buffered: memoryview,
+    block: int,
 ) -> bytes | None:
     """The ``length`` bytes from file offset ``start`` as one bytes object, or None when the
     file ends first.  ``buffered`` holds the first of them, already read: the file is
@@ -40,7 +44,7 @@ def read_payload(
     read again from ``start`` in one read that fills the one object.
     """
     if isinstance(fileobj, gzip.GzipFile):
-        pieces = [buffered[:length]]
+        pieces: list[bytes | memoryview] = [buffered[:length]]
         have = len(pieces[0])
         while have < length:
             data = fileobj.read(min(block, length - have))
@@ -98,7 +102,7 @@ class LargeRecords:
             self.damage.append(Damage(pos, end - pos, over_cap(length, self._max_record)))
             self.consumed = end
             return end
-        buffered = self._buf[start - self._base :]
+        buffered = memoryview(self._buf)[start - self._base :]  # no copy: only gzip reads it
         payload = read_payload(self._f, start, length, buffered, self._block)
         self._buf, self._base, self._eof = b"", start + length, False
         if payload is None or not self._ensure(start + length, FOOTER_SIZE):
