@@ -19,7 +19,7 @@ from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
 from tbconvert.errors import UsageError
 from tbconvert.reading import discovery
-from tbconvert.reading.large_records import MAX_RECORD_SIZE
+from tbconvert.reading.large_records import MAX_RECORD_SIZE, MIN_MAX_RECORD_SIZE
 from tbconvert.store.engine import (
     DEFAULT_STORE,
     check_store_location,
@@ -79,7 +79,7 @@ def convert(
         progress: Show a progress bar (None: only when stderr is a terminal).
         chunk_points: Points per transaction.
         max_record_size: Records with more payload bytes are skipped unread, each counted
-            as damage (the exit code is then 3).
+            as damage (the exit code is then 3); at least 1 MiB.
         notify: Called with a line to show the user while waiting (e.g. for a lock).
 
     Raises:
@@ -126,6 +126,11 @@ def convert_with(
     source = options.source
     if source is not None and not source.strip():
         raise UsageError("the source name is empty", hint="give --source a name, or leave it out")
+    if options.max_record_size < MIN_MAX_RECORD_SIZE:
+        raise UsageError(
+            f"--max-record-size is {options.max_record_size} bytes",
+            hint=f"give at least {MIN_MAX_RECORD_SIZE >> 20}M: smaller records are no risk",
+        )
     summary = Summary(
         logdir=classification.logdir,
         store=store_display(url),

@@ -21,6 +21,9 @@ _U32 = struct.Struct("<I")
 # Far above any real summary (images, audio, graphs, embeddings are megabytes), and below
 # what would take a machine down: the default of ``--max-record-size``.
 MAX_RECORD_SIZE = 1 << 30
+# The smallest cap allowed: files under 16 KiB are read in batches that do not check it, and
+# no record under a megabyte is what the cap is for.
+MIN_MAX_RECORD_SIZE = 1 << 20
 
 
 def over_cap(length: int, cap: int) -> str:

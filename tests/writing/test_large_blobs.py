@@ -95,6 +95,13 @@ def test_max_record_size_must_be_a_size(tmp_path: Path, size: str) -> None:
     assert result.exit_code == 2 and "is not a size" in result.stderr
 
 
+def test_max_record_size_is_at_least_a_megabyte(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    result = tf(tmp_path, "--max-record-size", "1023K")
+    assert result.exit_code == 2 and "--max-record-size is 1047552 bytes" in result.stderr
+    assert tf(tmp_path, "--max-record-size", "1M").exit_code == 0
+
+
 def test_the_reader_default_cap_is_the_cli_default() -> None:
     help_text = CliRunner().invoke(cli, ["tf", "--help"]).stdout
     assert "[default: 1G]" in help_text
