@@ -74,6 +74,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/query.py
 	$(BIN)/python benchmarks/remote.py
+	$(BIN)/python benchmarks/memory.py
 
 clean:
 	rm -rf $(VENV) mutants build dist *.egg-info demo.db demo.db-wal demo.db-shm $(DEMO_LOGS) $(REPORT)

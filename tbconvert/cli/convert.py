@@ -20,6 +20,17 @@ from tbconvert.cli.group import (
 from tbconvert.plugins.names import KNOWN_PLUGINS
 from tbconvert.reading.layouts import LAYOUTS
 
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """A size in bytes, with an optional binary unit: 1048576, 1M, 1G."""
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    number, unit = (text[:-1], text[-1]) if text[-1:] in ("K", "M", "G") else (text, "")
+    if not number.isdigit() or int(number) == 0:
+        raise click.BadParameter(f"{value!r} is not a size (bytes, or a number with K, M or G)")
+    return int(number) * _UNITS[unit]
+
 
 def _tf_command(name: str, hidden: bool = False) -> click.Command:
     @cli.command(name, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG, hidden=hidden)
@@ -125,6 +136,15 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         metavar="SECONDS",
         help="Pause between passes with --watch.",
     )
+    @click.option(
+        "--max-record-size",
+        callback=_size,
+        default="1G",
+        show_default=True,
+        metavar="SIZE",
+        help="Skip records larger than this (bytes, or with K, M or G), unread: each is "
+        "counted as damage, named with its file and offset, and the exit code is 3.",
+    )
     @json_option
     @click.option("-q", "--quiet", is_flag=True, help="No progress, warnings or summary.")
     @click.option("-v", "--verbose", count=True, help="-v more detail, -vv tracebacks.")
@@ -146,6 +166,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         storage_options: tuple[str, ...],
         watch: bool,
         interval: float,
+        max_record_size: int,
         as_json: bool,
         quiet: bool,
         verbose: int,
@@ -184,6 +205,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
             source=source,
             upgrade_store=upgrade_store,
             storage_options=_parse_storage_options(storage_options),
+            max_record_size=max_record_size,
             progress=False if quiet else None,
             notify=None if quiet else lambda line: click.echo(line, err=True),
         )

@@ -32,7 +32,7 @@ from tbconvert.conversion.sources import Origin, check_source, other_source
 from tbconvert.conversion.summary import FileProblem, Summary, progress_bar
 from tbconvert.conversion.workers import Decoding
 from tbconvert.reading import discovery
-from tbconvert.reading.chunks import Chunk, FileTask, ReadSettings, bytes_to_read
+from tbconvert.reading.chunks import Chunk, FileTask, bytes_to_read
 from tbconvert.rows import remap_to_store_ids
 from tbconvert.store.file_states import FileState
 from tbconvert.version import __version__
@@ -59,7 +59,7 @@ class Job:
         self.origin = origin
         self.summary = summary
         self.options = options
-        self.settings = ReadSettings(options.selection, options.chunk_points, options.full)
+        self.settings = options.read_settings()
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()
@@ -196,6 +196,7 @@ class Job:
             self._position = position
             for outcome in applied:
                 self._account(outcome, advance)
+                outcome.chunk.blobs = {}  # committed: freed now, though readers hold the chunk
             return
         raise AssertionError("unreachable")
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tbconvert.filters import Selection
+from tbconvert.reading.large_records import MAX_RECORD_SIZE
+
+if TYPE_CHECKING:
+    from tbconvert.reading.chunks import ReadSettings
 
 CHUNK_POINTS = 50_000
 
@@ -30,7 +34,14 @@ class ConvertOptions:
     chunk_points: int = CHUNK_POINTS
     # fsspec's options for a URL logdir (credentials, endpoint): never logged or shown.
     storage_options: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    max_record_size: int = MAX_RECORD_SIZE
     notify: Callable[[str], Any] = field(default=lambda _line: None, compare=False)
+
+    def read_settings(self) -> ReadSettings:
+        """What every file of the conversion is read with."""
+        from tbconvert.reading.chunks import ReadSettings
+
+        return ReadSettings(self.selection, self.chunk_points, self.full, self.max_record_size)
 
     def logged(self, source: str, flat: bool) -> dict[str, Any]:
         """What the store's conversions log keeps of the options."""

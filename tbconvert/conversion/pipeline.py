@@ -19,6 +19,7 @@ from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
 from tbconvert.errors import UsageError
 from tbconvert.reading import discovery
+from tbconvert.reading.large_records import MAX_RECORD_SIZE, MIN_MAX_RECORD_SIZE
 from tbconvert.reading.remote import is_remote, use_storage_options
 from tbconvert.store.engine import (
     DEFAULT_STORE,
@@ -54,6 +55,7 @@ def convert(
     progress: bool | None = None,
     chunk_points: int = CHUNK_POINTS,
     storage_options: Mapping[str, Any] | None = None,
+    max_record_size: int = MAX_RECORD_SIZE,
     notify: Callable[[str], Any] | None = None,
 ) -> Summary:
     """Convert every event file of ``logdir`` into ``store`` and return the summary.
@@ -82,6 +84,8 @@ def convert(
         storage_options: Options of a URL logdir's file system, as fsspec takes them
             (``endpoint_url``, ``anon``, ``key``...); credentials otherwise come from the
             protocol's own chain (environment, config files, instance roles).
+        max_record_size: Records with more payload bytes are skipped unread, each counted
+            as damage (the exit code is then 3); at least 1 MiB.
         notify: Called with a line to show the user while waiting (e.g. for a lock).
 
     Raises:
@@ -105,6 +109,7 @@ def convert(
         progress=progress,
         chunk_points=chunk_points,
         storage_options=dict(storage_options or {}),
+        max_record_size=max_record_size,
         notify=notify,
     )
     return convert_with(logdir, store, options)
@@ -130,6 +135,11 @@ def convert_with(
     source = options.source
     if source is not None and not source.strip():
         raise UsageError("the source name is empty", hint="give --source a name, or leave it out")
+    if options.max_record_size < MIN_MAX_RECORD_SIZE:
+        raise UsageError(
+            f"--max-record-size is {options.max_record_size} bytes",
+            hint=f"give at least {MIN_MAX_RECORD_SIZE >> 20}M: smaller records are no risk",
+        )
     summary = Summary(
         logdir=classification.logdir,
         store=store_display(url),

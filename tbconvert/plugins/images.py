@@ -126,10 +126,15 @@ def string_elements(tensor: Any) -> list[bytes]:
 
 
 def _summary_image(image: Any) -> Decoded:
-    data = bytes(image.encoded_image_string)
+    return image_rows(bytes(image.encoded_image_string), image.width, image.height)
+
+
+def image_rows(data: bytes, writer_width: int, writer_height: int) -> Decoded:
+    """The row of a ``Summary.Image`` of encoded ``data`` and the writer's width and height
+    (its fields, 0 when not given), as :func:`decode` makes it."""
     image_format, width, height = image_header(data)
     if image_format is None:  # unreadable bytes: the writer's word, when it gave one
-        width, height = image.width or None, image.height or None
+        width, height = writer_width or None, writer_height or None
     blobs: dict[str, bytes] = {}
     return Decoded(TABLE, [(0, blob(data, blobs), image_format, width, height)], None, blobs)
 

@@ -22,6 +22,7 @@ from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.decoder import EventDecoder
 from tbconvert.reading.fast import KnownMetadata
 from tbconvert.reading.first_record import head_digest
+from tbconvert.reading.large_records import MAX_RECORD_SIZE
 from tbconvert.reading.records import Damage, RecordReader, open_event_file
 from tbconvert.rows import SeriesDefinition, TableRows, TagMetadata
 
@@ -30,8 +31,10 @@ if TYPE_CHECKING:
 
 # Records per block handed to the decoder (fewer when a chunk holds fewer points).
 _RECORD_BATCH = 8192
-# Images and audio make few points of many bytes: bound a chunk by bytes too.
-CHUNK_BYTES = 64 << 20
+# Images and audio make few points of many bytes: bound a chunk by bytes too.  A chunk's
+# blobs are held while its last record is decoded, so this adds to the twice the largest
+# record that memory is bounded by (issue #40).
+CHUNK_BYTES = 16 << 20
 # Fewer bytes than this to read (a few hundred scalar events, as in each run of a sweep) are
 # decoded record by record: the block path would learn every key of the file first, and that
 # costs more than it saves on so few records (issue #14).
@@ -49,11 +52,13 @@ class ReadSettings:
         selection: The plugins and tags to keep.
         chunk_points: Points per chunk (one transaction each).
         full: Read every file from its start, whatever the store holds.
+        max_record_size: Records with more payload bytes are skipped unread, as damage.
     """
 
     selection: Selection
     chunk_points: int
     full: bool = False
+    max_record_size: int = MAX_RECORD_SIZE
 
 
 @dataclass(frozen=True)
@@ -164,7 +169,12 @@ def read_file(
         digest = head_digest(handle)
         restart, replaces = restart_of(task, settings, digest)
         handle.seek(0)
-        reader = RecordReader(handle, 0 if restart else task.offset, end=task.size)
+        reader = RecordReader(
+            handle,
+            0 if restart else task.offset,
+            end=task.size,
+            max_record=settings.max_record_size,
+        )
         by_record = task.size - (0 if restart else task.offset) < _BY_RECORD_BYTES
         decoder = EventDecoder(
             settings.selection, known_metadata(task, carried), by_record=by_record

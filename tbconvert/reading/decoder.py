@@ -23,6 +23,7 @@ from tbconvert.plugins.registry import (
     Decoder,
     plugin_for,
 )
+from tbconvert.reading import huge_images
 from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.events import Event, UnparseableEvent, parse_event
 from tbconvert.reading.fast import KnownMetadata, template
@@ -38,10 +39,9 @@ _FLOAT64 = struct.Struct("<d")
 # Smaller blocks cost less one record at a time than NumPy's fixed cost per call.
 _BLOCK_MIN = 64
 
-# Event-level payloads kept as raw tensors: event field -> (plugin, tag), tags as TensorBoard
-# names them; tagged run metadata uses its own tag.  Session logs (a TF1 session's START,
-# STOP and CHECKPOINT markers, with the checkpoint's path) and log messages are kept too, as
-# their serialized protos: only a file's version header and empty events are just counted.
+# Event-level payloads kept as raw tensors, serialized: event field -> (plugin, tag) as
+# TensorBoard names them (tagged run metadata has its own tag), TF1 session logs (START, STOP,
+# CHECKPOINT) and log messages included: only version headers and empty events are counted.
 _RAW_EVENTS: dict[str, tuple[str, str | None]] = {
     "graph_def": ("graphs", "__run_graph__"),
     "meta_graph_def": ("graphs", "__meta_graph_def__"),
@@ -73,11 +73,10 @@ class EventDecoder:
         *,
         by_record: bool = False,
     ) -> None:
-        """Args: what to keep, and the metadata remembered for tags of this (run, context)
-        from earlier files or reads (used for tags whose first occurrence in this file is
-        not read now: TF1 writers send metadata only once per tag); ``by_record``: decode
-        every record on its own, never a block at once (for a few hundred records, the
-        block path's learning of each key costs more than it saves)."""
+        """Args: what to keep; the metadata remembered for tags of this (run, context) from
+        earlier files or reads, for tags first met here in what is not read now (TF1 writers
+        send it once per tag); ``by_record``: decode every record on its own, never a block
+        at once (for a few hundred records, learning each key costs more than it saves)."""
         self.selection = selection
         self.buffer = RowBuffer()
         self.definitions: list[SeriesDefinition] = []
@@ -97,7 +96,8 @@ class EventDecoder:
     def feed(self, batch: Block | list[tuple[int, bytes]]) -> None:
         """Decode a batch of records: (offset, payload) pairs, or a verified block."""
         if isinstance(batch, list):
-            self.feed_records(batch)
+            if len(batch) != 1 or not huge_images.feed(self, *batch[0]):
+                self.feed_records(batch)
         elif self._by_record or len(batch) < _BLOCK_MIN:
             self.feed_records(batch.pairs())
         else:

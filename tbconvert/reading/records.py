@@ -13,29 +13,26 @@ import io
 import os
 import struct
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import google_crc32c
 
 from tbconvert.reading.crc import MASK_DELTA, U32_MASK, masked_crc32c
-from tbconvert.reading.remote import is_remote, open_remote
-from tbconvert.reading.resync import resync_candidates
+from tbconvert.reading.large_records import FOOTER_SIZE, HEADER_SIZE, MAX_RECORD_SIZE, LargeRecords
+from tbconvert.reading.remote import open_binary
+from tbconvert.reading.resync import Damage, resync_candidates
 
 if TYPE_CHECKING:
     from tbconvert.reading.fast.blocks import Block
 
 __all__ = [
+    "MAX_RECORD_SIZE",
     "Damage",
     "RecordReader",
     "masked_crc32c",
-    "open_binary",
     "open_event_file",
     "record_in",
 ]
-
-HEADER_SIZE = 12
-FOOTER_SIZE = 4
 
 _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
@@ -60,21 +57,6 @@ def record_in(buf: bytes, i: int = 0) -> bytes | None:
     return payload if masked_crc32c(payload) == _U32.unpack_from(buf, end)[0] else None
 
 
-@dataclass(frozen=True)
-class Damage:
-    """A region of an event file skipped because its checksums failed.
-
-    Attributes:
-        offset: First byte of the damaged region.
-        length: Bytes skipped (resume offset minus ``offset``).
-        reason: Short human-readable cause, e.g. ``"bad length checksum"``.
-    """
-
-    offset: int
-    length: int
-    reason: str
-
-
 def _stream_size(fileobj: BinaryIO | gzip.GzipFile) -> int | None:
     """Current size of ``fileobj``, or None for a gzip stream whose decompressed size is unknown."""
     if isinstance(fileobj, gzip.GzipFile):
@@ -88,11 +70,12 @@ def _stream_size(fileobj: BinaryIO | gzip.GzipFile) -> int | None:
         return size
 
 
-class RecordReader:
+class RecordReader(LargeRecords):
     """Iterate the records of one open binary file from a start offset.
 
     Memory stays bounded: the file is read in ``block_size`` blocks and only the unconsumed tail is
-    kept, plus one whole record when it is larger than a block. Nothing at or past ``end`` is read.
+    kept; a record larger than a block is read alone, as one bytes object, and one over
+    ``max_record`` bytes is skipped unread, as damage. Nothing at or past ``end`` is read.
 
     Attributes:
         consumed: Offset where the next read should resume: just past the last record yielded, or
@@ -109,6 +92,7 @@ class RecordReader:
         *,
         end: int | None = None,
         block_size: int = 8 << 20,
+        max_record: int = MAX_RECORD_SIZE,
     ) -> None:
         """Prepare to read ``fileobj`` from ``start``.
 
@@ -119,12 +103,15 @@ class RecordReader:
                 Defaults to the current size. Ignored for a ``gzip.GzipFile``, whose on-disk size
                 says nothing about decompressed offsets; such a stream is read to EOF.
             block_size: Bytes per read.
+            max_record: Payload bytes above which a record is skipped without being read.
         """
         self._f = fileobj
         self._end = None if isinstance(fileobj, gzip.GzipFile) else end
         if self._end is None:
             self._end = _stream_size(fileobj)
         self._block = max(int(block_size), HEADER_SIZE + FOOTER_SIZE)
+        self._max_record = max_record
+        self._alone: tuple[int, bytes] | None = None  # a record read alone, to yield next
         self._buf = b""
         self._base = start  # file offset of _buf[0]
         self._eof = False
@@ -173,6 +160,8 @@ class RecordReader:
             return length, True
         if masked_crc32c(self._buf[i : i + 8]) != stored:
             return length, False
+        if length > self._max_record:  # the hot loop must stop at it: never cached
+            return length, True
         if len(self._lengths) >= _LENGTH_CACHE_MAX:
             self._lengths.clear()
         self._lengths[length] = stored
@@ -232,6 +221,8 @@ class RecordReader:
             self.consumed = pos
             return None
         length, ok = self._header_ok(pos)
+        if ok and length > min(self._block, self._max_record):
+            return self._large(pos, length)
         if ok:
             if not self._fits(pos, length):
                 self.torn = True
@@ -253,6 +244,9 @@ class RecordReader:
         if not self._ensure(offset, HEADER_SIZE):
             return None
         length, ok = self._header_ok(offset)
+        if ok and length > min(self._block, self._max_record):
+            # Read alone, or not at all over the cap, as iterating would.
+            return self._take_alone()[1] if self._large(offset, length) and self._alone else None
         if not ok or not self._fits(offset, length) or not self._data_ok(offset, length):
             return None
         start = offset - self._base + HEADER_SIZE
@@ -297,6 +291,10 @@ class RecordReader:
                     checked_until = base + len(buf)
             i = yield from self._checked(buf, base, i, size)
             pos = self._slow(base + i)
+            if self._alone is not None:
+                # Yielded without a name in this frame: the generator must not hold it.
+                self.records += 1
+                yield [self._take_alone()]
 
     def _verified(
         self, buf: bytes, base: int, i: int, size: int
@@ -312,6 +310,10 @@ class RecordReader:
         if len(starts) < _WHOLE_MIN_RECORDS:
             return i, False
         lengths = blocks.lengths_at(buf, starts)
+        over = (lengths > self._max_record).nonzero()[0]
+        if len(over):  # a record over the cap: the per-record reader skips it
+            first = int(over[0])
+            starts, lengths, end = starts[:first], lengths[:first], int(starts[first])
         count = len(starts)
         while count >= _WHOLE_MIN_RECORDS and not blocks.verify(
             buf, starts[:count], lengths[:count]
@@ -335,6 +337,7 @@ class RecordReader:
         u32 = _U32.unpack_from
         crc = google_crc32c.value
         lengths = self._lengths
+        cap = self._max_record
         delta, mask = MASK_DELTA, U32_MASK
         batch: list[tuple[int, bytes]] = []
         append = batch.append
@@ -345,7 +348,7 @@ class RecordReader:
             length, stored = hdr(buf, i)
             if lengths.get(length) != stored:
                 c = crc(buf[i : i + 8])
-                if (((c >> 15) | (c << 17)) + delta) & mask != stored:
+                if (((c >> 15) | (c << 17)) + delta) & mask != stored or length > cap:
                     break
                 if len(lengths) >= _LENGTH_CACHE_MAX:
                     lengths.clear()
@@ -388,12 +391,5 @@ def open_event_file(path: str, size: int | None = None) -> BinaryIO:
         return raw
     raw.seek(0)
     stream = gzip.GzipFile(fileobj=raw, mode="rb")
-    stream.myfileobj = raw  # type: ignore[assignment]  # closed with the stream, as when GzipFile opens the path itself
+    stream.myfileobj = raw  # type: ignore[assignment]  # closed with it, as if it opened the path
     return stream  # type: ignore[return-value]
-
-
-def open_binary(path: str, size: int | None = None) -> BinaryIO:
-    """A local file or a remote object (``remote``), open for binary reading."""
-    if is_remote(path):
-        return open_remote(path, size)
-    return open(path, "rb")

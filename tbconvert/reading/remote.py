@@ -30,6 +30,7 @@ __all__ = [
     "is_remote",
     "list_objects",
     "local_path",
+    "open_binary",
     "open_remote",
     "redacted",
     "use_storage_options",
@@ -292,6 +293,13 @@ class RemoteFile(io.RawIOBase):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         super().close()
+
+
+def open_binary(path: str, size: int | None = None) -> BinaryIO:
+    """A local file or a remote object, open for binary reading."""
+    if is_remote(path):
+        return open_remote(path, size)
+    return open(path, "rb")
 
 
 def open_remote(url: str, size: int | None = None) -> BinaryIO:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import google_crc32c
@@ -25,6 +26,22 @@ _NONZERO = re.compile(b"[^\x00]")
 # Resync candidates checked one by one in a buffer before switching to the vectorised check.
 _DENSE_AFTER = 1024
 _DENSE_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A region of an event file skipped because its checksums failed (or its record was
+    over the size cap).
+
+    Attributes:
+        offset: First byte of the damaged region.
+        length: Bytes skipped (resume offset minus ``offset``).
+        reason: Short human-readable cause, e.g. ``"bad length checksum"``.
+    """
+
+    offset: int
+    length: int
+    reason: str
 
 
 def resync_candidates(buf: bytes, lo: int, hi: int) -> Iterator[int]:

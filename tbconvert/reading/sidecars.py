@@ -20,7 +20,7 @@ from typing import Any
 from tbconvert.reading.chunks import Chunk, FileTask, ReadSettings
 from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.layouts import PARAMS_SIDECARS
-from tbconvert.reading.records import open_binary
+from tbconvert.reading.remote import open_binary
 from tbconvert.rows import SeriesDefinition
 
 __all__ = ["read_sidecar"]

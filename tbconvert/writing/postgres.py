@@ -13,6 +13,7 @@ both backends).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
@@ -24,6 +25,9 @@ from tbconvert.store.engine import advisory_key
 from tbconvert.writing import pg_copy, pg_foreign_keys
 from tbconvert.writing.bulk import executemany, nothing
 from tbconvert.writing.statements import LOCK, Statements
+
+# Blobs larger than this go to the server in pieces of this size.
+BLOB_PIECE = 4 << 20
 
 
 class PostgresBulk:
@@ -107,12 +111,17 @@ class PostgresBulk:
         return inserted
 
     def insert_blobs(self, dbapi: Any, blobs: Sequence[tuple[str, int, bytes]]) -> None:
-        """Insert (sha256, size, data) rows, ignoring stored ones."""
+        """Insert (sha256, size, data) rows, ignoring stored ones; blobs larger than a piece
+        go by COPY in pieces (:func:`_copy_large_blob`), after the others (an order every
+        converter takes, as the writer's sorted one)."""
         executemany(
             dbapi,
             "INSERT INTO blobs (sha256, size, data) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-            blobs,
+            [blob for blob in blobs if blob[1] <= BLOB_PIECE],
         )
+        for sha, size, data in blobs:
+            if size > BLOB_PIECE:
+                _copy_large_blob(dbapi, sha, data)
 
 
 def server_text(value: str | None) -> str | None:
@@ -149,6 +158,31 @@ def _write(copy: Any, types: Sequence[str], data: Iterable[Row] | pg_copy.Stream
     floats = [index for index, kind in enumerate(types) if kind == "float8"]
     for row in _nan_as_null(data, floats):
         copy.write_row(row)
+
+
+def _copy_large_blob(dbapi: Any, sha: str, data: bytes) -> None:
+    """Store one blob unless stored already, sent a piece at a time through the session's
+    staging table.  Bound as a parameter, the blob is copied whole into libpq's output
+    buffer, which keeps that size for the connection's life (issue #40)."""
+    stage = "tbconvert_stage_blobs"
+    key = sha.encode()
+    head = struct.pack(">hi", 3, len(key)) + key + struct.pack(">iqi", 8, len(data), len(data))
+    view = memoryview(data)
+    with dbapi.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} "
+            "(sha256 text, size bigint, data bytea) ON COMMIT DELETE ROWS"
+        )
+        cursor.execute(f"TRUNCATE {stage}")
+        with cursor.copy(f"COPY {stage} (sha256, size, data) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(pg_copy.SIGNATURE + head)
+            for start in range(0, len(data), BLOB_PIECE):
+                copy.write(view[start : start + BLOB_PIECE])
+            copy.write(pg_copy.TRAILER)
+        cursor.execute(
+            f"INSERT INTO blobs (sha256, size, data) SELECT sha256, size, data FROM {stage} "
+            "ON CONFLICT DO NOTHING"
+        )
 
 
 def _copy(

@@ -19,6 +19,9 @@ from tbconvert.writing.bulk import executemany, nothing
 from tbconvert.writing.sqlite_checkpoints import WRITER_AUTOCHECKPOINT_PAGES, Checkpointer
 from tbconvert.writing.statements import Statements, insert_many
 
+# Blobs larger than this are written in pieces of this size.
+BLOB_PIECE = 4 << 20
+
 
 class SqliteBulk:
     """Bulk writes into a SQLite store."""
@@ -102,9 +105,40 @@ class SqliteBulk:
         return inserted + insert_many(dbapi, into, f"({marks})", whole, count)
 
     def insert_blobs(self, dbapi: Any, blobs: Sequence[tuple[str, int, bytes]]) -> None:
-        """Insert (sha256, size, data) rows, ignoring stored ones."""
+        """Insert (sha256, size, data) rows, ignoring stored ones; blobs larger than a piece
+        are written in pieces (:func:`insert_large_blob`)."""
+        pieces = hasattr(dbapi, "blobopen")  # Python >= 3.11
         executemany(
             dbapi,
             "INSERT INTO blobs (sha256, size, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            blobs,
+            [blob for blob in blobs if not pieces or blob[1] <= BLOB_PIECE],
         )
+        for sha, size, data in blobs:
+            if pieces and size > BLOB_PIECE:
+                insert_large_blob(dbapi, sha, data)
+
+
+def insert_large_blob(dbapi: Any, sha: str, data: bytes) -> None:
+    """Insert one blob as zeros, then write its bytes over them a piece at a time.
+
+    A bound blob is copied (Python's sqlite3 binds with ``SQLITE_TRANSIENT``), copied again
+    into the record SQLite builds, and the first copy stays bound to the cached statement
+    until its next use: three times the blob in all.  A ``zeroblob`` costs no memory, and
+    the pieces go through the page cache (issue #40).
+    """
+    cursor = dbapi.cursor()
+    try:
+        cursor.execute(
+            "INSERT INTO blobs (sha256, size, data) VALUES (?, ?, zeroblob(?)) "
+            "ON CONFLICT DO NOTHING RETURNING id",
+            (sha, len(data), len(data)),
+        )
+        row = cursor.fetchone()
+    finally:
+        cursor.close()
+    if row is None:  # stored already
+        return
+    view = memoryview(data)
+    with dbapi.blobopen("blobs", "data", row[0]) as blob:
+        for start in range(0, len(data), BLOB_PIECE):
+            blob.write(view[start : start + BLOB_PIECE])
