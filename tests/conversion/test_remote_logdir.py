@@ -373,3 +373,17 @@ def test_an_http_listing_converts_and_grows_as_the_local_logdir(tmp_path: Path) 
     assert first.exit_code == second.exit_code == 0
     assert second.files_read == 1
     assert comparable(tmp_path / "runs.db", url) == comparable(tmp_path / "local.db", str(logs))
+
+
+def test_workers_read_a_url_logdir_as_one_process_does(s3: S3Server, tmp_path: Path) -> None:
+    """``--jobs 2``: forked workers make their own file-system instances (fsspec's)."""
+    logs = tmp_path / "logs"
+    for run in range(6):
+        write_events(logs / f"run{run}" / EVENTS, scalar_events("loss", range(3000)))
+    url = s3.upload(logs, new_bucket(s3), "jobs")
+
+    two = convert_url(s3, url, tmp_path / "two.db", jobs=2)
+    one = convert_url(s3, url, tmp_path / "one.db")
+
+    assert two.exit_code == one.exit_code == 0 and two.files_read == 6
+    assert comparable(tmp_path / "two.db", url) == comparable(tmp_path / "one.db", url)
