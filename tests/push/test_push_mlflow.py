@@ -1,0 +1,236 @@
+"""``tbconvert push mlflow`` against a real MLflow, read back with MLflow's own client: every
+metric history equals ``v_scalars`` point for point, params equal ``v_params``, tags say
+where each run came from, and a second push sends nothing (#39).
+
+The expected values come from the store's views and MLflow's documented behaviour: a
+timestamp is the wall time in milliseconds, to the nearest; MLflow's SQL stores keep an
+infinity as the largest double, its file store as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import sys
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from mlflow import MlflowClient
+
+from tbconvert import convert
+from tbconvert.cli import cli
+from tbconvert.push.mlflow import push_mlflow
+from tests.push.conftest import ODD_TAG, W0, write_logdir
+from tests.support.eventfiles import append_events, simple_value, summary_event
+
+# The key of ODD_TAG by the documented rule, written out by hand.
+ODD_KEY = "loss 20  28  25  29  20  fc "
+TARGETS = ("server", "sqlite", "file")
+
+
+def tracking_uri(
+    target: str, mlflow_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    if target == "server":
+        return mlflow_server
+    if target == "sqlite":
+        return f"sqlite:///{tmp_path / 'mlflow.db'}"
+    # MLflow 3 takes its file store (in maintenance) only when asked to.
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    return (tmp_path / "mlruns").as_uri()
+
+
+def expected_value(value: float | None, target: str) -> float:
+    if value is None:
+        return math.nan
+    if math.isinf(value) and target != "file":
+        return math.copysign(sys.float_info.max, value)
+    return value
+
+
+def comparable(points: list[tuple[int, int, float]]) -> list[tuple[int, int, Any]]:
+    return sorted((step, ms, "nan" if math.isnan(v) else v) for step, ms, v in points)
+
+
+def expected_key(context: str, tag: str) -> str:
+    # Plain names here: the rule keeps them, joined by " / " in a context.
+    key = ODD_KEY if tag == ODD_TAG else tag
+    return key if context == "" else f"{context} / {key}"
+
+
+def store_histories(store: Path, target: str) -> dict[tuple[str, str], list[Any]]:
+    found: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
+    with closing(sqlite3.connect(store)) as conn:
+        for run_path, context, tag, step, wall, value in conn.execute(
+            "SELECT run_path, context, tag, step, wall_time, value FROM v_scalars"
+        ):
+            ms = 0 if wall is None else round(wall * 1000)
+            key = (run_path, expected_key(context, tag))
+            found.setdefault(key, []).append((step, ms, expected_value(value, target)))
+    return {key: comparable(points) for key, points in found.items()}
+
+
+def mlflow_runs(uri: str, experiment: str = "tbconvert") -> dict[str, Any]:
+    client = MlflowClient(uri)
+    found = client.get_experiment_by_name(experiment)
+    assert found is not None
+    return {r.info.run_name: r for r in client.search_runs([found.experiment_id])}
+
+
+def mlflow_histories(uri: str, experiment: str = "tbconvert") -> dict[tuple[str, str], list[Any]]:
+    client = MlflowClient(uri)
+    histories = {}
+    for name, run in mlflow_runs(uri, experiment).items():
+        for key in run.data.metrics:
+            points = client.get_metric_history(run.info.run_id, key)
+            histories[(name, key)] = comparable([(m.step, m.timestamp, m.value) for m in points])
+    return histories
+
+
+@pytest.fixture
+def converted(tmp_path: Path) -> Path:
+    write_logdir(tmp_path / "logs")
+    store = tmp_path / "runs.db"
+    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
+    return store
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_history_equals_v_scalars_and_a_second_push_sends_nothing(
+    target: str,
+    mlflow_server: str,
+    converted: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    uri = tracking_uri(target, mlflow_server, tmp_path, monkeypatch)
+    experiment = f"every-{target}-{tmp_path.name}"
+    summary = push_mlflow(converted, uri, experiment)
+    expected = store_histories(converted, target)
+    assert summary.metrics == sum(len(points) for points in expected.values())
+    assert mlflow_histories(uri, experiment) == expected
+    assert push_mlflow(converted, uri, experiment).metrics == 0
+    assert mlflow_histories(uri, experiment) == expected
+
+
+@pytest.mark.slow
+def test_runs_are_named_and_tagged_by_where_they_came_from_with_their_params(
+    mlflow_server: str, converted: Path, tmp_path: Path
+) -> None:
+    push_mlflow(converted, mlflow_server, "tagged")
+    runs = mlflow_runs(mlflow_server, "tagged")
+    with closing(sqlite3.connect(converted)) as conn:
+        stored = conn.execute("SELECT run_id, run_path, logdir, group_path FROM v_runs").fetchall()
+        params = conn.execute("SELECT run_path, key, value FROM v_params").fetchall()
+    assert sorted(runs) == sorted(path for _, path, _, _ in stored)
+    for run_id, run_path, logdir, group in stored:
+        tags = runs[run_path].data.tags
+        assert tags["tbconvert.run_id"] == str(run_id)
+        assert tags["tbconvert.run_path"] == run_path
+        assert tags["tbconvert.logdir"] == tags["tbconvert.source"] == logdir
+        assert tags["tbconvert.group"] == group
+        assert runs[run_path].info.status == "FINISHED"
+    # One hparams session per run: the params are the keys as logged.
+    assert {path: runs[path].data.params for path in runs} == {
+        path: {key: value for p, key, value in params if p == path} for path in runs
+    }
+    assert runs["run_1"].data.params == {"lr": "0.2", "opt": "sgd"}
+
+
+@pytest.mark.slow
+def test_a_push_after_a_conversion_sends_only_the_new_points(
+    mlflow_server: str, converted: Path, tmp_path: Path
+) -> None:
+    push_mlflow(converted, mlflow_server, "incremental")
+    event_file = next((tmp_path / "logs" / "protos").glob("events.*"))
+    append_events(
+        event_file,
+        [summary_event(step, W0 + step, [simple_value(ODD_TAG, -step)]) for step in (5, 6, 2)],
+    )
+    assert convert(tmp_path / "logs", converted, progress=False).exit_code == 0
+    summary = push_mlflow(converted, mlflow_server, "incremental")
+    assert summary.metrics == 3
+    assert mlflow_histories(mlflow_server, "incremental") == store_histories(converted, "server")
+
+
+def run_cli(*args: str) -> Any:
+    return CliRunner().invoke(cli, ["push", "mlflow", *args])
+
+
+def one_line_error(result: Any, *words: str) -> None:
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_an_unreachable_server_is_one_line(converted: Path) -> None:
+    from tests.push.conftest import free_port
+
+    uri = f"http://127.0.0.1:{free_port()}"
+    result = run_cli("--store", str(converted), "--tracking-uri", uri)
+    one_line_error(result, "cannot reach", uri)
+
+
+@pytest.mark.slow
+def test_a_deleted_experiment_is_one_line(mlflow_server: str, converted: Path) -> None:
+    client = MlflowClient(mlflow_server)
+    client.delete_experiment(client.create_experiment("gone"))
+    result = run_cli(
+        "--store", str(converted), "--tracking-uri", mlflow_server, "--experiment", "gone"
+    )
+    one_line_error(result, "'gone'", "deleted", "restore")
+
+
+@pytest.mark.slow
+def test_a_run_deleted_in_mlflow_between_pushes_is_one_line_and_nothing_is_sent_twice(
+    mlflow_server: str, converted: Path
+) -> None:
+    push_mlflow(converted, mlflow_server, "deleted-run")
+    before = mlflow_histories(mlflow_server, "deleted-run")
+    MlflowClient(mlflow_server).delete_run(
+        mlflow_runs(mlflow_server, "deleted-run")["run_0"].info.run_id
+    )
+    args = (
+        "--store",
+        str(converted),
+        "--tracking-uri",
+        mlflow_server,
+        "--experiment",
+        "deleted-run",
+    )
+    one_line_error(run_cli(*args), "run_0", "deleted", "mlflow runs restore")
+    MlflowClient(mlflow_server).restore_run(_deleted(mlflow_server))
+    assert run_cli(*args).exit_code == 0
+    assert mlflow_histories(mlflow_server, "deleted-run") == before
+
+
+def _deleted(uri: str) -> str:
+    from mlflow.entities import ViewType
+
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("deleted-run")
+    assert experiment is not None
+    found = client.search_runs(
+        [experiment.experiment_id], "attributes.run_name = 'run_0'", ViewType.DELETED_ONLY
+    )
+    return str(found[0].info.run_id)
+
+
+def test_without_mlflow_the_error_names_the_extra(
+    converted: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mlflow.tracking", None)
+    result = run_cli("--store", str(converted), "--tracking-uri", "sqlite:///x.db")
+    one_line_error(result, "mlflow", "'.[mlflow]'")
+
+
+@pytest.mark.parametrize("command", [("push",), ("push", "mlflow")])
+def test_help(command: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(cli, [*command, "--help"])
+    assert result.exit_code == 0 and "Example:" in result.output
