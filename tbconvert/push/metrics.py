@@ -74,9 +74,17 @@ class Marks:
     says the tracker holds point i.
     """
 
-    def __init__(self, engine: Engine, where: str, points: Sequence[Point], done: list[bool]):
+    def __init__(
+        self,
+        engine: Engine,
+        where: str,
+        points: Sequence[Point],
+        done: list[bool],
+        point_table: str = "scalars",
+    ) -> None:
         """Start with the marks at the first point of each (series, file) not yet marked."""
         self.engine, self.where, self.points, self.done = engine, where, points, done
+        self.point_table = point_table
         self.cursor: dict[tuple[int, int], int] = {}
         self.end: dict[tuple[int, int], int] = {}
         for index, point in enumerate(points):
@@ -96,7 +104,7 @@ class Marks:
                 self.cursor[group] = index
         if reached:
             with self.engine.begin() as conn:
-                save_marks(conn, self.where, "scalars", reached)
+                save_marks(conn, self.where, self.point_table, reached)
 
 
 def send_points(marks: Marks, send: Callable[[list[Point]], None], batch_size: int) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -20,6 +21,7 @@ from sqlalchemy.engine import Engine
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
 from tbconvert.push import mlflow_remote as remote
+from tbconvert.push.artifacts import push_artifacts
 from tbconvert.push.keys import metric_key, param_keys
 from tbconvert.push.metrics import (
     Marks,
@@ -143,6 +145,7 @@ class _RunPusher:
                 existing = self.client.get_run(pushed.remote_id).data.params
         pushed.params = self._send_tags_and_params(run, pushed.remote_id, tags, existing, warnings)
         pushed.metrics, pushed.resent_skipped = self._send_scalars(run, pushed.remote_id, pending)
+        pushed.artifacts = self._send_artifacts(run, pushed.remote_id)
         with remote.mlflow_errors(f"end run {run.run_path!r}"):
             end = None if run.last_wall_time is None else timestamp_ms(run.last_wall_time)
             self.client.set_terminated(pushed.remote_id, "FINISHED", end_time=end)
@@ -227,6 +230,13 @@ class _RunPusher:
 
         marks = Marks(self.engine, self.where, points, done)
         return send_points(marks, send, self.batch_size), skipped
+
+    def _send_artifacts(self, run: RunRow, remote_id: str) -> int:
+        def upload(root: Path) -> None:
+            with remote.mlflow_errors(f"upload the artifacts of {run.run_path!r}"):
+                self.client.log_artifacts(remote_id, str(root))
+
+        return push_artifacts(self.engine, self.where, run.series, upload)
 
     def _already_there(
         self, remote_id: str, keys: dict[int, str], points: list[Point], covered: list[bool]

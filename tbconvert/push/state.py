@@ -57,17 +57,39 @@ def new_scalars(
 ) -> list[tuple[Point, bool]]:
     """The scalar points of ``series_ids`` not yet acknowledged at ``where``, in mark order;
     with ``covered``, every point, each with whether a mark covers it."""
+    return new_points(conn, where, "scalars", "p.value", series_ids, covered=covered)
+
+
+def new_points(
+    conn: Connection,
+    where: str,
+    table: str,
+    columns: str,
+    series_ids: Sequence[int],
+    *,
+    covered: bool = False,
+    joins: str = "",
+) -> list[tuple[Point, bool]]:
+    """The points of ``table`` in ``series_ids`` that no mark at ``where`` covers (with
+    ``covered``: every point, and whether one does), in mark order.  A point's ``value`` is
+    the one column ``columns`` names, or the tuple of several."""
     if not series_ids:
         return []
     ids = ", ".join(str(int(series_id)) for series_id in series_ids)
+    width = columns.count(",") + 1
     sql = (
-        f"SELECT {_KEY}, p.step, p.wall_time, p.value, {_COVERED} AS covered FROM scalars AS p "
-        f"{_MARKED} WHERE p.series_id IN ({ids})"
+        f"SELECT {_KEY}, p.step, p.wall_time, {_COVERED} AS covered, {columns} "
+        f"FROM {table} AS p {_MARKED} {joins} WHERE p.series_id IN ({ids})"
         + ("" if covered else f" AND NOT {_COVERED}")
         + f" {_ORDER}"
     )
-    rows = conn.execute(text(sql), {"destination": where, "point_table": "scalars"})
-    return [(Point(*row[:9]), bool(row[9])) for row in rows]
+    found = []
+    for row in conn.execute(text(sql), {"destination": where, "point_table": table}):
+        value = row[9] if width == 1 else tuple(row[9:])
+        series_id, file_id, path, digest, offset, value_index, step, wall_time = row[:8]
+        point = Point(series_id, file_id, path, digest, offset, value_index, step, wall_time, value)
+        found.append((point, bool(row[8])))
+    return found
 
 
 def remote_run(conn: Connection, where: str, run_id: int) -> tuple[str, bool] | None:

@@ -9,6 +9,7 @@ infinity as the largest double, its file store as it is.
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 import sys
@@ -37,6 +38,7 @@ def tracking_uri(
     if target == "server":
         return mlflow_server
     if target == "sqlite":
+        monkeypatch.chdir(tmp_path)  # its artifacts go to ./mlruns
         return f"sqlite:///{tmp_path / 'mlflow.db'}"
     # MLflow 3 takes its file store (in maintenance) only when asked to.
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
@@ -155,6 +157,86 @@ def test_a_push_after_a_conversion_sends_only_the_new_points(
     summary = push_mlflow(converted, mlflow_server, "incremental")
     assert summary.metrics == 3
     assert mlflow_histories(mlflow_server, "incremental") == store_histories(converted, "server")
+
+
+def expected_artifacts(store: Path) -> dict[tuple[str, str], bytes]:
+    """Every artifact file by the documented paths, from the store's tables."""
+    owner = (
+        "JOIN series AS s ON s.id = p.series_id JOIN runs AS r ON r.id = s.run_id "
+        "JOIN contexts AS c ON c.id = s.context_id"
+    )
+    found: dict[tuple[str, str], bytes] = {}
+    with closing(sqlite3.connect(store)) as conn:
+        for table, kind in (("images", "format"), ("audio", "content_type")):
+            for (
+                run_path,
+                context,
+                tag,
+                step,
+                file_id,
+                offset,
+                index,
+                idx,
+                form,
+                data,
+            ) in conn.execute(
+                f"SELECT r.run_path, c.name, s.name, p.step, p.file_id, p.record_offset, "
+                f"p.value_index, p.idx, p.{kind}, b.data FROM {table} AS p {owner} "
+                "JOIN blobs AS b ON b.id = p.blob_id"
+            ):
+                extension = {"audio/wav": "wav"}.get(form, form.lower())
+                name = f"step={step},file={file_id},offset={offset},value={index},idx={idx}"
+                path = f"{table}/{expected_key(context, tag)}/{name}.{extension}"
+                found[(run_path, path)] = data
+        lines: dict[tuple[str, str], list[str]] = {}
+        for run_path, context, tag, step, wall, idx, value in conn.execute(
+            "SELECT run_path, context, tag, step, wall_time, idx, value FROM v_texts "
+            "ORDER BY run_path, context, tag, step, idx"
+        ):
+            line = {"step": step, "wall_time": wall, "idx": idx, "value": value}
+            path = f"texts/{expected_key(context, tag)}/@points.jsonl"
+            lines.setdefault((run_path, path), []).append(json.dumps(line))
+        for run_path, context, tag, step, wall, count, low, high, buckets in conn.execute(
+            "SELECT run_path, context, tag, step, wall_time, count, min, max, buckets "
+            "FROM v_histograms ORDER BY run_path, context, tag, step"
+        ):
+            line = {"step": step, "wall_time": wall, "count": count, "min": low, "max": high}
+            line["buckets"] = buckets
+            path = f"histograms/{expected_key(context, tag)}/@points.jsonl"
+            lines.setdefault((run_path, path), []).append(json.dumps(line))
+    for key, found_lines in lines.items():
+        found[key] = "".join(line + "\n" for line in found_lines).encode()
+    return found
+
+
+def mlflow_artifacts(uri: str, experiment: str, into: Path) -> dict[tuple[str, str], bytes]:
+    client = MlflowClient(uri)
+    found = {}
+    for name, run in mlflow_runs(uri, experiment).items():
+        local = Path(client.download_artifacts(run.info.run_id, "", str(into / name)))
+        for path in local.rglob("*"):
+            if path.is_file():
+                found[(name, path.relative_to(local).as_posix())] = path.read_bytes()
+    return found
+
+
+@pytest.mark.slow
+def test_images_audio_texts_and_histograms_come_back_byte_for_byte(
+    mlflow_server: str, converted: Path, tmp_path: Path
+) -> None:
+    summary = push_mlflow(converted, mlflow_server, "artifacts")
+    expected = expected_artifacts(converted)
+    assert {(path.split("/")[0]) for _, path in expected} == {
+        "images",
+        "audio",
+        "texts",
+        "histograms",
+    }
+    assert sum(run.artifacts for run in summary.runs) == len(expected)
+    assert mlflow_artifacts(mlflow_server, "artifacts", tmp_path / "back") == expected
+    assert (
+        sum(run.artifacts for run in push_mlflow(converted, mlflow_server, "artifacts").runs) == 0
+    )
 
 
 def run_cli(*args: str) -> Any:
