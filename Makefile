@@ -73,6 +73,7 @@ mutate: $(VENV)/.installed-mutate
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/query.py
+	$(BIN)/python benchmarks/push_mlflow.py
 
 clean:
 	rm -rf $(VENV) mutants build dist *.egg-info demo.db demo.db-wal demo.db-shm $(DEMO_LOGS) $(REPORT)
