@@ -20,12 +20,19 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
+from tensorboardX import SummaryWriter
 
 from tbconvert import convert
 from tbconvert.cli import cli
 from tbconvert.push.mlflow import push_mlflow
 from tests.push.conftest import ODD_TAG, W0, write_logdir
-from tests.support.eventfiles import append_events, simple_value, summary_event
+from tests.support.eventfiles import (
+    append_events,
+    simple_value,
+    summary_event,
+    write_tbx_scalars,
+)
+from tests.support.snapshots import connect
 
 # The key of ODD_TAG by the documented rule, written out by hand.
 ODD_KEY = "loss 20  28  25  29  20  fc "
@@ -63,9 +70,9 @@ def expected_key(context: str, tag: str) -> str:
     return key if context == "" else f"{context} / {key}"
 
 
-def store_histories(store: Path, target: str) -> dict[tuple[str, str], list[Any]]:
+def store_histories(store: Path | str, target: str) -> dict[tuple[str, str], list[Any]]:
     found: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
-    with closing(sqlite3.connect(store)) as conn:
+    with closing(connect(store)) as conn:
         for run_path, context, tag, step, wall, value in conn.execute(
             "SELECT run_path, context, tag, step, wall_time, value FROM v_scalars"
         ):
@@ -153,9 +160,15 @@ def test_a_push_after_a_conversion_sends_only_the_new_points(
         event_file,
         [summary_event(step, W0 + step, [simple_value(ODD_TAG, -step)]) for step in (5, 6, 2)],
     )
+    # A new file of an existing series too, and a run of its own.
+    write_tbx_scalars(
+        tmp_path / "logs" / "run_0", [("loss", step, W0 + 500 + step, 0.25) for step in range(4)]
+    )
+    write_tbx_scalars(tmp_path / "logs" / "run_9", [("loss", 0, W0, 1.0)])
     assert convert(tmp_path / "logs", converted, progress=False).exit_code == 0
     summary = push_mlflow(converted, mlflow_server, "incremental")
-    assert summary.metrics == 3
+    assert summary.metrics == 3 + 4 + 1
+    assert [run.run_path for run in summary.runs if run.created] == ["run_9"]
     assert mlflow_histories(mlflow_server, "incremental") == store_histories(converted, "server")
 
 
@@ -237,6 +250,46 @@ def test_images_audio_texts_and_histograms_come_back_byte_for_byte(
     assert (
         sum(run.artifacts for run in push_mlflow(converted, mlflow_server, "artifacts").runs) == 0
     )
+
+
+def test_a_store_of_either_backend_is_pushed(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_logdir(tmp_path / "logs", runs=1, steps=5)
+    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.chdir(tmp_path)  # MLflow's sqlite: store puts its artifacts in ./mlruns
+    first = push_mlflow(store, uri)
+    assert mlflow_histories(uri) == store_histories(store, "sqlite")
+    assert first.metrics > 0 and push_mlflow(store, uri).metrics == 0
+
+
+def test_a_param_value_over_mlflows_limit_is_cut_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with SummaryWriter(str(tmp_path / "logs" / "long")) as writer:
+        writer.add_hparams({"note": "n" * 7000, "lr": 0.5}, {"hp/x": 1.0})
+    store = tmp_path / "runs.db"
+    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    summary = push_mlflow(store, uri)
+    (warning,) = summary.warnings
+    assert "'note'" in warning and "7000" in warning and "6000" in warning
+    assert mlflow_runs(uri)["long"].data.params == {"note": "n" * 6000, "lr": "0.5"}
+
+
+def test_the_json_summary_is_alone_on_stdout(
+    converted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = run_cli("--store", str(converted), "--tracking-uri", uri, "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["metrics"] == sum(len(p) for p in store_histories(converted, "sqlite").values())
+    assert sorted(run["run_path"] for run in document["runs"]) == ["protos", "run_0", "run_1"]
+    assert "pushed 3 runs (3 new)" in result.stderr
 
 
 def run_cli(*args: str) -> Any:
