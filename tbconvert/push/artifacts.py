@@ -64,16 +64,18 @@ def push_artifacts(
         with engine.connect() as conn:
             for table, (columns, joins, per_point) in _TABLES.items():
                 for one in chosen:
-                    found = new_points(
-                        conn, where, table, columns, [one.id], covered=not per_point, joins=joins
-                    )
-                    fresh = [point for point, covered in found if not covered]
+                    found = new_points(conn, where, table, columns, [one.id], joins=joins)
+                    fresh = [point for point, _ in found]
                     if not fresh:
                         continue
                     if per_point:
                         files += _write_points(root, table, one, fresh)
                     else:
-                        _write_series(root, table, one, [point for point, _ in found])
+                        # The whole series, written again.
+                        every = new_points(
+                            conn, where, table, columns, [one.id], covered=True, joins=joins
+                        )
+                        _write_series(root, table, one, [point for point, _ in every])
                         files += 1
                     marked.append((table, fresh))
         if not files:

@@ -17,6 +17,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
@@ -247,9 +248,16 @@ def test_images_audio_texts_and_histograms_come_back_byte_for_byte(
     }
     assert sum(run.artifacts for run in summary.runs) == len(expected)
     assert mlflow_artifacts(mlflow_server, "artifacts", tmp_path / "back") == expected
-    assert (
-        sum(run.artifacts for run in push_mlflow(converted, mlflow_server, "artifacts").runs) == 0
-    )
+    assert not any(run.artifacts for run in push_mlflow(converted, mlflow_server, "artifacts").runs)
+    # A text and an image more: the text's series file is written again, the image added.
+    with SummaryWriter(str(tmp_path / "logs" / "run_0"), filename_suffix=".more") as writer:
+        writer.add_text("note", "later", 7, walltime=W0 + 7)
+        writer.add_image("sample", np.zeros((3, 2, 2), np.uint8), 7, walltime=W0 + 7)
+    assert convert(tmp_path / "logs", converted, progress=False).exit_code == 0
+    again = push_mlflow(converted, mlflow_server, "artifacts")
+    assert [(run.run_path, run.artifacts) for run in again.runs if run.artifacts] == [("run_0", 2)]
+    expected = expected_artifacts(converted)
+    assert mlflow_artifacts(mlflow_server, "artifacts", tmp_path / "again") == expected
 
 
 def test_a_store_of_either_backend_is_pushed(
