@@ -134,15 +134,11 @@ class _RunPusher:
             key: remote.clip(value, remote.MAX_TAG_VALUE_LENGTH, f"tag {key}", warnings)
             for key, value in remote.run_tags(run, self.store).items()
         }
-        pushed = self._open_run(run, known, tags)
+        pushed, existing = self._open_run(run, known, tags)
         # A run found by its tag, not in the store, was created by a push that crashed.
         pending = known[1] if known is not None else not pushed.created
         with self.engine.begin() as conn:
             save_run(conn, self.where, run.run_id, pushed.remote_id, pending=True)
-        existing: dict[str, str] = {}
-        if not pushed.created:
-            with remote.mlflow_errors(f"read run {pushed.remote_id}"):
-                existing = self.client.get_run(pushed.remote_id).data.params
         pushed.params = self._send_tags_and_params(run, pushed.remote_id, tags, existing, warnings)
         pushed.metrics, pushed.resent_skipped = self._send_scalars(run, pushed.remote_id, pending)
         pushed.artifacts = self._send_artifacts(run, pushed.remote_id)
@@ -155,15 +151,16 @@ class _RunPusher:
 
     def _open_run(
         self, run: RunRow, known: tuple[str, bool] | None, tags: dict[str, str]
-    ) -> RunPushed:
-        if known is not None:
-            remote.active_run(self.client, known[0], run)
-            return RunPushed(run.run_path, known[0])
-        found = remote.find_run(self.client, self.experiment_id, run)
-        if found is not None:
-            return RunPushed(run.run_path, found)
-        created = remote.create_run(self.client, self.experiment_id, run, tags)
-        return RunPushed(run.run_path, created, created=True)
+    ) -> tuple[RunPushed, dict[str, str]]:
+        """The MLflow run of ``run`` (found, or created) and the params it holds."""
+        remote_id = known[0] if known is not None else None
+        if remote_id is None:
+            remote_id = remote.find_run(self.client, self.experiment_id, run)
+        if remote_id is None:
+            created = remote.create_run(self.client, self.experiment_id, run, tags)
+            return RunPushed(run.run_path, created, created=True), {}
+        found = remote.active_run(self.client, remote_id, run)
+        return RunPushed(run.run_path, remote_id), dict(found.data.params)
 
     def _send_tags_and_params(
         self,
