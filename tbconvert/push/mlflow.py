@@ -89,9 +89,10 @@ def push_mlflow(
     """
     if not 1 <= batch_size <= remote.MAX_METRICS_PER_BATCH:
         raise UsageError(f"batch size {batch_size}", hint="1 to 1000 (MLflow's limit)")
-    client = remote.make_client(tracking_uri)
+    # The store first: a wrong --store must not leave an MLflow database created behind it.
     engine, display = open_for_push(store)
     try:
+        client = remote.make_client(tracking_uri)
         experiment_id = remote.experiment_id(client, experiment)
         summary = PushSummary(tracking_uri, experiment, experiment_id)
         where = destination("mlflow", tracking_uri, experiment_id)

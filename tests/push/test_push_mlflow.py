@@ -377,3 +377,10 @@ def test_without_mlflow_the_error_names_the_extra(
 def test_help(command: tuple[str, ...]) -> None:
     result = CliRunner().invoke(cli, [*command, "--help"])
     assert result.exit_code == 0 and "Example:" in result.output
+
+
+def test_a_missing_store_is_one_line_and_creates_nothing_in_mlflow(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = run_cli("--store", str(tmp_path / "none.db"), "--tracking-uri", uri)
+    one_line_error(result, "no store here")
+    assert not (tmp_path / "mlflow.db").exists()
