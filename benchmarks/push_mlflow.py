@@ -149,7 +149,7 @@ def main() -> int:
                 if name == "recipe":
                     command = [sys.executable, __file__, "--recipe", logdir, url, *dirs]
                     seconds, said = timed(command)
-                    parts["EventAccumulator reading (inside the recipe)"] = float(said.split()[-1])
+                    parts["of the recipe: EventAccumulator reading"] = float(said.split()[-1])
                     experiment = "recipe"
                 else:
                     store = str(root / "store.db")
@@ -157,8 +157,8 @@ def main() -> int:
                     converting, _ = timed([*tbconvert, "tf", "--logdir", logdir, "--store", store])
                     push = ["push", "mlflow", "--store", store, "--tracking-uri", url, "-q"]
                     pushing, _ = timed([*tbconvert, *push])
-                    parts["tbconvert tf (the conversion alone)"] = converting
-                    parts["tbconvert push mlflow (the push alone)"] = pushing
+                    parts["of tbconvert: tbconvert tf"] = converting
+                    parts["of tbconvert: tbconvert push mlflow"] = pushing
                     seconds = converting + pushing
                     experiment = "tbconvert"
                 results[name] = (seconds, points_in(url, experiment))
