@@ -206,12 +206,14 @@ class _RunPusher:
         with self.engine.connect() as conn:
             found = new_scalars(conn, self.where, list(keys), covered=pending)
         points = [point for point, _ in found]
-        done = [covered for _, covered in found]
-        skipped = 0
-        if pending and not all(done):
-            there = self._already_there(remote_id, keys, points, done)
-            skipped = sum(there) - sum(done)
-            done = there
+        covered = [flag for _, flag in found]
+        done = covered
+        if pending and not all(covered):
+            done = self._already_there(remote_id, keys, points, covered)
+        # The marks already cover those: only the rest (a suffix of each file's points) moves.
+        fresh = [index for index, flag in enumerate(covered) if not flag]
+        points, done = [points[i] for i in fresh], [done[i] for i in fresh]
+        skipped = sum(done)
 
         def send(batch: list[Point]) -> None:
             metrics = [

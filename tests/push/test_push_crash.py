@@ -13,9 +13,11 @@ sent twice.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,14 @@ def test_a_push_killed_at_every_batch_boundary_then_run_again_is_exact(
     assert [result["status"] for result in again] == [0] * len(kills), again
 
     expected = store_histories(store, target)
+    # Every destination's marks count each scalar point once.
+    with closing(sqlite3.connect(store)) as conn:
+        (points,) = conn.execute("SELECT count(*) FROM scalars").fetchone()
+        counted = conn.execute(
+            "SELECT destination, sum(points) FROM push_marks WHERE point_table = 'scalars' "
+            "GROUP BY destination"
+        ).fetchall()
+    assert len(counted) == len(kills) + 1 and {total for _, total in counted} == {points}
     for name, *_ in kills:
         assert mlflow_histories(uri, name) == expected, name
         # One MLflow run per tbconvert run: a run the store did not record was found again.
