@@ -2,8 +2,9 @@
 leaves every MLflow history equal to ``v_scalars``, each point exactly once (#39).
 
 Each kill is right before a metric batch is sent (MLflow never gets it) or right after
-MLflow acknowledged it (the store has not marked it), and one right after an MLflow run is
-created (the store has not recorded it): the push run again must find that run by its tag.
+MLflow acknowledged it (the store has not marked it), one right after an MLflow run is
+created (the store has not recorded it): the push run again must find that run by its tag,
+and one on either side of an upload of artifacts, which must come back byte for byte.
 Each kill pushes into an experiment of its own, on the session's server and in MLflow's file
 store.  MLflow's SQL stores (the server's) drop a point equal to one they hold in every field,
 so a batch sent twice leaves no trace there; the file store appends, and shows any point
@@ -27,6 +28,8 @@ from mlflow import MlflowClient
 from tbconvert import convert
 from tests.push.conftest import write_logdir
 from tests.push.test_push_mlflow import (
+    expected_artifacts,
+    mlflow_artifacts,
     mlflow_histories,
     mlflow_runs,
     store_histories,
@@ -82,6 +85,9 @@ def test_a_push_killed_at_every_batch_boundary_then_run_again_is_exact(
         for when in ("before", "after")
     ]
     kills.append(("crash-created", "create_run", 1, "after"))
+    # Around an upload of artifacts (the marks move after it).
+    kills += [("crash-upload-before", "log_artifacts", 2, "before")]
+    kills += [("crash-upload-after", "log_artifacts", 1, "after")]
     killed = run_jobs([job(name, call, n, when) for name, call, n, when in kills], tmp_path)
     assert [result["status"] for result in killed] == [-9] * len(kills), killed
     again = run_jobs([job(name) for name, *_ in kills], tmp_path)
@@ -96,8 +102,10 @@ def test_a_push_killed_at_every_batch_boundary_then_run_again_is_exact(
             "GROUP BY destination"
         ).fetchall()
     assert len(counted) == len(kills) + 1 and {total for _, total in counted} == {points}
+    files = expected_artifacts(store)
     for name, *_ in kills:
         assert mlflow_histories(uri, name) == expected, name
+        assert mlflow_artifacts(uri, name, tmp_path / name) == files, name
         # One MLflow run per tbconvert run: a run the store did not record was found again.
         client = MlflowClient(uri)
         experiment = client.get_experiment_by_name(name)
