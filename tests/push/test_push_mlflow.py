@@ -163,7 +163,9 @@ def test_a_push_after_a_conversion_sends_only_the_new_points(
     )
     # A new file of an existing series too, and a run of its own.
     write_tbx_scalars(
-        tmp_path / "logs" / "run_0", [("loss", step, W0 + 500 + step, 0.25) for step in range(4)]
+        tmp_path / "logs" / "run_0",
+        [("loss", step, W0 + 500 + step, 0.25) for step in range(4)],
+        suffix=".more",
     )
     write_tbx_scalars(tmp_path / "logs" / "run_9", [("loss", 0, W0, 1.0)])
     assert convert(tmp_path / "logs", converted, progress=False).exit_code == 0
