@@ -75,6 +75,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/query.py
 	$(BIN)/python benchmarks/remote.py
 	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/push_mlflow.py
 
 clean:
 	rm -rf $(VENV) mutants build dist *.egg-info demo.db demo.db-wal demo.db-shm $(DEMO_LOGS) $(REPORT)

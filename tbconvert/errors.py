@@ -50,3 +50,7 @@ class UsageError(ConverterError):
 
 class MissingDependency(ConverterError, ImportError):
     """An optional dependency is not installed; the hint names the extra that brings it."""
+
+
+class PushError(ConverterError):
+    """Another tracker (MLflow) cannot be reached, or refuses what a push sends."""

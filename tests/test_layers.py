@@ -26,6 +26,9 @@ ALLOWED = {
     "conversion": {"vocabulary", "plugins", "reading", "store", "writing", "conversion"},
     "query": {"vocabulary", "store", "query"},
     "output": {"vocabulary", "store", "query", "output"},
+    # Pushing into another tracker (MLflow): the read side's, though it writes its own account
+    # of what it sent (push_runs, push_marks) through the store's schema, never the writer.
+    "push": {"vocabulary", "store", "query", "push"},
     "cli": {
         "vocabulary",
         "plugins",
@@ -35,6 +38,7 @@ ALLOWED = {
         "conversion",
         "query",
         "output",
+        "push",
         "cli",
         "top",
     },

@@ -2,9 +2,9 @@
 
 The group and the options commands share are in ``group``; each command family has a module
 named after it: ``convert`` (tf, tensorboard), ``runs`` (runs, show), ``hparams``, ``export``
-(export, datasette-metadata), ``plot`` (plot, report), ``serve`` and ``db``.  All text
-rendering is in ``render``.  Library modules are imported
-inside commands, so ``--help`` starts fast.
+(export, datasette-metadata), ``plot`` (plot, report), ``serve``, ``db`` and ``push``
+(push mlflow).  All text rendering is in ``render``.  Library modules are imported inside
+commands, so ``--help`` starts fast.
 
 Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error, 3 finished but damaged
 records or unreadable files were skipped.
@@ -20,10 +20,10 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Importing a command module registers its commands on the group.
-from tbconvert.cli import convert, db, export, hparams, plot, runs, serve
+from tbconvert.cli import convert, db, export, hparams, plot, push, runs, serve
 from tbconvert.cli.group import cli, end_process
 
-__all__ = ["cli", "convert", "db", "export", "hparams", "main", "plot", "runs", "serve"]
+__all__ = ["cli", "convert", "db", "export", "hparams", "main", "plot", "push", "runs", "serve"]
 
 
 def main() -> None:

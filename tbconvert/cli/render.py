@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tbconvert.conversion.summary import Summary
+    from tbconvert.push.mlflow import PushSummary
 
 _MAX_LISTED = 10
 _BLOCKS = "▁▂▃▄▅▆▇█"
@@ -295,4 +296,22 @@ def render_plan(summary: Summary) -> str:
         f"{sum(e['bytes'] for e in summary.plan if e['action'] != 'unchanged'):,} bytes "
         "to read"
     )
+    return "\n".join(lines)
+
+
+def render_push(summary: PushSummary) -> str:
+    """The human summary of ``tbconvert push mlflow`` (stderr)."""
+    runs = summary.runs
+    created = sum(run.created for run in runs)
+    lines = [f"warning: {warning}" for warning in summary.warnings]
+    lines.append(
+        f"pushed {len(runs)} run{'s' if len(runs) != 1 else ''} ({created} new) into MLflow "
+        f"experiment {summary.experiment!r} (id {summary.experiment_id}) at "
+        f"{summary.tracking_uri}: {summary.metrics} metric points, "
+        f"{sum(run.params for run in runs)} params, {sum(run.artifacts for run in runs)} "
+        "artifacts"
+    )
+    skipped = sum(run.resent_skipped for run in runs)
+    if skipped:
+        lines.append(f"{skipped} points an interrupted push had sent were found in MLflow")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Double,
     ForeignKey,
     Integer,
@@ -283,3 +284,40 @@ class Tensor(_PointKey, Base):
     dtype: Mapped[str] = mapped_column(Text)
     shape: Mapped[str] = mapped_column(Text)
     blob_id: Mapped[int] = mapped_column(ForeignKey("blobs.id"), index=True)
+
+
+class PushRun(Base):
+    """A run pushed into another tracker (``tbconvert push``), per destination: the
+    tracker's id for it, and ``pending`` while a push may have sent points it has not marked.
+
+    No foreign keys, here and in :class:`PushMark`: the converter deletes runs, series and
+    files with SQLite's enforcement off, and a row that outlives its run is never matched.
+    """
+
+    __tablename__ = "push_runs"
+    __table_args__ = (PrimaryKeyConstraint("destination", "run_id"),)
+
+    destination: Mapped[str] = mapped_column(Text)
+    run_id: Mapped[int] = mapped_column(BigInteger)
+    remote_id: Mapped[str] = mapped_column(Text)
+    pending: Mapped[bool] = mapped_column(Boolean)
+    pushed_at: Mapped[float | None] = mapped_column(Double)
+
+
+class PushMark(Base):
+    """The last point of one (series, point table, event file) that a tracker acknowledged:
+    a file's points are appended in (record offset, value index) order.  The file's path and
+    first-record digest say which file it was: one replaced under the same id is new."""
+
+    __tablename__ = "push_marks"
+    __table_args__ = (PrimaryKeyConstraint("destination", "series_id", "point_table", "file_id"),)
+
+    destination: Mapped[str] = mapped_column(Text)
+    series_id: Mapped[int] = mapped_column(BigInteger)
+    point_table: Mapped[str] = mapped_column(Text)
+    file_id: Mapped[int] = mapped_column(BigInteger)
+    file_path: Mapped[str] = mapped_column(Text)
+    file_digest: Mapped[str | None] = mapped_column(Text)
+    record_offset: Mapped[int] = mapped_column(BigInteger)
+    value_index: Mapped[int] = mapped_column(Integer)
+    points: Mapped[int] = mapped_column(BigInteger)

@@ -1,4 +1,4 @@
--- revision 0009
+-- revision 0010
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -122,6 +122,26 @@ CREATE TABLE params (
  WITHOUT ROWID
 
 ;
+CREATE TABLE push_marks (
+	destination TEXT NOT NULL, 
+	series_id BIGINT NOT NULL, 
+	point_table TEXT NOT NULL, 
+	file_id BIGINT NOT NULL, 
+	file_path TEXT NOT NULL, 
+	file_digest TEXT, 
+	record_offset BIGINT NOT NULL, 
+	value_index INTEGER NOT NULL, 
+	points BIGINT NOT NULL, 
+	CONSTRAINT pk_push_marks PRIMARY KEY (destination, series_id, point_table, file_id)
+);
+CREATE TABLE push_runs (
+	destination TEXT NOT NULL, 
+	run_id BIGINT NOT NULL, 
+	remote_id TEXT NOT NULL, 
+	pending BOOLEAN NOT NULL, 
+	pushed_at DOUBLE, 
+	CONSTRAINT pk_push_runs PRIMARY KEY (destination, run_id)
+);
 CREATE TABLE "runs" (
 	id INTEGER NOT NULL, 
 	logdir TEXT NOT NULL, 
@@ -186,7 +206,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0009');
+INSERT INTO "tbconvert_alembic_version" VALUES('0010');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 

@@ -1,0 +1,49 @@
+"""Revision 0010 (#39): the push state tables come and go with the migration, and a store
+from 0009 keeps everything it held."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Engine
+
+from tbconvert.store import migrate
+from tbconvert.store.engine import create_store_engine, store_url
+
+
+@pytest.fixture
+def engine(store: str) -> Iterator[Engine]:
+    engine = create_store_engine(store_url(store))
+    yield engine
+    engine.dispose()
+
+
+def test_revision_0010_adds_the_push_tables_and_its_downgrade_drops_them(engine: Engine) -> None:
+    from alembic import command
+
+    with engine.begin() as conn:
+        command.upgrade(migrate.alembic_config(conn), "0009")
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, source, logdir, run_path, group_path, name) "
+                "VALUES (1, '/logs', '/logs', 'a', '', 'a')"
+            )
+        )
+        command.upgrade(migrate.alembic_config(conn), "head")
+        tables = set(inspect(conn).get_table_names())
+        assert {"push_runs", "push_marks"} <= tables
+        conn.execute(
+            text(
+                "INSERT INTO push_runs (destination, run_id, remote_id, pending) "
+                "VALUES ('mlflow uri 1', 1, 'abc', true)"
+            )
+        )
+        assert conn.execute(text("SELECT run_path FROM v_runs")).scalar_one() == "a"
+    migrate.check(engine)
+    with engine.begin() as conn:
+        command.downgrade(migrate.alembic_config(conn), "0009")
+        tables = set(inspect(conn).get_table_names())
+        assert not {"push_runs", "push_marks"} & tables
+        assert conn.execute(text("SELECT run_path FROM v_runs")).scalar_one() == "a"

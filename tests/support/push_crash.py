@@ -1,0 +1,89 @@
+"""Kill a push at one MLflow call, from outside the product, as ``kill -9`` would.
+
+Run as ``python -m tests.support.push_crash JOBS.json RESULTS.json``.  JOBS is a list of
+``{"store", "uri", "experiment", "batch_size", "call", "number", "when"}``; for each, the
+driver forks a child that wraps ``MlflowClient.<call>`` (``log_batch`` with metrics, or
+``create_run``) and pushes; the child sends itself SIGKILL right before (``when="before"``:
+MLflow never gets that call) or right after (``"after"``: MLflow acknowledged it, the store
+has not marked it) its ``number``-th such call.  A ``number`` of 0 never kills: the child
+pushes to the end.  RESULTS gets, per job, the child's exit status and the calls it made.
+
+Forking a driver that has imported tbconvert and MLflow once keeps each kill cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+
+def _push_in_child(job: dict[str, Any], report: int) -> None:
+    from mlflow import MlflowClient
+
+    from tbconvert.push.mlflow import push_mlflow
+
+    call, target, when = job["call"], int(job["number"]), job["when"]
+    original = getattr(MlflowClient, call)
+    made = [0]
+    lock = threading.Lock()
+
+    def counted(client: Any, *args: Any, **kwargs: Any) -> Any:
+        if call == "log_batch" and not kwargs.get("metrics"):
+            return original(client, *args, **kwargs)
+        with lock:
+            made[0] += 1
+            number = made[0]
+        if number == target and when == "before":
+            os.write(report, str(number - 1).encode())
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = original(client, *args, **kwargs)
+        if number == target and when == "after":
+            os.write(report, str(number).encode())
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    setattr(MlflowClient, call, counted)
+    push_mlflow(job["store"], job["uri"], job["experiment"], batch_size=job["batch_size"])
+    os.write(report, str(made[0]).encode())
+    os._exit(0)
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Fork, push and kill as the job says; the child's status and the calls it made."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            _push_in_child(job, write_end)
+        except BaseException as error:  # reported as a failed child
+            os.write(write_end, f"error {error!r}".encode())
+            os._exit(1)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        said = reader.read().decode()
+    _, status = os.waitpid(pid, 0)
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    return {"status": code, "said": said}
+
+
+def main(jobs_file: str, results_file: str) -> int:
+    """Run every job in order; write the results."""
+    import mlflow  # noqa: F401  (imported once, before the forks)
+
+    import tbconvert.push.mlflow  # noqa: F401
+
+    with open(jobs_file, encoding="utf-8") as handle:
+        jobs = json.load(handle)
+    results = [run_job(job) for job in jobs]
+    with open(results_file, "w", encoding="utf-8") as handle:
+        json.dump(results, handle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
