@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tbconvert"
 # schema: the write side (reading -> conversion -> writing) and the read side (query ->
 # output); the CLI sits on both.
 ALLOWED = {
-    "vocabulary": {"vocabulary"},  # errors, filters, rows, version, plugins.names
+    "vocabulary": {"vocabulary"},  # errors, filters, rows, urls, version, plugins.names
     "plugins": {"vocabulary", "plugins"},
     "reading": {"vocabulary", "plugins", "reading"},
     "store": {"vocabulary", "store"},
@@ -59,7 +59,10 @@ def layer_of(module: str) -> str:
     if module in ("tbconvert", "tbconvert.__main__"):
         return "top" if module == "tbconvert" else "cli"
     first = parts[1]
-    if first in ("errors", "filters", "rows", "version") or module == "tbconvert.plugins.names":
+    if (
+        first in ("errors", "filters", "rows", "urls", "version")
+        or module == "tbconvert.plugins.names"
+    ):
         return "vocabulary"
     return first
 

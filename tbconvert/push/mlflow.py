@@ -33,6 +33,7 @@ from tbconvert.push.metrics import (
 )
 from tbconvert.push.source import RunRow, chosen_runs, open_for_push
 from tbconvert.push.state import Point, destination, new_scalars, remote_run, save_run
+from tbconvert.urls import redacted
 
 DEFAULT_EXPERIMENT = "tbconvert"
 THREADS = 4
@@ -94,7 +95,7 @@ def push_mlflow(
     try:
         client = remote.make_client(tracking_uri)
         experiment_id = remote.experiment_id(client, experiment)
-        summary = PushSummary(tracking_uri, experiment, experiment_id)
+        summary = PushSummary(redacted(tracking_uri), experiment, experiment_id)
         where = destination("mlflow", tracking_uri, experiment_id)
         with engine.connect() as conn:
             runs = chosen_runs(conn, run, tag)

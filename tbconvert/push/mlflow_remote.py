@@ -17,6 +17,7 @@ from typing import Any
 
 from tbconvert.errors import MissingDependency, PushError
 from tbconvert.push.source import RunRow
+from tbconvert.urls import redacted
 
 RUN_ID_TAG = "tbconvert.run_id"
 # MLflow 3.x's limits (mlflow.utils.validation): per log_batch call 1,000 metrics, 100 params
@@ -60,7 +61,7 @@ def _probe(tracking_uri: str) -> None:
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
         raise PushError(
-            f"cannot reach the MLflow tracking server at {tracking_uri} ({reason})",
+            f"cannot reach the MLflow tracking server at {redacted(tracking_uri)} ({reason})",
             hint="is it running? check --tracking-uri",
         ) from error
 

@@ -17,6 +17,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from tbconvert.urls import redacted
+
 _MARKED = """
     JOIN event_files AS f ON f.id = p.file_id
     LEFT JOIN push_marks AS m ON m.destination = :destination AND m.series_id = p.series_id
@@ -48,8 +50,9 @@ class Point:
 
 
 def destination(tracker: str, tracking_uri: str, experiment_id: str) -> str:
-    """The name of a destination in the push tables."""
-    return f"{tracker} {tracking_uri} experiment {experiment_id}"
+    """The name of a destination in the push tables (no credentials of the URI in it: the
+    same server reached with another password is the same destination)."""
+    return f"{tracker} {redacted(tracking_uri)} experiment {experiment_id}"
 
 
 def new_scalars(

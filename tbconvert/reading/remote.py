@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, BinaryIO, cast
 
 from tbconvert.errors import LogdirError, MissingDependency
+from tbconvert.urls import redacted
 
 __all__ = [
     "Listed",
@@ -32,7 +33,6 @@ __all__ = [
     "local_path",
     "open_binary",
     "open_remote",
-    "redacted",
     "use_storage_options",
 ]
 
@@ -63,13 +63,6 @@ def is_remote(path: str) -> bool:
 def local_path(path: str) -> str:
     """A ``file://`` URL as the local path it names; any other path unchanged."""
     return path[len("file://") :] if path.startswith("file://") else path
-
-
-def redacted(url: str) -> str:
-    """The URL without a ``user:password@`` part, as it is shown and stored."""
-    protocol, sep, rest = url.partition("://")
-    host, slash, tail = rest.partition("/")
-    return f"{protocol}{sep}{host.rpartition('@')[2]}{slash}{tail}"
 
 
 def use_storage_options(url: str, options: Mapping[str, Any]) -> None:

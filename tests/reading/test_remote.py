@@ -16,6 +16,7 @@ from tbconvert import convert
 from tbconvert.errors import LogdirError
 from tbconvert.reading import remote
 from tbconvert.reading.discovery import classify
+from tbconvert.urls import redacted
 from tests.support import layouts
 from tests.support.snapshots import view_rows
 
@@ -141,8 +142,10 @@ def test_a_storage_option_without_a_value_never_echoes_it() -> None:
 
 
 def test_credentials_in_a_url_are_never_shown() -> None:
-    assert remote.redacted("s3://user:pass@bucket/logs") == "s3://bucket/logs"
-    assert remote.redacted("gs://bucket/a@b/logs") == "gs://bucket/a@b/logs"
+    assert redacted("s3://user:pass@bucket/logs") == "s3://bucket/logs"
+    assert redacted("https://me:token@mlflow.example:5000/") == "https://mlflow.example:5000/"
+    assert redacted("gs://bucket/a@b/logs") == "gs://bucket/a@b/logs"
+    assert redacted("/local/a@b") == "/local/a@b"
 
 
 def test_a_gzipped_remote_event_file_reads_as_the_local_one(tmp_path: Path) -> None:
