@@ -12,9 +12,13 @@ from dataclasses import dataclass, field
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from tbconvert.errors import StoreError
 from tbconvert.filters import Globs, globs, matches
-from tbconvert.store.engine import create_store_engine, sqlite_path, store_display, store_url
+from tbconvert.store.engine import (
+    create_store_engine,
+    require_existing,
+    store_display,
+    store_url,
+)
 from tbconvert.store.errors import translate_errors
 from tbconvert.store.migrate import ensure_schema
 
@@ -54,13 +58,7 @@ def open_for_push(store: str | os.PathLike[str]) -> tuple[Engine, str]:
     """
     url = store_url(store)
     display = store_display(url)
-    path = sqlite_path(url)
-    if path is not None and not os.path.exists(path):
-        raise StoreError(
-            "no store here",
-            path=path,
-            hint="convert a logdir first: tbconvert tf --logdir DIR --store PATH",
-        )
+    require_existing(url)
     engine = create_store_engine(url)
     try:
         with translate_errors(display):

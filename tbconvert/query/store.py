@@ -21,7 +21,12 @@ from tbconvert.errors import StoreError, UsageError
 from tbconvert.filters import Globs
 from tbconvert.query import groups, inventory, lookups, tables
 from tbconvert.query.results import SeriesRef, StoredImage
-from tbconvert.store.engine import create_store_engine, sqlite_path, store_display, store_url
+from tbconvert.store.engine import (
+    create_store_engine,
+    require_existing,
+    store_display,
+    store_url,
+)
 from tbconvert.store.errors import translate_errors
 
 if TYPE_CHECKING:
@@ -294,14 +299,8 @@ def open_store(store: str | os.PathLike[str] | None = None) -> Store:
     url = store_url(
         store if store is not None else os.environ.get("TBCONVERT_STORE", "tbconvert.db")
     )
-    path = sqlite_path(url)
     display = store_display(url)
-    if path is not None and not os.path.exists(path):
-        raise StoreError(
-            "no store here",
-            path=path,
-            hint="convert a logdir first: tbconvert tf --logdir DIR --store PATH",
-        )
+    require_existing(url)
     engine = create_store_engine(url)
     with translate_errors(display), engine.connect() as conn:
         current = current_revision(conn)

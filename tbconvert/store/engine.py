@@ -66,6 +66,21 @@ def store_display(url: str) -> str:
     return sqlite_path(url) or make_url(url).render_as_string(hide_password=True)
 
 
+def require_existing(url: str) -> None:
+    """Refuse a SQLite store file that does not exist (reading never creates one).
+
+    Raises:
+        StoreError: no file at the URL's path.
+    """
+    path = sqlite_path(url)
+    if path is not None and not os.path.exists(path):
+        raise StoreError(
+            "no store here",
+            path=path,
+            hint="convert a logdir first: tbconvert tf --logdir DIR --store PATH",
+        )
+
+
 def check_store_location(url: str) -> None:
     """Fail early, with the fix, when a SQLite store cannot be created where asked."""
     path = sqlite_path(url)
