@@ -20,7 +20,7 @@ from tbconvert.conversion.summary import Summary
 from tbconvert.errors import UsageError
 from tbconvert.reading import discovery
 from tbconvert.reading.large_records import MAX_RECORD_SIZE, MIN_MAX_RECORD_SIZE
-from tbconvert.reading.remote import is_remote, use_storage_options
+from tbconvert.reading.remote import is_remote, logdir_name, use_storage_options
 from tbconvert.store.engine import (
     DEFAULT_STORE,
     check_store_location,
@@ -30,6 +30,7 @@ from tbconvert.store.engine import (
     store_display,
     store_url,
 )
+from tbconvert.store.file_heads import read_file_heads, save_file_heads
 from tbconvert.writing.writer import StoreWriter
 
 # Allocations between two collections of the youngest generation while converting.
@@ -121,20 +122,26 @@ def convert_with(
     """:func:`convert` with its options as one value."""
     started = time.monotonic()
     logdir = expand_path(logdir)  # ~ and $VARIABLES, from the API as from the CLI
-    if is_remote(logdir):
-        use_storage_options(logdir, options.storage_options)
-    classification = discovery.filter_runs(
-        discovery.classify(
-            logdir, layout=options.layout, flat=options.flat, skip_orphans=options.skip_orphans
-        ),
-        options.runs,
-    )
     if store is None:
         store = os.environ.get("TBCONVERT_STORE", DEFAULT_STORE)
     url = store_url(store)
     source = options.source
     if source is not None and not source.strip():
         raise UsageError("the source name is empty", hint="give --source a name, or leave it out")
+    known_heads = {}
+    if is_remote(logdir):
+        use_storage_options(logdir, options.storage_options)
+        known_heads = read_file_heads(url, source or logdir_name(logdir))
+    classification = discovery.filter_runs(
+        discovery.classify(
+            logdir,
+            layout=options.layout,
+            flat=options.flat,
+            skip_orphans=options.skip_orphans,
+            known_heads=known_heads,
+        ),
+        options.runs,
+    )
     if options.max_record_size < MIN_MAX_RECORD_SIZE:
         raise UsageError(
             f"--max-record-size is {options.max_record_size} bytes",
@@ -243,6 +250,9 @@ def _convert_into(
                 with few_collections():
                     # A conversion of some runs only must not mark the others' files gone.
                     job.run(prune=not options.runs)
+                if classification.heads:
+                    with writer.transaction():
+                        save_file_heads(writer.conn, origin.source, classification.heads)
             finally:
                 writer.close()
     finally:

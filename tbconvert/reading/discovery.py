@@ -13,8 +13,8 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from tbconvert.reading.first_record import first_tags, first_tags_in
 from tbconvert.reading.layouts import LAYOUTS, PARAMS_SIDECARS, auto_owners
@@ -23,6 +23,9 @@ from tbconvert.reading.walk import Walker, find_files, is_event_file
 
 # What the layout reads of a remote file to learn its first tags (design §3).
 _HEAD_BYTES = 16 << 10
+# A file's size, time and first tags, as the layout read them (``store.file_heads`` keeps
+# them between passes).
+Head = tuple[int, int, tuple[str, ...]]
 
 __all__ = [
     "LAYOUTS",
@@ -77,6 +80,8 @@ class Classification:
     orphans: tuple[str, ...]
     warnings: tuple[str, ...]
     skip_orphans: bool = False
+    # Remote logdirs: the first tags the layout read, by file (``known_heads`` of a next pass).
+    heads: Mapping[str, Head] = field(default_factory=dict, compare=False)
 
     @property
     def files(self) -> tuple[EventFileSource, ...]:
@@ -139,32 +144,39 @@ def _display(rel: str) -> str:
     return rel or "."
 
 
-def _remote_heads(walker: Walker) -> dict[str, bytes]:
-    """The first bytes of each remote directory's first event file that the layout may ask
-    about (directories below one holding files), fetched together: one round of concurrent
-    requests instead of one request after another."""
+def _remote_heads(walker: Walker, known: Mapping[str, Head]) -> dict[str, Head]:
+    """The first tags of each remote directory's first event file that the layout may ask
+    about (directories below one holding files), by path relative to the logdir: from
+    ``known`` when the file is listed with the size and time it had then, else from its
+    first bytes, fetched together (one round of concurrent requests)."""
     if not walker.listed:
         return {}
     held = walker.found.keys()
-    wanted = []
+    heads: dict[str, Head] = {}
+    wanted: list[tuple[str, str, int, int]] = []  # (relative path, URL, size, mtime)
     for directory in held:
         parent = directory
         while parent:
             parent = posixpath.dirname(parent)
             if parent in held:
-                path = min(walker.found[directory])[1]
-                wanted.append((path, min(walker.listed[path][0], _HEAD_BYTES)))
+                name, url = min(walker.found[directory])
+                rel = f"{directory}/{name}"
+                size, mtime_ns = walker.listed[url]
+                cached = known.get(rel)
+                if cached is not None and cached[:2] == (size, mtime_ns):
+                    heads[rel] = cached
+                else:
+                    wanted.append((rel, url, size, mtime_ns))
                 break
-    fetched = fetch_all(wanted)
-    return {
-        path: data
-        for (path, _size), data in zip(wanted, fetched, strict=True)
-        if isinstance(data, bytes)
-    }
+    fetched = fetch_all([(url, min(size, _HEAD_BYTES)) for _rel, url, size, _mtime in wanted])
+    for (rel, _url, size, mtime_ns), data in zip(wanted, fetched, strict=True):
+        if isinstance(data, bytes):
+            heads[rel] = (size, mtime_ns, first_tags_in(data))
+    return heads
 
 
 def _owners(
-    walker: Walker, layout: str, flat: bool
+    walker: Walker, layout: str, flat: bool, known_heads: Mapping[str, Head], heads: dict[str, Head]
 ) -> tuple[dict[str, tuple[str | None, str]], set[str]]:
     """Each directory's run (None: its files are orphans) and context, and the groups."""
     found = list(walker.found)
@@ -177,12 +189,12 @@ def _owners(
             owners[directory] = (owner, context if owner is not None else "")
         return owners, groups
 
-    heads = _remote_heads(walker)
+    heads.update(_remote_heads(walker, known_heads))
 
     def tags_of(directory: str) -> tuple[str, ...]:
-        path = min(walker.found[directory])[1]
-        head = heads.get(path)
-        return first_tags(path) if head is None else first_tags_in(head)
+        name, path = min(walker.found[directory])
+        head = heads.get(f"{directory}/{name}")
+        return first_tags(path) if head is None else head[2]
 
     folded = auto_owners(found, walker.sidecars, tags_of)
     runs = {run for run, _context in folded.values()}
@@ -205,6 +217,7 @@ def classify(
     layout: str = "auto",
     flat: bool = False,
     skip_orphans: bool = False,
+    known_heads: Mapping[str, Head] | None = None,
 ) -> Classification:
     """Walk a logdir and classify its event files into runs, contexts, groups and orphans.
 
@@ -218,6 +231,9 @@ def classify(
             parent a group, instead of deeper directories being contexts (either layout).
         skip_orphans: Leave orphan files out, as Aim does, instead of keeping the orphans
             of each directory as a run at that directory's path.
+        known_heads: For a remote logdir, the first tags the layout read of files on an
+            earlier pass (``Classification.heads``, kept in the store): a file listed with
+            the same size and time is not fetched again.
 
     Returns:
         The classification, with runs, files, groups, orphans and warnings all sorted.
@@ -231,7 +247,8 @@ def classify(
         walker.warnings.append(f"no event files under {root}")
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}")
-    owners, groups = _owners(walker, layout, flat)
+    heads: dict[str, Head] = {}
+    owners, groups = _owners(walker, layout, flat, known_heads or {}, heads)
     # Run -> its files as (context, name, file): sorted by the first two, which are unique.
     files_by_run: dict[str, list[tuple[str, str, EventFileSource]]] = {}
     orphans: list[str] = []
@@ -288,6 +305,7 @@ def classify(
         orphans=tuple(sorted(orphans)),
         warnings=tuple(sorted(walker.warnings)),
         skip_orphans=skip_orphans,
+        heads=heads,
     )
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "is_remote",
     "list_objects",
     "local_path",
+    "logdir_name",
     "open_binary",
     "open_remote",
     "use_storage_options",
@@ -63,6 +64,12 @@ def is_remote(path: str) -> bool:
 def local_path(path: str) -> str:
     """A ``file://`` URL as the local path it names; any other path unchanged."""
     return path[len("file://") :] if path.startswith("file://") else path
+
+
+def logdir_name(url: str) -> str:
+    """A URL logdir as it is stored and shown: as spelled, with no trailing slash and no
+    credentials."""
+    return redacted(url.rstrip("/"))
 
 
 def use_storage_options(url: str, options: Mapping[str, Any]) -> None:
@@ -127,7 +134,7 @@ def list_objects(url: str) -> tuple[str, dict[str, Listed]]:
     fs, root = _filesystem(url)
     root = root.rstrip("/")
     base = url.rstrip("/")  # as the user spelled it: what runs are stored under
-    shown = redacted(base)
+    shown = logdir_name(url)
     try:
         found = fs.find(root, detail=True, withdirs=False)
         unsized = [path for path, info in found.items() if info.get("size") is None]

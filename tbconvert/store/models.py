@@ -321,3 +321,17 @@ class PushMark(Base):
     record_offset: Mapped[int] = mapped_column(BigInteger)
     value_index: Mapped[int] = mapped_column(Integer)
     points: Mapped[int] = mapped_column(BigInteger)
+
+
+class FileHead(Base):
+    """The tags of the first records of a remote logdir's file, as the layout read them, with
+    the size and time the file had then (a cache: ``reading.discovery``, migration 0011)."""
+
+    __tablename__ = "file_heads"
+    __table_args__ = (PrimaryKeyConstraint("source", "path"),)
+
+    source: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(Text)
+    size: Mapped[int] = mapped_column(BigInteger)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger)
+    tags: Mapped[str] = mapped_column(Text)  # a JSON list of strings

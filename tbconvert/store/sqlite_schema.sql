@@ -1,4 +1,4 @@
--- revision 0010
+-- revision 0011
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -66,6 +66,14 @@ CREATE TABLE event_files (
 	CONSTRAINT fk_event_files_run_id_runs FOREIGN KEY(run_id) REFERENCES runs (id), 
 	CONSTRAINT fk_event_files_context_id_contexts FOREIGN KEY(context_id) REFERENCES contexts (id), 
 	CONSTRAINT uq_event_files_run_id_path UNIQUE (run_id, path)
+);
+CREATE TABLE file_heads (
+	source TEXT NOT NULL, 
+	path TEXT NOT NULL, 
+	size BIGINT NOT NULL, 
+	mtime_ns BIGINT NOT NULL, 
+	tags TEXT NOT NULL, 
+	CONSTRAINT pk_file_heads PRIMARY KEY (source, path)
 );
 CREATE TABLE "histograms" (
 	count DOUBLE, 
@@ -206,7 +214,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0010');
+INSERT INTO "tbconvert_alembic_version" VALUES('0011');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 

@@ -21,7 +21,7 @@ from tests.safety.test_oracle import write_hand_built, write_tensorboardx
 from tests.support import layouts
 from tests.support.eventfiles import append_events, scalar_events, write_events
 from tests.support.s3server import DENIED_KEY, S3Server
-from tests.support.snapshots import view_rows
+from tests.support.snapshots import view_rows, without_run_ids
 
 _BUCKETS = itertools.count()
 EVENTS = "events.out.tfevents.1"
@@ -387,3 +387,47 @@ def test_workers_read_a_url_logdir_as_one_process_does(s3: S3Server, tmp_path: P
 
     assert two.exit_code == one.exit_code == 0 and two.files_read == 6
     assert comparable(tmp_path / "two.db", url) == comparable(tmp_path / "one.db", url)
+
+
+def test_a_rerun_over_sub_writers_fetches_nothing_either(
+    s3: S3Server, tmp_path: Path, store: str
+) -> None:
+    """add_scalars and add_hparams make directories inside a run, which the layout tells from
+    runs by their files' first records: read once, then kept in the store with the size and
+    time they were read at (on both backends)."""
+    layouts.tensorboardx_sweep(tmp_path / "logs")
+    url = s3.upload(tmp_path / "logs", new_bucket(s3), "nested")
+    first = convert_url(s3, url, store)
+    s3.counts(reset=True)
+
+    again = convert_url(s3, url, store)
+    counts = s3.counts(reset=True)
+
+    assert first.exit_code == again.exit_code == 0
+    assert again.files_unchanged == again.files_total > again.runs
+    assert counts["object_gets"] == 0 and counts["object_bytes"] == 0
+
+
+def test_a_sub_writer_file_replaced_is_read_again_by_the_layout(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """A nested directory whose first file changes is classified from its new first records:
+    here an add_scalars key directory becomes a run of its own (other tags than its main)."""
+    logs = tmp_path / "logs"
+    layouts.tensorboardx_sweep(logs)
+    bucket = new_bucket(s3)
+    url = s3.upload(logs, bucket, "changed")
+    convert_url(s3, url, tmp_path / "runs.db")
+    key_dir = sorted(logs.glob("*/acc/train"))[0]
+    (event_file,) = key_dir.iterdir()
+    write_events(event_file, scalar_events("other", range(5)) + scalar_events("more", range(5)))
+    s3.upload(logs, bucket, "changed")
+
+    remote = convert_url(s3, url, tmp_path / "runs.db")
+    local = convert(logs, tmp_path / "local.db", progress=False)
+
+    assert remote.runs == local.runs > 3  # the key directory no longer folds into its run
+    # Runs made on the second pass come after the first pass's: compare without run ids.
+    assert without_run_ids(comparable(tmp_path / "runs.db", url)) == without_run_ids(
+        comparable(tmp_path / "local.db", str(logs))
+    )
