@@ -7,10 +7,12 @@ returns its id; the series of a file are resolved together, three statements wha
 number.  Look-ups come first: on PostgreSQL even an insert that conflicts draws a sequence
 number, and ids would then depend on how many re-runs a store has seen.
 
-On SQLite the writer holds the store's only write lock for the whole transaction, so it
-gives new runs, series and files their ids itself (the next after the table's largest, as
-SQLite would) and inserts them when the transaction ends, one statement per table: a group
-of a thousand new files then costs a handful of statements, not thousands.
+Two strategies behind one interface.  :class:`Identities` (a server, shared with other
+converters) inserts a new row at once and reads its id back.  :class:`AllocatingIdentities`
+(SQLite, where the writer holds the store's only write lock for the whole transaction) gives
+new runs, series and files their ids itself (the next after the table's largest, as SQLite
+would) and inserts them when the transaction ends, one statement per table: a group of a
+thousand new files then costs a handful of statements, not thousands.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ _LOOKUP_BATCH = 500
 
 
 class Identities:
-    """Get-or-create of the rows points refer to, with a cache of their ids.
+    """Get-or-create of the rows points refer to, with a cache of their ids; a new row is
+    inserted at once and its id read back (a store other converters write to as well).
 
     Args:
         statements: The writer's statements.
@@ -35,22 +38,11 @@ class Identities:
     """
 
     def __init__(
-        self,
-        statements: Statements,
-        text_value: Callable[[str | None], str | None],
-        *,
-        allocate: bool = False,
+        self, statements: Statements, text_value: Callable[[str | None], str | None]
     ) -> None:
-        """Start with an empty cache; ``allocate``: give new rows their ids here and insert
-        them at :meth:`flush` (only a writer that alone writes to the store may)."""
+        """Start with an empty cache."""
         self._statements = statements
         self._text_value = text_value
-        self._allocate = allocate
-        # The next free id of each table in the open transaction (allocate only).
-        self._next_id: dict[str, int] = {}
-        # New rows with their ids, inserted at flush (allocate only): tuples of the id, then
-        # the values of ``sql.RUN_COLUMNS`` or ``sql.SERIES_COLUMNS``.
-        self.staged: dict[str, list[tuple[Any, ...]]] = {"runs": [], "series": []}
         # Runs of the open transaction's group that the store does not hold (prefetch_runs).
         self._absent_runs: set[tuple[str, str]] = set()
         self._ids: dict[tuple[Any, ...], int] = {}
@@ -75,34 +67,31 @@ class Identities:
         self.unsummarised.clear()
         self._made_runs.clear()
         self._absent_runs.clear()
-        self._next_id.clear()
-        self.staged = {"runs": [], "series": []}
 
-    def allocates(self) -> bool:
-        """True when new rows get their ids here (see :meth:`allocate`)."""
-        return self._allocate
-
-    def allocate(self, table: str, count: int = 1) -> int:
-        """The id of a new row of ``table`` (``allocate`` only): the next after the largest
-        stored or given out in this transaction, which is the id SQLite would give it; with
-        ``count``, the first of that many consecutive ids."""
-        next_id = self._next_id.get(table)
-        if next_id is None:
-            next_id = int(self._statements.scalar(sql.NEXT_ID.format(table=table), {}))
-        self._next_id[table] = next_id + count
-        return next_id
+    def new_file_id(self) -> int | None:
+        """The id of a new event file's row, or None: its insert numbers it."""
+        return None
 
     def deleted(self) -> None:
-        """Rows were deleted (after a flush): ids are counted from the tables again."""
-        self._next_id.clear()
+        """Rows were deleted: nothing to do where the store numbers new rows."""
 
     def flush(self) -> None:
-        """Insert the runs and series staged with their ids."""
-        staged, self.staged = self.staged, {"runs": [], "series": []}
-        if staged["runs"]:
-            self._statements.insert(sql.INSERT_RUN_WITH_ID, staged["runs"])
-        if staged["series"]:
-            self._statements.insert(sql.INSERT_SERIES_WITH_ID, staged["series"])
+        """Insert what waits for the end of the transaction: nothing, here."""
+
+    def _make_absent_run(self, params: dict[str, Any]) -> int | None:
+        """Make a run the store is known not to hold without inserting it now (None: insert
+        it now)."""
+        return None
+
+    def _make_series(
+        self, where: dict[str, Any], keys: list[tuple[Any, ...]], rows: list[tuple[Any, ...]]
+    ) -> dict[tuple[Any, ...], int]:
+        """Insert new series (``rows`` in the order of ``sql.SERIES_COLUMNS``); their ids."""
+        self._statements.insert(sql.INSERT_SERIES, rows)
+        stored = self._stored_series(where)
+        # Series are made under the run's lock (SQLite's write lock, a server's advisory
+        # lock), so the ones missing before the insert are the ones it made.
+        return {key: stored[key] for key in keys}
 
     def prefetch_runs(self, source: str, run_paths: Collection[str]) -> None:
         """Look up the runs of a group at once: those found are cached, and those the store
@@ -129,10 +118,8 @@ class Identities:
         if cached is not None:
             return cached
         absent = (params["source"], params["run_path"]) in self._absent_runs
-        if absent and self._allocate:
-            made = self.allocate("runs")
-            self.staged["runs"].append((made, *(params[column] for column in sql.RUN_COLUMNS)))
-        else:
+        made = self._make_absent_run(params) if absent else None
+        if made is None:
             found = None if absent else self._statements.scalar(sql.RUN_ID, params)
             if found is not None:
                 return self._remember(key, int(found))
@@ -210,19 +197,9 @@ class Identities:
                 )
                 for key, series in missing.items()
             ]
-            if self._allocate:
-                first = self.allocate("series", len(rows))
-                made = list(range(first, first + len(rows)))
-                stored.update(zip(missing, made, strict=True))
-                self.staged["series"].extend(
-                    (series_id, *row) for series_id, row in zip(made, rows, strict=True)
-                )
-            else:
-                self._statements.insert(sql.INSERT_SERIES, rows)
-                stored = self._stored_series(where)
-                # Series are made under the run's lock (SQLite's write lock, a server's
-                # advisory lock), so the ones missing before the insert are the ones it made.
-                made = [stored[key] for key in missing]
+            new = self._make_series(where, list(missing), rows)
+            stored.update(new)
+            made = list(new.values())
             self.created_series.update(made)
             self.unsummarised.update(made)
         self._ids.update((key, stored[key]) for key in keys)
@@ -257,3 +234,64 @@ class Identities:
         self._ids[key] = new_id
         self._new_in_transaction.append(key)
         return new_id
+
+
+class AllocatingIdentities(Identities):
+    """:class:`Identities` for a writer alone on its store for a whole transaction
+    (SQLite's): new runs, series and files get their ids here and are inserted at
+    :meth:`flush`, one statement per table."""
+
+    def __init__(
+        self, statements: Statements, text_value: Callable[[str | None], str | None]
+    ) -> None:
+        super().__init__(statements, text_value)
+        # The next free id of each table in the open transaction.
+        self._next_id: dict[str, int] = {}
+        # New rows with their ids, inserted at flush: tuples of the id, then the values of
+        # ``sql.RUN_COLUMNS`` or ``sql.SERIES_COLUMNS``.
+        self.staged: dict[str, list[tuple[Any, ...]]] = {"runs": [], "series": []}
+
+    def ended(self) -> None:
+        super().ended()
+        self._next_id.clear()
+        self.staged = {"runs": [], "series": []}
+
+    def allocate(self, table: str, count: int = 1) -> int:
+        """The id of a new row of ``table``: the next after the largest stored or given out
+        in this transaction, which is the id SQLite would give it; with ``count``, the first
+        of that many consecutive ids."""
+        next_id = self._next_id.get(table)
+        if next_id is None:
+            next_id = int(self._statements.scalar(sql.NEXT_ID.format(table=table), {}))
+        self._next_id[table] = next_id + count
+        return next_id
+
+    def new_file_id(self) -> int:
+        return self.allocate("event_files")
+
+    def deleted(self) -> None:
+        """Rows were deleted (after a flush): ids are counted from the tables again."""
+        self._next_id.clear()
+
+    def flush(self) -> None:
+        """Insert the runs and series staged with their ids."""
+        staged, self.staged = self.staged, {"runs": [], "series": []}
+        if staged["runs"]:
+            self._statements.insert(sql.INSERT_RUN_WITH_ID, staged["runs"])
+        if staged["series"]:
+            self._statements.insert(sql.INSERT_SERIES_WITH_ID, staged["series"])
+
+    def _make_absent_run(self, params: dict[str, Any]) -> int:
+        made = self.allocate("runs")
+        self.staged["runs"].append((made, *(params[column] for column in sql.RUN_COLUMNS)))
+        return made
+
+    def _make_series(
+        self, where: dict[str, Any], keys: list[tuple[Any, ...]], rows: list[tuple[Any, ...]]
+    ) -> dict[tuple[Any, ...], int]:
+        first = self.allocate("series", len(rows))
+        made = range(first, first + len(rows))
+        self.staged["series"].extend(
+            (series_id, *row) for series_id, row in zip(made, rows, strict=True)
+        )
+        return dict(zip(keys, made, strict=True))

@@ -33,7 +33,7 @@ from tbconvert.store.file_states import FileState, KnownFile, file_rows, select_
 from tbconvert.writing import series_summaries
 from tbconvert.writing import statements as sql
 from tbconvert.writing.bulk import Bulk
-from tbconvert.writing.identities import Identities
+from tbconvert.writing.identities import AllocatingIdentities, Identities
 from tbconvert.writing.postgres import PostgresBulk
 from tbconvert.writing.sqlite import SqliteBulk
 from tbconvert.writing.statements import Statements
@@ -63,9 +63,8 @@ class StoreWriter:
         # The per-file statements skip SQLAlchemy's statement layer (see writing.statements).
         self.statements = Statements(self._dbapi, pyformat=self.shared)
         # Alone on the store for a whole transaction, SQLite's writer gives ids itself.
-        self.identities = Identities(
-            self.statements, self.bulk.text_value, allocate=not self.shared
-        )
+        identities = Identities if self.shared else AllocatingIdentities
+        self.identities = identities(self.statements, self.bulk.text_value)
         self.created_runs = self.identities.created_runs
         self.created_series = self.identities.created_series
         # What the open transaction applies at its end (see stage_points and save_file).
@@ -190,15 +189,15 @@ class StoreWriter:
     def save_file(self, state: FileState) -> FileState:
         """Insert a file's state, or stage it for the end of the transaction (the files of a
         group then cost one statement); returns it with its id."""
-        if state.id is None and not self.identities.allocates():
-            (values,) = file_rows([state])
-            del values["id"]  # the insert numbers it
-            return state.updated(id=int(self.statements.scalar(sql.INSERT_FILE, values)))
         file_id = state.id
-        # A file made in this transaction is inserted at its end with its last state: the
-        # statement's values are made once, then.
         if file_id is None:
-            file_id = self.identities.allocate("event_files")
+            file_id = self.identities.new_file_id()
+            if file_id is None:
+                (values,) = file_rows([state])
+                del values["id"]  # the insert numbers it
+                return state.updated(id=int(self.statements.scalar(sql.INSERT_FILE, values)))
+            # A file made in this transaction is inserted at its end with its last state:
+            # the statement's values are made once, then.
             state = state.updated(id=file_id)
             staged = self._new_files
         else:

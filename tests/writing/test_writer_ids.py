@@ -68,17 +68,11 @@ TABLES = {
 }
 
 
-class _Inserting(Identities):
-    """Identities that insert every new row at once, as the writer does on a server."""
-
-    def __init__(self, *args: Any, allocate: bool = False) -> None:
-        super().__init__(*args, allocate=False)
-
-
 @contextmanager
 def inserting_at_once() -> Iterator[None]:
+    """SQLite's writer with the server's strategy: every new row inserted at once."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(writer_module, "Identities", _Inserting)
+        patch.setattr(writer_module, "AllocatingIdentities", Identities)
         yield
 
 
