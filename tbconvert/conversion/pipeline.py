@@ -30,7 +30,8 @@ from tbconvert.store.engine import (
     store_display,
     store_url,
 )
-from tbconvert.store.file_heads import read_file_heads, save_file_heads
+from tbconvert.store.file_heads import read_file_heads
+from tbconvert.writing.file_heads import save_file_heads
 from tbconvert.writing.writer import StoreWriter
 
 # Allocations between two collections of the youngest generation while converting.
@@ -252,7 +253,7 @@ def _convert_into(
                     job.run(prune=not options.runs)
                 if classification.heads:
                     with writer.transaction():
-                        save_file_heads(writer.conn, origin.source, classification.heads)
+                        save_file_heads(writer.statements, origin.source, classification.heads)
             finally:
                 writer.close()
     finally:

@@ -1,21 +1,20 @@
 """The layout's cache of a remote logdir's file heads (``file_heads``, migration 0011): the
 tags of a file's first records, by its size and time, so that a re-run over unchanged
-objects fetches nothing (design §4)."""
+objects fetches nothing (design §4).  Read here, before the writer opens; written by
+``StoreWriter.save_file_heads``."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 
 from sqlalchemy import inspect, text
-from sqlalchemy.engine import Connection
 
 from tbconvert.store.engine import create_store_engine, sqlite_path, store_display
 from tbconvert.store.errors import translate_errors
 from tbconvert.store.migrate import current_revision
 
-__all__ = ["Head", "read_file_heads", "save_file_heads"]
+__all__ = ["Head", "read_file_heads"]
 
 # (size, mtime_ns, tags): a file listed with that size and time begins with those tags.
 Head = tuple[int, int, tuple[str, ...]]
@@ -41,26 +40,3 @@ def read_file_heads(url: str, source: str) -> dict[str, Head]:
             return {row[0]: (row[1], row[2], tuple(json.loads(row[3]))) for row in rows}
     finally:
         engine.dispose()
-
-
-def save_file_heads(conn: Connection, source: str, heads: Mapping[str, Head]) -> None:
-    """Replace a source's heads with ``heads`` (the ones the last classification used), in
-    the caller's transaction."""
-    conn.execute(text("DELETE FROM file_heads WHERE source = :source"), {"source": source})
-    if heads:
-        conn.execute(
-            text(
-                "INSERT INTO file_heads (source, path, size, mtime_ns, tags) "
-                "VALUES (:source, :path, :size, :mtime_ns, :tags)"
-            ),
-            [
-                {
-                    "source": source,
-                    "path": path,
-                    "size": size,
-                    "mtime_ns": mtime_ns,
-                    "tags": json.dumps(list(tags)),
-                }
-                for path, (size, mtime_ns, tags) in sorted(heads.items())
-            ],
-        )

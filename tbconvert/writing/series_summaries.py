@@ -30,9 +30,6 @@ from itertools import chain, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from sqlalchemy import text
-from sqlalchemy.engine import Connection
-
 from tbconvert.rows import (
     POINT_TABLES,
     InsertRows,
@@ -134,15 +131,18 @@ def add_rows(
 
 
 def recount(
-    conn: Connection, series_ids: Collection[int], tables: Iterable[str] = POINT_TABLES
+    statements: Statements,
+    dialect: str,
+    series_ids: Collection[int],
+    tables: Iterable[str] = POINT_TABLES,
 ) -> None:
     """Summarise the given series again from their points (after a delete, or an insert
     that stored only some of its rows); a series left without points in a table loses
     its row there."""
     if not series_ids:
         return
-    for statement in recount_sql(conn.dialect.name, tables, series_ids):
-        conn.execute(text(statement))
+    for statement in recount_sql(dialect, tables, series_ids):
+        statements.run(statement, {})
 
 
 def recount_sql(
@@ -187,11 +187,11 @@ def series_of(table: str, rows: InsertRows) -> set[int]:
     return {int(series_id) for series_id in set(_columns(table, rows)[0].tolist())}
 
 
-def forget(conn: Connection, series_ids: Collection[int]) -> None:
+def forget(statements: Statements, series_ids: Collection[int]) -> None:
     """Delete the summaries of series about to be deleted."""
     if series_ids:
         marks = ", ".join(str(int(i)) for i in sorted(series_ids))
-        conn.execute(text(f"DELETE FROM series_summaries WHERE series_id IN ({marks})"))
+        statements.run(f"DELETE FROM series_summaries WHERE series_id IN ({marks})", {})
 
 
 def _stored(

@@ -147,11 +147,12 @@ class Statements:
         row = self.one(sql, params)
         return None if row is None else row[0]
 
-    def run(self, sql: str, params: Mapping[str, Any]) -> None:
-        """Run a statement that returns nothing."""
+    def run(self, sql: str, params: Mapping[str, Any]) -> int:
+        """Run a statement that returns nothing; how many rows it changed."""
         cursor = self._dbapi().cursor()
         try:
             cursor.execute(self._sql(sql), params)
+            return int(cursor.rowcount)
         finally:
             cursor.close()
 

@@ -56,7 +56,8 @@ class StoreWriter:
         """Open the connection; SQLite transactions take the write lock when they begin."""
         self.engine = engine
         self.conn = engine.connect().execution_options(sqlite_begin="IMMEDIATE")
-        server = engine.dialect.name == "postgresql"
+        self._dialect = engine.dialect.name
+        server = self._dialect == "postgresql"
         self.bulk: Bulk = PostgresBulk(engine) if server else SqliteBulk(engine)
         self.shared = self.bulk.shared  # other machines may write to the store as well
         self.bulk.on_connect(self._dbapi())
@@ -230,8 +231,8 @@ class StoreWriter:
 
     def move_logdir(self, source: str, logdir: str) -> None:
         """Record where the source's logdir is now (the same ``--source``, moved)."""
-        self.conn.execute(
-            text("UPDATE runs SET logdir = :logdir WHERE source = :source AND logdir <> :logdir"),
+        self.statements.run(
+            "UPDATE runs SET logdir = :logdir WHERE source = :source AND logdir <> :logdir",
             {"source": source, "logdir": logdir},
         )
 
@@ -245,7 +246,7 @@ class StoreWriter:
         if row is None:
             return None
         self.delete_file_points(file_id)
-        self.conn.execute(text("DELETE FROM event_files WHERE id = :id"), {"id": file_id})
+        self.statements.run("DELETE FROM event_files WHERE id = :id", {"id": file_id})
         self.identities.deleted()
         return int(row[0]), int(row[1])
 
@@ -266,17 +267,15 @@ class StoreWriter:
             {"run_id": run_id, "context_id": context_id},
         ).all()
         gone = {int(row[0]) for row in series}
-        series_summaries.forget(self.conn, gone)
+        series_summaries.forget(self.statements, gone)
         for series_id in sorted(gone):
-            self.conn.execute(text("DELETE FROM series WHERE id = :id"), {"id": series_id})
-        deleted = self.conn.execute(
-            text(
-                "DELETE FROM runs WHERE id = :run_id AND NOT EXISTS (SELECT 1 FROM event_files "
-                "AS f WHERE f.run_id = :run_id) AND NOT EXISTS (SELECT 1 FROM series AS s "
-                "WHERE s.run_id = :run_id)"
-            ),
+            self.statements.run("DELETE FROM series WHERE id = :id", {"id": series_id})
+        deleted = self.statements.run(
+            "DELETE FROM runs WHERE id = :run_id AND NOT EXISTS (SELECT 1 FROM event_files "
+            "AS f WHERE f.run_id = :run_id) AND NOT EXISTS (SELECT 1 FROM series AS s "
+            "WHERE s.run_id = :run_id)",
             {"run_id": run_id},
-        ).rowcount
+        )
         self._forget(gone, {run_id} if deleted else set())
 
     def _forget(self, series: set[int], runs: set[int]) -> None:
@@ -286,22 +285,18 @@ class StoreWriter:
     def start_conversion(self, logdir: str, tool_version: str, options: str) -> int:
         """Record the start of a conversion; returns its id."""
         return int(
-            self.conn.execute(
-                text(
-                    "INSERT INTO conversions (logdir, tool_version, started_at, status, options) "
-                    "VALUES (:logdir, :version, :now, 'running', :options) RETURNING id"
-                ),
+            self.statements.scalar(
+                "INSERT INTO conversions (logdir, tool_version, started_at, status, options) "
+                "VALUES (:logdir, :version, :now, 'running', :options) RETURNING id",
                 {"logdir": logdir, "version": tool_version, "now": time.time(), "options": options},
-            ).scalar_one()
+            )
         )
 
     def finish_conversion(self, conversion_id: int, summary: str) -> None:
         """Record the end of a conversion and its summary."""
-        self.conn.execute(
-            text(
-                "UPDATE conversions SET finished_at = :now, status = 'finished', "
-                "summary = :summary WHERE id = :id"
-            ),
+        self.statements.run(
+            "UPDATE conversions SET finished_at = :now, status = 'finished', "
+            "summary = :summary WHERE id = :id",
             {"id": conversion_id, "now": time.time(), "summary": summary},
         )
 
@@ -348,7 +343,9 @@ class StoreWriter:
             series_summaries.add_rows(self.statements, table, rows, unsummarised, self._paths)
         elif inserted:
             unsummarised.clear()  # recounted below: they may have summaries now
-            series_summaries.recount(self.conn, series_summaries.series_of(table, rows), [table])
+            series_summaries.recount(
+                self.statements, self._dialect, series_summaries.series_of(table, rows), [table]
+            )
 
     def insert_blobs(self, blobs: dict[str, bytes]) -> None:
         """Store content-addressed bytes once each; remembers sha256 -> id for the rows."""
@@ -385,14 +382,12 @@ class StoreWriter:
         ).all()
         for table in POINT_TABLES:
             # Through series first: the point tables are clustered by series, not by file.
-            self.conn.execute(
-                text(
-                    f"DELETE FROM {table} WHERE file_id = :file_id AND series_id IN "
-                    "(SELECT s.id FROM series AS s JOIN event_files AS f "
-                    "ON f.run_id = s.run_id AND f.context_id = s.context_id "
-                    "WHERE f.id = :file_id)"
-                ),
+            self.statements.run(
+                f"DELETE FROM {table} WHERE file_id = :file_id AND series_id IN "
+                "(SELECT s.id FROM series AS s JOIN event_files AS f "
+                "ON f.run_id = s.run_id AND f.context_id = s.context_id "
+                "WHERE f.id = :file_id)",
                 {"file_id": file_id},
             )
         self.identities.unsummarised.clear()
-        series_summaries.recount(self.conn, [int(row[0]) for row in series])
+        series_summaries.recount(self.statements, self._dialect, [int(row[0]) for row in series])
