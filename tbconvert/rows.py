@@ -6,15 +6,16 @@ came from, then the plugin's payload columns (:data:`PAYLOAD_COLUMNS`).  Decoder
 by *local* numbers, in the order they announce them as :class:`SeriesDefinition` s, and put
 file id 0 in every row; the writer maps both to store ids with :func:`remap_to_store_ids`.
 
-The scalars of the NumPy block path stay packed (:class:`PackedRows`) from the decoder to the
-insert: 40 bytes a row between processes, and no tuple built before the driver needs it.
+Rows travel in two containers: one file's rows of one table (:class:`FileRows`: tuples, and
+the scalars of the NumPy block path still packed, 40 bytes a row between processes and no
+tuple built before the driver needs it), and a group's, several files' (:class:`RowBatch`).
 """
 
 from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -103,7 +104,7 @@ def pack_rows(
     wall_time: np.ndarray,
     value: np.ndarray,
 ) -> bytes:
-    """Scalars rows of the block path packed, for :class:`PackedRows`."""
+    """Scalars rows of the block path packed, for :class:`FileRows`."""
     import numpy as np
 
     table = np.empty(len(series), dtype=packed_dtype())
@@ -142,28 +143,42 @@ def packed_columns(packed: bytes | np.ndarray) -> tuple[np.ndarray, ...]:
     )
 
 
-class PackedRows:
-    """A chunk's scalar rows in record order, those of the block path still packed.
+class FileRows:
+    """One file's rows of one table, in record order: row tuples, and (scalars) runs of
+    packed rows from the block path.
 
-    Iterating makes the row tuples (ints and floats, as the general path makes them) one at
-    a time, so each is consumed while fresh in the cache and no list of them is ever built;
-    packed rows are also what workers send to the writer (bytes pickle cheaply).  Iterable
-    any number of times.  A SQLite writer takes :meth:`general_rows` and the narrower
-    :meth:`block_rows` instead.
+    Decoded, the rows name series by local numbers and file 0; :meth:`with_store_ids` gives
+    them the store's ids: packed runs are rewritten at once by NumPy, tuples are mapped only
+    as they are consumed (a group holds thousands of files' rows until it commits, and
+    mapped copies held that long cost the garbage collector more than the mapping itself).
+    Iterating makes the row tuples one at a time, so no list of them is built; packed runs
+    are what workers send to the writer (bytes pickle cheaply).  Iterable any number of
+    times.  A writer takes :meth:`general_rows` and the narrower :meth:`block_rows` instead.
     """
 
-    __slots__ = ("_count", "_parts", "file_id")
+    __slots__ = ("_count", "_ids", "_parts", "file_id")
 
-    def __init__(self, parts: list[list[Row] | bytes], count: int, file_id: int) -> None:
-        """Args: row tuples and packed runs in record order, their total, the file id."""
+    def __init__(
+        self,
+        parts: list[list[Row] | bytes],
+        count: int,
+        file_id: int = 0,
+        series_ids: Sequence[int] | None = None,
+    ) -> None:
+        """Args: row tuples and packed runs in record order, their total, the file id, and
+        the store id of each local series number when the tuples are still to be mapped."""
         self._parts = parts
         self._count = count
         self.file_id = file_id
+        self._ids = series_ids
 
     @classmethod
-    def merge(
-        cls, tuples: list[Row], packed: Sequence[tuple[int, bytes]], file_id: int
-    ) -> PackedRows:
+    def of(cls, rows: list[Row], file_id: int = 0) -> FileRows:
+        """Row tuples as they are."""
+        return cls([rows] if rows else [], len(rows), file_id)
+
+    @classmethod
+    def merge(cls, tuples: list[Row], packed: Sequence[tuple[int, bytes]]) -> FileRows:
         """The general path's row tuples with packed runs, each ``(position, bytes)``
         belonging before the tuple at ``position``."""
         parts: list[list[Row] | bytes] = []
@@ -176,18 +191,18 @@ class PackedRows:
         if done < len(tuples):
             parts.append(tuples[done:])
         count = len(tuples) + sum(len(table) for _, table in packed) // PACKED_ROW.size
-        return cls(parts, count, file_id)
+        return cls(parts, count)
 
-    def with_store_ids(self, series_ids: Sequence[int], file_id: int) -> PackedRows:
-        """The same rows with local series numbers mapped through ``series_ids`` and the
-        file id set; packed runs are rewritten by NumPy, never unpacked here."""
+    def with_store_ids(self, series_ids: Sequence[int], file_id: int) -> FileRows:
+        """The same rows in store ids: local series numbers through ``series_ids`` (a list
+        that may only grow) and the file id set."""
         import numpy as np
 
         lookup = np.asarray(series_ids, dtype=np.int64)
         parts: list[list[Row] | bytes] = []
         for part in self._parts:
             if isinstance(part, list):
-                parts.append(_remap_tuples(part, series_ids, file_id))
+                parts.append(part)
                 continue
             # Rewritten in a copy of the bytes through a view of its series column: a third
             # of the cost of copying the table, assigning the field and packing it again, for
@@ -196,23 +211,44 @@ class PackedRows:
             series = np.frombuffer(rewritten, dtype=packed_dtype())["series"]
             series[:] = lookup[series]
             parts.append(bytes(rewritten))
-        return PackedRows(parts, self._count, file_id)
+        return FileRows(parts, self._count, file_id, series_ids)
+
+    def files(self) -> list[FileRows]:
+        """The rows of each file: this one (as :meth:`RowBatch.files`)."""
+        return [self]
 
     def __len__(self) -> int:
         return self._count
 
     def __iter__(self) -> Iterator[Row]:
         return chain.from_iterable(
-            part if isinstance(part, list) else self._whole_rows(part) for part in self._parts
+            self._tuples(part) if isinstance(part, list) else self._whole_rows(part)
+            for part in self._parts
         )
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FileRows) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable parts, like a list
+
+    def __repr__(self) -> str:
+        return f"FileRows({list(self)!r})"
+
     def parts(self) -> list[list[Row] | bytes]:
-        """Row tuples and packed runs (see :func:`packed_columns`), in record order."""
+        """Row tuples (as decoded: see :meth:`tuple_parts`) and packed runs (see
+        :func:`packed_columns`), in record order."""
         return self._parts
 
-    def general_rows(self) -> list[Row]:
+    def tuple_parts(self) -> list[tuple[list[Row], Sequence[int] | None]]:
+        """Each list of row tuples with the store ids its series numbers map to (None: the
+        tuples hold store ids, or are as decoded)."""
+        return [(part, self._ids) for part in self._parts if isinstance(part, list)]
+
+    def general_rows(self) -> Iterator[Row]:
         """The rows the general path made (whole rows), in record order."""
-        return [row for part in self._parts if isinstance(part, list) for row in part]
+        return chain.from_iterable(
+            self._tuples(part) for part in self._parts if isinstance(part, list)
+        )
 
     def block_count(self) -> int:
         """How many rows :meth:`block_rows` yields."""
@@ -227,6 +263,12 @@ class PackedRows:
         """The other rows in key order, whole, as one NumPy table (fields in column order)."""
         return in_key_order(_with_file(self._packed(), self.file_id, value_index=True))
 
+    def _tuples(self, part: list[Row]) -> Iterable[Row]:
+        ids, file_id = self._ids, self.file_id
+        if ids is None:
+            return part
+        return ((ids[row[0]], row[1], file_id, *row[3:]) for row in part)
+
     def _packed(self) -> np.ndarray:
         import numpy as np
 
@@ -240,55 +282,25 @@ class PackedRows:
         return _ROW.iter_unpack(_with_file(rows, self.file_id, value_index=True).tobytes())
 
 
-# A table's rows: a list of tuples, or (scalars) packed rows, iterable and sized like one.
-TableRows = list[Row] | PackedRows
-
-
-class LocalRows:
-    """One file's rows as decoded (local series numbers, file id 0) with the store ids they
-    map to, mapped as they are consumed: a group holds thousands of files' rows until it
-    commits, and mapped copies held that long cost the garbage collector more than the
-    mapping itself.
-
-    Attributes:
-        rows: The decoded rows.
-        series_ids: Store id of each local series number (a list that may only grow).
-        file_id: The file's store id.
-    """
-
-    __slots__ = ("file_id", "rows", "series_ids")
-
-    def __init__(self, rows: list[Row], series_ids: Sequence[int], file_id: int) -> None:
-        """Args: see the class."""
-        self.rows, self.series_ids, self.file_id = rows, series_ids, file_id
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __iter__(self) -> Iterator[Row]:
-        ids, file_id = self.series_ids, self.file_id
-        return ((ids[row[0]], row[1], file_id, *row[3:]) for row in self.rows)
-
-
-# One file's rows in store ids, or to be mapped to them.
-StoreRows = TableRows | LocalRows
-
-
 class RowBatch:
     """The rows of one table read from several files, inserted together: a group's (issue
     #14).  Iterable any number of times and sized, like the rows of one file."""
 
     __slots__ = ("_count", "parts")
 
-    def __init__(self, parts: Sequence[StoreRows] = ()) -> None:
+    def __init__(self, parts: Sequence[FileRows] = ()) -> None:
         """Args: each file's rows, in the order they were read."""
-        self.parts: list[StoreRows] = list(parts)
+        self.parts: list[FileRows] = list(parts)
         self._count = sum(len(part) for part in self.parts)
 
-    def add(self, rows: StoreRows) -> None:
+    def add(self, rows: FileRows) -> None:
         """Append one file's rows."""
         self.parts.append(rows)
         self._count += len(rows)
+
+    def files(self) -> list[FileRows]:
+        """The rows of each file, in the order they were read."""
+        return self.parts
 
     def __len__(self) -> int:
         return self._count
@@ -298,13 +310,11 @@ class RowBatch:
 
     def general_rows(self) -> Iterator[Row]:
         """The rows made as tuples (whole rows), of every file."""
-        return chain.from_iterable(
-            part.general_rows() if isinstance(part, PackedRows) else part for part in self.parts
-        )
+        return chain.from_iterable(part.general_rows() for part in self.parts)
 
     def block_count(self) -> int:
         """How many rows :meth:`block_rows` yields."""
-        return sum(part.block_count() for part in self.parts if isinstance(part, PackedRows))
+        return sum(part.block_count() for part in self.parts)
 
     def block_rows(self) -> Iterator[Row]:
         """The other rows in key order (see :func:`in_key_order`), as ``(series_id, step,
@@ -322,7 +332,6 @@ class RowBatch:
         return [
             (packed, part.file_id)
             for part in self.parts
-            if isinstance(part, PackedRows)
             for packed in part.parts()
             if isinstance(packed, bytes)
         ]
@@ -365,16 +374,9 @@ def _with_file(
 
 
 # What the store inserts at once: one file's rows, or a group's.
-InsertRows = StoreRows | RowBatch
+InsertRows = FileRows | RowBatch
 
 
-def remap_to_store_ids(rows: TableRows, series_ids: Sequence[int], file_id: int) -> StoreRows:
-    """A table's rows as decoded (local series numbers, file id 0) in the store's ids
-    (tuples mapped only as they are consumed, see :class:`LocalRows`)."""
-    if isinstance(rows, PackedRows):
-        return rows.with_store_ids(series_ids, file_id)
-    return LocalRows(rows, series_ids, file_id)
-
-
-def _remap_tuples(rows: list[Row], series_ids: Sequence[int], file_id: int) -> list[Row]:
-    return [(series_ids[row[0]], row[1], file_id, *row[3:]) for row in rows]
+def remap_to_store_ids(rows: FileRows, series_ids: Sequence[int], file_id: int) -> FileRows:
+    """A table's rows as decoded (local series numbers, file id 0) in the store's ids."""
+    return rows.with_store_ids(series_ids, file_id)

@@ -24,7 +24,7 @@ from tbconvert.reading.fast import KnownMetadata
 from tbconvert.reading.first_record import head_digest
 from tbconvert.reading.large_records import MAX_RECORD_SIZE
 from tbconvert.reading.records import Damage, RecordReader, open_event_file
-from tbconvert.rows import SeriesDefinition, TableRows, TagMetadata
+from tbconvert.rows import FileRows, SeriesDefinition, TagMetadata
 
 if TYPE_CHECKING:
     from tbconvert.reading.fast.blocks import Block
@@ -117,7 +117,7 @@ class Chunk:
         read: Bytes of the file this chunk covers (from where the one before ended).
     """
 
-    rows: dict[str, TableRows]
+    rows: dict[str, FileRows]
     blobs: dict[str, bytes]
     new_series: list[SeriesDefinition]
     consumed: int

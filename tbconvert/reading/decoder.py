@@ -28,7 +28,7 @@ from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.events import Event, UnparseableEvent, parse_event
 from tbconvert.reading.fast import KnownMetadata, template
 from tbconvert.reading.row_buffer import RowBuffer
-from tbconvert.rows import SeriesDefinition, TableRows
+from tbconvert.rows import FileRows, SeriesDefinition
 
 if TYPE_CHECKING:
     from tbconvert.reading.fast.block_scalars import BlockScalars
@@ -228,7 +228,7 @@ class EventDecoder:
         """The series that ``tag``'s simple_values (else float32 tensors) go to unparsed."""
         return (self.simple_series if simple else self.float_tensor_series).get(tag)
 
-    def take(self) -> tuple[dict[str, TableRows], dict[str, bytes]]:
+    def take(self) -> tuple[dict[str, FileRows], dict[str, bytes]]:
         """Hand over the rows (and blobs they point to) decoded so far; start afresh."""
         rows, blobs = self.buffer.take()
         scalars = rows.get("scalars")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tbconvert.rows import PackedRows, Row, TableRows
+from tbconvert.rows import FileRows, Row
 
 
 class RowBuffer:
@@ -44,11 +44,11 @@ class RowBuffer:
         """Rows held."""
         return sum(len(rows) for rows in self._tables.values()) + self._packed_count
 
-    def take(self) -> tuple[dict[str, TableRows], dict[str, bytes]]:
+    def take(self) -> tuple[dict[str, FileRows], dict[str, bytes]]:
         """Hand over every non-empty table's rows and the blobs; start afresh."""
-        taken: dict[str, TableRows] = {name: rows for name, rows in self._tables.items() if rows}
+        taken = {name: FileRows.of(rows) for name, rows in self._tables.items() if rows}
         if self._packed:
-            taken["scalars"] = PackedRows.merge(self._tables["scalars"], self._packed, 0)
+            taken["scalars"] = FileRows.merge(self._tables["scalars"], self._packed)
         blobs = self.blobs
         self._tables, self._packed, self._packed_count, self.blobs = defaultdict(list), [], 0, {}
         return taken, blobs

@@ -21,7 +21,7 @@ from tbconvert.reading.chunks import Chunk, FileTask, ReadSettings
 from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.layouts import PARAMS_SIDECARS
 from tbconvert.reading.remote import open_binary
-from tbconvert.rows import SeriesDefinition
+from tbconvert.rows import FileRows, SeriesDefinition
 
 __all__ = ["read_sidecar"]
 
@@ -114,7 +114,7 @@ def _chunk(
     if rows:
         stats.points["hparams"] += len(rows)
     return Chunk(
-        rows={"params": rows} if rows else {},
+        rows={"params": FileRows.of(rows)} if rows else {},
         blobs={},
         new_series=[definition] if definition is not None and rows else [],
         consumed=len(data),

@@ -26,7 +26,7 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
-from tbconvert.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch, packed_columns
+from tbconvert.rows import POINT_COLUMNS, InsertRows, Row, packed_columns
 
 # SET ON PARAMETER exists from PostgreSQL 15; before it only a superuser may set the role.
 _GRANTABLE_FROM = 150_000
@@ -98,19 +98,18 @@ def _parents(table: str) -> tuple[tuple[str, str], ...]:
 
 
 def _distinct(table: str, rows: InsertRows, column: str) -> set[int]:
-    if isinstance(rows, RowBatch):
-        return set().union(*(_distinct(table, part, column) for part in rows.parts))
     position = POINT_COLUMNS[table].index(column)
-    if not isinstance(rows, PackedRows):
-        return _distinct_in(rows, position)
-    if column == "file_id":
-        return {int(rows.file_id)}
     found: set[int] = set()
-    for part in rows.parts():
-        if isinstance(part, bytes):
-            found.update(int(value) for value in set(packed_columns(part)[0].tolist()))
+    for file in rows.files():
+        if column == "file_id":
+            found.add(int(file.file_id))
+        elif file.block_count():
+            found |= _distinct_in(file.general_rows(), position)
+            for part in file.parts():
+                if isinstance(part, bytes):
+                    found.update(int(value) for value in set(packed_columns(part)[0].tolist()))
         else:
-            found |= _distinct_in(part, position)
+            found |= _distinct_in(file, position)
     return found
 
 

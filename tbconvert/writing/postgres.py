@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 
-from tbconvert.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch, in_key_order
+from tbconvert.rows import POINT_COLUMNS, InsertRows, Row, in_key_order
 from tbconvert.store.engine import advisory_key
 from tbconvert.writing import pg_copy, pg_foreign_keys
 from tbconvert.writing.bulk import executemany, nothing
@@ -84,7 +84,7 @@ class PostgresBulk:
         columns, types = POINT_COLUMNS[table], pg_copy.POINT_TYPES[table]
         texts = [index for index, kind in enumerate(types) if kind == "text"]
         data: Iterable[Row] | pg_copy.Stream = rows
-        if isinstance(rows, (PackedRows, RowBatch)) and rows.block_count():
+        if rows.block_count():
             # The packed ones in key order, as on SQLite: the key's index takes them faster;
             # as one COPY stream written by NumPy where every field is of a fixed width.
             stream = _binary_stream(rows, types)
@@ -132,7 +132,7 @@ def server_text(value: str | None) -> str | None:
     return value.replace("\x00", "\\x00")
 
 
-def _binary_stream(rows: PackedRows | RowBatch, types: Sequence[str]) -> pg_copy.Stream | None:
+def _binary_stream(rows: InsertRows, types: Sequence[str]) -> pg_copy.Stream | None:
     """The binary COPY stream of scalars rows, all of them in key order (see
     :mod:`tbconvert.writing.pg_copy`); None when some field does not fit a fixed width."""
     import numpy as np

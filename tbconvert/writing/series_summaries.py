@@ -24,7 +24,7 @@ NaN is NULL in the point tables (``v_scalars``), so the aggregates here skip it,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import partial
 from itertools import chain, repeat
 from operator import itemgetter
@@ -33,10 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tbconvert.rows import (
     POINT_TABLES,
     InsertRows,
-    LocalRows,
-    PackedRows,
     Row,
-    RowBatch,
     packed_columns,
     packed_runs,
 )
@@ -312,42 +309,43 @@ def _columns(table: str, rows: InsertRows) -> tuple[Any, ...]:
     import numpy as np
 
     tuples: list[list[Row]] = []
-    local: list[LocalRows] = []
+    local: list[tuple[list[Row], Sequence[int], int]] = []  # still in local series numbers
     parts: list[tuple[np.ndarray, ...]] = []
     runs: list[tuple[bytes, int]] = []  # packed, of every file at once
-    for rows_of_file in rows.parts if isinstance(rows, RowBatch) else [rows]:
-        if isinstance(rows_of_file, LocalRows):
-            local.append(rows_of_file)
-        elif not isinstance(rows_of_file, PackedRows):
-            tuples.append(rows_of_file)
-        else:
-            for part in rows_of_file.parts():
-                if isinstance(part, list):
-                    tuples.append(part)
-                else:
-                    runs.append((part, rows_of_file.file_id))
+    for rows_of_file in rows.files():
+        for part, ids in rows_of_file.tuple_parts():
+            if ids is None:
+                tuples.append(part)
+            else:
+                local.append((part, ids, rows_of_file.file_id))
+        runs.extend(
+            (part, rows_of_file.file_id) for part in rows_of_file.parts() if isinstance(part, bytes)
+        )
     if runs:
         packed, file = packed_runs(runs)
         series, step, offset, index, wall, value = packed_columns(packed)
         parts.append((series, step, file, offset, index, wall, value))
     if any(tuples):
         parts.append(_tuple_columns(table, _joined(tuples)))
-    if any(local):
-        parts.append(_local_columns(table, [part for part in local if part.rows]))
+    if any(part for part, _ids, _file in local):
+        parts.append(_local_columns(table, [entry for entry in local if entry[0]]))
     merged = [np.concatenate(column) for column in zip(*parts, strict=True)]
     return (*merged[:6], merged[6] if table == "scalars" else None)
 
 
-def _local_columns(table: str, local: list[LocalRows]) -> tuple[np.ndarray, ...]:
-    """The columns of files' rows still in local series numbers, mapped to store ids."""
+def _local_columns(
+    table: str, local: list[tuple[list[Row], Sequence[int], int]]
+) -> tuple[np.ndarray, ...]:
+    """The columns of row tuples still in local series numbers (each list with the store ids
+    of its numbers and its file's id), mapped to store ids."""
     import numpy as np
 
-    columns = list(_tuple_columns(table, _joined([part.rows for part in local])))
-    sizes = [len(part.rows) for part in local]
-    ids = [np.asarray(part.series_ids, dtype=np.int64) for part in local]
+    columns = list(_tuple_columns(table, _joined([rows for rows, _ids, _file in local])))
+    sizes = [len(rows) for rows, _ids, _file in local]
+    ids = [np.asarray(known, dtype=np.int64) for _rows, known, _file in local]
     bases = np.cumsum([0] + [len(known) for known in ids[:-1]])
     columns[0] = np.concatenate(ids)[np.repeat(bases, sizes) + columns[0]]
-    columns[2] = np.repeat(np.array([part.file_id for part in local], dtype=np.int64), sizes)
+    columns[2] = np.repeat(np.array([file for _rows, _ids, file in local], dtype=np.int64), sizes)
     return tuple(columns)
 
 

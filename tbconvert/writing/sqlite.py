@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 
-from tbconvert.rows import POINT_COLUMNS, InsertRows, PackedRows, Row, RowBatch
+from tbconvert.rows import POINT_COLUMNS, FileRows, InsertRows, Row
 from tbconvert.store.engine import sqlite_path
 from tbconvert.writing.bulk import executemany, nothing
 from tbconvert.writing.sqlite_checkpoints import WRITER_AUTOCHECKPOINT_PAGES, Checkpointer
@@ -92,10 +92,10 @@ class SqliteBulk:
         whole: Iterable[Row] = rows
         count = len(rows)
         inserted = 0
-        if isinstance(rows, (PackedRows, RowBatch)) and (blocks := rows.block_count()):
+        if blocks := rows.block_count():
             # The block path's rows, (series_id, step, [file_id,] record_offset, wall_time,
             # value): value index 0, and one file's id, are literals of the statement.
-            file_id = str(int(rows.file_id)) if isinstance(rows, PackedRows) else "?"
+            file_id = str(int(rows.file_id)) if isinstance(rows, FileRows) else "?"
             values = f"(?, ?, {file_id}, ?, 0, ?, ?)"
             inserted = insert_many(dbapi, into, values, rows.block_rows(), blocks)
             whole, count = rows.general_rows(), count - blocks

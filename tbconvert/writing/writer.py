@@ -21,12 +21,10 @@ from sqlalchemy.engine import Engine
 from tbconvert.rows import (
     POINT_COLUMNS,
     POINT_TABLES,
+    FileRows,
     InsertRows,
-    LocalRows,
-    PackedRows,
     RowBatch,
     SeriesDefinition,
-    StoreRows,
     TagMetadata,
 )
 from tbconvert.store.file_states import FileState, KnownFile, file_rows, select_file_states
@@ -320,14 +318,14 @@ class StoreWriter:
             [{"id": file_id, "now": now} for file_id in file_ids],
         )
 
-    def stage_points(self, table: str, rows: StoreRows, *, fresh: bool, path: str) -> None:
+    def stage_points(self, table: str, rows: FileRows, *, fresh: bool, path: str) -> None:
         """Insert point rows of one file (store ids) at the end of the transaction, with the
         rows of the other files of its group (see :meth:`insert_points`); ``path``: the
         file's, which orders the last points of a series between files."""
         if not rows:
             return
         self._staged.setdefault((table, fresh), RowBatch()).add(rows)
-        self._paths[rows.file_id if isinstance(rows, PackedRows | LocalRows) else rows[0][2]] = path
+        self._paths[rows.file_id] = path
 
     def insert_points(self, table: str, rows: InsertRows, *, fresh: bool = False) -> None:
         """Insert point rows now (of one file or several), ignoring rows already stored from
@@ -361,10 +359,19 @@ class StoreWriter:
         for sha in missing:
             self.identities.remember_blob(sha)
 
-    def _with_blob_ids(self, table: str, rows: InsertRows) -> list[tuple[Any, ...]]:
+    def _with_blob_ids(self, table: str, rows: InsertRows) -> RowBatch:
+        """The rows with each blob's sha256 replaced by its id, file by file."""
         position = POINT_COLUMNS[table].index("blob_id")
         ids = self.identities.blob_id
-        return [(*row[:position], ids(row[position]), *row[position + 1 :]) for row in rows]
+        return RowBatch(
+            [
+                FileRows.of(
+                    [(*row[:position], ids(row[position]), *row[position + 1 :]) for row in part],
+                    part.file_id,
+                )
+                for part in rows.files()
+            ]
+        )
 
     def _dbapi(self) -> Any:
         return self.conn.connection.dbapi_connection

@@ -12,6 +12,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from tbconvert.errors import StoreError, StoreVersionError
+from tbconvert.rows import FileRows
 from tbconvert.store import migrate
 from tbconvert.store.engine import create_store_engine, store_url
 
@@ -495,7 +496,7 @@ def test_only_the_writer_skips_foreign_key_checks(
     migrate.ensure_schema(engine)
     writer = StoreWriter(engine)
     with writer.transaction():
-        writer.insert_points("scalars", [(999, 0, 999, 0, 0, 1.0, 2.0)])
+        writer.insert_points("scalars", FileRows.of([(999, 0, 999, 0, 0, 1.0, 2.0)], 999))
     writer.close()
     # The suite's check at writer close saw the dangling row (and is reset for this test).
     dangling, dangling_foreign_keys[:] = list(dangling_foreign_keys), []

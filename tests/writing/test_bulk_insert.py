@@ -14,7 +14,7 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tbconvert.rows import PACKED_ROW, LocalRows, PackedRows, RowBatch
+from tbconvert.rows import PACKED_ROW, FileRows, RowBatch
 from tbconvert.store import migrate
 from tbconvert.writing.sqlite import SqliteBulk
 from tbconvert.writing.statements import Insert, Statements
@@ -49,11 +49,12 @@ def _bulk() -> SqliteBulk:
     return bulk
 
 
-def _packed(keys: list[_Key], cut: int, file_id: int) -> PackedRows:
+def _packed(keys: list[_Key], cut: int, file_id: int) -> FileRows:
     """Rows of ``file_id``: those before ``cut`` as tuples, the rest packed after them."""
     tuples = [_row(key, file_id, 1.0) for key in keys[:cut]]
     packed = b"".join(PACKED_ROW.pack(s, p, o, 1.7e9 + p, 1.0) for s, p, o in keys[cut:])
-    return PackedRows.merge(tuples, [(len(tuples), packed)] if packed else [], file_id)
+    merged = FileRows.merge(tuples, [(len(tuples), packed)] if packed else [])
+    return FileRows(merged.parts(), len(merged), file_id)
 
 
 @settings(max_examples=60, deadline=None)
@@ -76,14 +77,14 @@ def test_every_row_is_stored_once_and_only_new_ones_are_counted(
     database.executemany("INSERT INTO scalars VALUES (?, ?, ?, ?, ?, ?, ?)", stored_before)
 
     if shape == "tuples":
-        rows: object = [_row(key, files[key], 1.0) for key in keys]
+        rows: object = FileRows.of([_row(key, files[key], 1.0) for key in keys])
     elif shape == "packed":
         rows = _packed(keys, cut, _FILES[0])
     else:
         local = [(0, step, 0, offset, 0, 1.7e9 + step, 1.0) for _, step, offset in keys[:half]]
         # Local series number 0 of the first file's tuples is mapped to each key's series.
         parts: list[object] = [
-            LocalRows([row], [series], _FILES[0])
+            FileRows.of([row]).with_store_ids([series], _FILES[0])
             for row, (series, _, _) in zip(local, keys[:half], strict=True)
         ]
         parts.append(_packed(keys[half:], min(cut, len(keys) - half) // 2, _FILES[1]))
@@ -102,7 +103,7 @@ def test_a_chunk_of_the_statement_s_size_and_one_row_more() -> None:
         database = _store()
         keys = [(1, step, 0) for step in range(count)]
         rows = [_row(key, _FILES[0], float(key[1])) for key in keys]
-        assert _bulk().insert_points(database, "scalars", rows) == count
+        assert _bulk().insert_points(database, "scalars", FileRows.of(rows)) == count
         assert _stored(database) == set(rows)
 
 

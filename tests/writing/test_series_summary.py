@@ -23,7 +23,7 @@ from sqlalchemy import event
 
 from tbconvert import open_store
 from tbconvert.query.inventory import TREND_SAMPLE
-from tbconvert.rows import PACKED_ROW, PackedRows
+from tbconvert.rows import PACKED_ROW, FileRows
 from tbconvert.writing import series_summaries
 from tests.support.snapshots import StoreFactory, assert_summaries_exact, connect, is_server, rows
 from tests.support.sweep import build_store
@@ -88,12 +88,13 @@ def _brute(rows_: list[tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:
 @settings(max_examples=200, deadline=None)
 @given(scalar_rows(), st.booleans())
 def test_chunk_aggregates_equal_a_plain_count(generated: list[tuple[Any, ...]], pack: bool) -> None:
-    data: Any = generated
+    data = FileRows.of(generated, 7)
     if pack:  # the block path's packed rows (value index 0 only), mixed with tuples
         packed = [row for row in generated if row[4] == 0 and row[5] is not None]
         tuples = [row for row in generated if row not in packed]
         blob = b"".join(PACKED_ROW.pack(r[0], r[1], r[3], r[5], r[6]) for r in packed)
-        data = PackedRows.merge(tuples, [(len(tuples), blob)] if packed else [], 7)
+        merged = FileRows.merge(tuples, [(len(tuples), blob)] if packed else [])
+        data = FileRows(merged.parts(), len(merged), 7)
     got = {
         s.series_id: (
             s.points,

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 import tbconvert
-from tbconvert.rows import POINT_COLUMNS, SeriesDefinition
+from tbconvert.rows import POINT_COLUMNS, FileRows, SeriesDefinition
 from tbconvert.store import models
 from tbconvert.store.engine import create_store_engine
 from tbconvert.writing import pg_foreign_keys
@@ -149,7 +149,7 @@ def _insert(writer: StoreWriter, series_id: int, file_id: int) -> int:
     take locks of their own)."""
     row = (series_id, 1, file_id, 10**9, 0, 1.0, 2.0)
     return writer.bulk.insert_points(
-        writer.conn.connection.dbapi_connection, "scalars", [row], True
+        writer.conn.connection.dbapi_connection, "scalars", FileRows.of([row], file_id), True
     )
 
 

@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError
 from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.events import Event
 from tbconvert.reading.fast import GeneralPath, KnownMetadata, template
-from tbconvert.rows import PackedRows, SeriesDefinition, TableRows
+from tbconvert.rows import FileRows, SeriesDefinition
 
 __all__ = ["BatchParts", "FileRecords", "Settled"]
 
@@ -49,7 +49,7 @@ class FileRecords(Protocol):
 class Settled:
     """What a file's decoder would have made of it (see :meth:`BatchParts.settled`)."""
 
-    rows: dict[str, TableRows]
+    rows: dict[str, FileRows]
     definitions: list[SeriesDefinition]
     stats: DecodeStats
     metadata: KnownMetadata
@@ -182,11 +182,11 @@ class BatchParts:
         count = stop - first - versions
         if count >= chunk_points:
             return None
-        rows: dict[str, TableRows] = {}
+        rows: dict[str, FileRows] = {}
         if count:
             index = slice(first + versions, stop)
             packed = self._packed(self.rows[index], index, defined.series_of, stats)
-            rows["scalars"] = PackedRows([packed], count, 0)
+            rows["scalars"] = FileRows([packed], count)
             stats.points["scalars"] += count
         return Settled(rows, list(defined.definitions), stats, dict(defined.metadata))
 
