@@ -1,4 +1,5 @@
-"""The writer's small statements, run on the driver's own cursor.
+"""The writer's statements, run on the driver's own cursor: every write of the writer goes
+through here (SQLAlchemy is left for engines, schema and reads).
 
 A conversion of many small files runs a dozen small statements per file (look up or create
 its run and series, read and save its state).  Through SQLAlchemy each ``text()`` is built,
