@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,18 +167,34 @@ def read_file_states(url: str, source: str) -> dict[str, KnownFile]:
     Raises:
         StoreError: the store exists but cannot be read (wrong password, not a store...).
     """
+    with read_only(url) as conn:
+        if conn is None:
+            return {}
+        present = {column["name"] for column in inspect(conn).get_columns("event_files")}
+        return select_file_states(conn, source, before_0005="selection" not in present)
+
+
+@contextmanager
+def read_only(url: str) -> Iterator[Connection | None]:
+    """A connection that changes nothing to the store at ``url``; None when there is no
+    store there yet (no SQLite file, or a database without the schema).
+
+    Raises:
+        StoreError: the store cannot be read, or the database is not a store.
+    """
     path = sqlite_path(url)
     if path is not None:
         if not os.path.exists(path):
-            return {}
+            yield None
+            return
         url = f"sqlite:///file:{path}?mode=ro&uri=true"
     engine = create_store_engine(url)
     try:
         with translate_errors(store_display(url)), engine.connect() as conn:
             if current_revision(conn) is None:
                 refuse_foreign(conn, None)  # a database not ours is no empty store
-                return {}
-            present = {column["name"] for column in inspect(conn).get_columns("event_files")}
-            return select_file_states(conn, source, before_0005="selection" not in present)
+                yield None
+                return
+            yield conn
     finally:
         engine.dispose()
