@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -53,20 +53,28 @@ def _crash_in_child(job: dict[str, Any], report: int) -> None:
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Fork, crash as the job says, and return the child's exit status and commits made."""
+    status, commits = forked(_crash_in_child, job)
+    return {"exit": status, "commits": int(commits or -1)}
+
+
+def forked(body: Callable[[dict[str, Any], int], None], job: dict[str, Any]) -> tuple[int, str]:
+    """Run ``body(job, report)`` in a forked child; its exit status (minus the signal that
+    ended it) and what it wrote to the file descriptor ``report``.  A body that raises is a
+    failure, not a crash: said on stderr, exit 70."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
         try:
-            _crash_in_child(job, write_end)
-        except BaseException as error:  # a failure, not a crash: say so and die
-            os.write(2, f"crashpoints child: {error!r}\n".encode())
+            body(job, write_end)
+        except BaseException as error:
+            os.write(2, f"forked child: {error!r}\n".encode())
             os._exit(70)
     os.close(write_end)
     with os.fdopen(read_end) as pipe:
-        commits = pipe.read()
+        said = pipe.read()
     _, status = os.waitpid(pid, 0)
-    return {"exit": os.waitstatus_to_exitcode(status), "commits": int(commits or -1)}
+    return os.waitstatus_to_exitcode(status), said
 
 
 def main(jobs_path: str, results_path: str) -> None:

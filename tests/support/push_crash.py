@@ -20,6 +20,8 @@ import sys
 import threading
 from typing import Any
 
+from tests.support.crashpoints import forked
+
 
 def _push_in_child(job: dict[str, Any], report: int) -> None:
     from mlflow import MlflowClient
@@ -54,21 +56,8 @@ def _push_in_child(job: dict[str, Any], report: int) -> None:
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Fork, push and kill as the job says; the child's status and the calls it made."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        try:
-            _push_in_child(job, write_end)
-        except BaseException as error:  # reported as a failed child
-            os.write(write_end, f"error {error!r}".encode())
-            os._exit(1)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as reader:
-        said = reader.read().decode()
-    _, status = os.waitpid(pid, 0)
-    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    return {"status": code, "said": said}
+    status, said = forked(_push_in_child, job)
+    return {"status": status, "said": said}
 
 
 def main(jobs_file: str, results_file: str) -> int:
