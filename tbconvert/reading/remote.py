@@ -15,7 +15,7 @@ makes each process its own file-system instance.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -121,8 +121,11 @@ class Listed:
     mtime_ns: int
 
 
-def list_objects(url: str) -> tuple[str, dict[str, Listed]]:
-    """Every object below ``url`` by its path relative to it, from one recursive listing.
+def list_objects(
+    url: str, wanted: Callable[[str], bool] = lambda _name: True
+) -> tuple[str, dict[str, Listed]]:
+    """Every object below ``url`` whose name is ``wanted``, by its path relative to it, from
+    one recursive listing.
 
     Returns:
         The logdir's URL as stored (no trailing slash, no credentials) and the objects.
@@ -136,7 +139,11 @@ def list_objects(url: str) -> tuple[str, dict[str, Listed]]:
     base = url.rstrip("/")  # as the user spelled it: what runs are stored under
     shown = logdir_name(url)
     try:
-        found = fs.find(root, detail=True, withdirs=False)
+        found = {
+            path: info
+            for path, info in fs.find(root, detail=True, withdirs=False).items()
+            if wanted(path.rpartition("/")[2])
+        }
         unsized = [path for path, info in found.items() if info.get("size") is None]
         if unsized:  # an HTTP listing is links: ask each object (HEAD requests)
             for path, size in zip(unsized, fs.sizes(unsized), strict=True):

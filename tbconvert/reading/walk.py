@@ -133,16 +133,15 @@ class Walker:
 def _list_remote(logdir: str) -> tuple[str, Walker]:
     """What walking a remote logdir finds, from one listing of its objects (an object
     store has no symlinks, and its directories are the prefixes of its objects)."""
-    root, objects = list_objects(logdir)
+    # Only event files and sidecars: an HTTP listing asks each object it keeps for its size.
+    root, objects = list_objects(logdir, lambda name: is_event_file(name) or name in RUN_SIDECARS)
     found = Walker(root)
     for rel, listed in sorted(objects.items()):
         directory, _slash, name = rel.rpartition("/")
         if is_event_file(name):
             found.found.setdefault(directory, []).append((name, listed.url))
-        elif name in RUN_SIDECARS:
-            found.sidecars.setdefault(directory, {})[name] = listed.url
         else:
-            continue
+            found.sidecars.setdefault(directory, {})[name] = listed.url
         found.listed[listed.url] = (listed.size, listed.mtime_ns)
     return root, found
 
