@@ -176,9 +176,10 @@ def _remote_heads(walker: Walker, known: Mapping[str, Head]) -> dict[str, Head]:
 
 
 def _owners(
-    walker: Walker, layout: str, flat: bool, known_heads: Mapping[str, Head], heads: dict[str, Head]
-) -> tuple[dict[str, tuple[str | None, str]], set[str]]:
-    """Each directory's run (None: its files are orphans) and context, and the groups."""
+    walker: Walker, layout: str, flat: bool, known_heads: Mapping[str, Head]
+) -> tuple[dict[str, tuple[str | None, str]], set[str], dict[str, Head]]:
+    """Each directory's run (None: its files are orphans) and context, the groups, and the
+    first tags the layout read of remote files."""
     found = list(walker.found)
     if layout == "aim" or flat:
         runs, groups = _assign_roles(found, flat)
@@ -187,9 +188,9 @@ def _owners(
             owner = None if directory in groups else _owning_run(directory, runs)
             context = directory[len(owner) :].lstrip("/") if owner else directory
             owners[directory] = (owner, context if owner is not None else "")
-        return owners, groups
+        return owners, groups, {}
 
-    heads.update(_remote_heads(walker, known_heads))
+    heads = _remote_heads(walker, known_heads)
 
     def tags_of(directory: str) -> tuple[str, ...]:
         name, path = min(walker.found[directory])
@@ -208,7 +209,7 @@ def _owners(
         directory: (None, "") if run in above else (run, context)
         for directory, (run, context) in folded.items()
     }
-    return owners, {directory for directory in above if directory}
+    return owners, {directory for directory in above if directory}, heads
 
 
 def classify(
@@ -247,8 +248,7 @@ def classify(
         walker.warnings.append(f"no event files under {root}")
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}")
-    heads: dict[str, Head] = {}
-    owners, groups = _owners(walker, layout, flat, known_heads or {}, heads)
+    owners, groups, heads = _owners(walker, layout, flat, known_heads or {})
     # Run -> its files as (context, name, file): sorted by the first two, which are unique.
     files_by_run: dict[str, list[tuple[str, str, EventFileSource]]] = {}
     orphans: list[str] = []
