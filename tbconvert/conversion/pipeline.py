@@ -165,7 +165,9 @@ def convert_with(
         summary.plan = _dry_run_plan(classification, url, origin.source, options, summary)
     else:
         check_store_location(url)
-        _convert_into(url, classification, summary, origin, options)
+        # The layout's reads are written only when they changed: a re-run writes nothing.
+        changed = classification.heads if classification.heads != known_heads else None
+        _convert_into(url, classification, summary, origin, options, changed)
     summary.elapsed = time.monotonic() - started
     return summary
 
@@ -228,7 +230,10 @@ def _convert_into(
     summary: Summary,
     origin: Origin,
     options: ConvertOptions,
+    heads: Mapping[str, tuple[int, int, tuple[str, ...]]] | None,
 ) -> None:
+    """Convert into the store at ``url``; ``heads``: the layout's reads of remote files to
+    keep (``file_heads``), None when the store holds them already."""
     from tbconvert.store.errors import translate_errors
     from tbconvert.store.migrate import create_sqlite_store, ensure_schema
 
@@ -251,9 +256,9 @@ def _convert_into(
                 with few_collections():
                     # A conversion of some runs only must not mark the others' files gone.
                     job.run(prune=not options.runs)
-                if classification.heads:
+                if heads is not None:
                     with writer.transaction():
-                        save_file_heads(writer.statements, origin.source, classification.heads)
+                        save_file_heads(writer.statements, origin.source, heads)
             finally:
                 writer.close()
     finally:

@@ -17,6 +17,8 @@ def save_file_heads(
     """Replace a source's heads (size, time and first tags, by path relative to the
     logdir) with ``heads``, in the writer's open transaction."""
     statements.run("DELETE FROM file_heads WHERE source = :source", {"source": source})
+    if not heads:
+        return
     statements.many(
         "INSERT INTO file_heads (source, path, size, mtime_ns, tags) "
         "VALUES (:source, :path, :size, :mtime_ns, :tags)",
