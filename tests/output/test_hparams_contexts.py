@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from tensorboard.plugins.hparams import summary_v2 as hp
 
 import tbconvert
 from tbconvert.cli import cli
+from tbconvert.output.report import report
 from tests.support.eventfiles import (
     event_file_name,
     summary_event,
@@ -225,3 +227,24 @@ def test_export_hparams_has_the_same_columns(stores: dict[str, str], tmp_path: P
     assert [list(row) for row in exported] == [list(row) for row in shown]
     for row, expected in zip(exported, shown, strict=True):
         assert float(row["loss (val)"]) == expected["loss (val)"]
+
+
+@pytest.mark.parametrize("layout", sorted(WRITERS))
+def test_report_lines_runs_up_by_context(
+    stores: dict[str, str], layout: str, tmp_path: Path
+) -> None:
+    page = tmp_path / "report.html"
+    with tbconvert.open_store(stores[layout]) as store:
+        report(store, str(page), tag=TAG[layout])
+    section = (
+        page.read_text(encoding="utf-8").split('<section id="runs">')[1].split("</section>")[0]
+    )
+    head, body = section.split("<tbody>")
+    header = re.findall(r"<th>(.*?)</th>", head.split("<tr>")[2])
+    tag = TAG[layout]
+    assert header[-2:] == [f"{tag} ({context})" for context in CONTEXTS[layout]]
+    for line in body.split("<tr>")[1:]:
+        cells = [re.sub("<.*?>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", line)]
+        run = cells[0].removeprefix(PREFIX[layout])
+        for cell, context in zip(cells[-2:], CONTEXTS[layout], strict=True):
+            assert float(cell) == pytest.approx(float32(logged(run, context, STEPS - 1)), rel=1e-5)
