@@ -61,10 +61,12 @@ def check_metrics(store: Store, metrics: Sequence[Metric]) -> None:
     """
     series = store.series(plugin="scalars")
     tags = sorted({s.tag for s in series})
-    sessions = {(s.run_id, s.context) for s in store.series(plugin="hparams")}
+    chosen = [parse_metric(metric, tags) for metric in metrics]
     pairs = {(s.context, s.tag) for s in series}
-    pairs |= {(SESSION, s.tag) for s in series if (s.run_id, s.context) in sessions}
-    for metric in (parse_metric(metric, tags) for metric in metrics):
+    if any(not isinstance(metric, str) and metric[0] == SESSION for metric in chosen):
+        sessions = {(s.run_id, s.context) for s in store.series(plugin="hparams")}
+        pairs |= {(SESSION, s.tag) for s in series if (s.run_id, s.context) in sessions}
+    for metric in chosen:
         known = metric in tags if isinstance(metric, str) else metric in pairs
         if known:
             continue

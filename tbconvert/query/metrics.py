@@ -69,8 +69,9 @@ def column_name(tag: str, context: str) -> str:
 
 def scalar_tags(store: Connectable) -> set[str]:
     """Every scalar tag of the store."""
+    sql = "SELECT DISTINCT name FROM series WHERE plugin = 'scalars'"
     with store.connect() as conn:
-        return {s.tag for s in lookups.series(conn, plugin="scalars")}
+        return {row["name"] for row in lookups.query(conn, sql)}
 
 
 def metric_values(store: Connectable, metrics: Sequence[Metric], agg: str) -> Values:
