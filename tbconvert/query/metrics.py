@@ -80,14 +80,14 @@ def metric_values(store: Connectable, metrics: Sequence[Metric], agg: str) -> Va
     ``agg`` is ``last`` (highest step, then last written), ``min`` or ``max`` (NaN points left
     out; None when every point is NaN).
     """
+    if not metrics:
+        return {}
     if agg == "last":
         sql = "SELECT run_id, context, tag, value FROM v_last_scalars"
         with store.connect() as conn:
             last = lookups.query(conn, sql)
         return {(r["run_id"], r["context"], r["tag"]): r["value"] for r in last}
     tags = sorted({tag_of(metric) for metric in metrics})
-    if not tags:
-        return {}
     names = ", ".join(f":tag{i}" for i in range(len(tags)))
     sql = (
         f"SELECT run_id, context, tag, {agg}(value) AS value FROM v_scalars "
