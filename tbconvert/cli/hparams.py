@@ -37,8 +37,10 @@ def metric_options(function: F) -> F:
         "--metric",
         "metrics",
         multiple=True,
-        metavar="TAG",
-        help="A scalar tag whose value becomes a column (repeatable).",
+        metavar="[CONTEXT:]TAG",
+        help="A scalar tag whose value becomes a column (repeatable): one column per "
+        "context where a run logged it in several, 'TAG (CONTEXT)'; CONTEXT:TAG takes "
+        "one context.",
     )(function)
 
 
@@ -49,7 +51,8 @@ def metric_options(function: F) -> F:
 @click.option(
     "--sort",
     metavar="COLUMN",
-    help="Sort on this column (a param or metric); -COLUMN sorts descending. Empty cells last.",
+    help="Sort on this column (a param or metric, 'loss (val)' or val:loss); -COLUMN sorts "
+    "descending. Empty cells last.",
 )
 @click.option(
     "--format",
@@ -73,6 +76,7 @@ def hparams(
     Example:
       tbconvert hparams --store runs.db --metric accuracy --sort=-accuracy
       tbconvert hparams --store runs.db --metric loss --agg min --format csv > sweep.csv
+      tbconvert hparams --store runs.db --metric loss --sort val:loss
     """
     from tbconvert.cli.render import render_table
     from tbconvert.output.hparams import hparams_rows

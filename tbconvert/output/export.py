@@ -27,7 +27,8 @@ from tbconvert.errors import ConverterError, MissingDependency, UsageError
 from tbconvert.filters import Globs
 from tbconvert.output.image_export import export_images
 from tbconvert.query.groups import Grouping, scalars_grouped
-from tbconvert.query.tables import COLUMNS, Metric, hparams_table, require_pandas, rows, to_pandas
+from tbconvert.query.metrics import Metric, column_name
+from tbconvert.query.tables import COLUMNS, hparams_table, require_pandas, rows, to_pandas
 from tbconvert.store.engine import expand_path
 
 if TYPE_CHECKING:
@@ -298,7 +299,7 @@ def wide_scalars(
 
 
 def _metric_name(metric: Metric) -> str:
-    return metric if isinstance(metric, str) else "/".join(metric)
+    return metric if isinstance(metric, str) else column_name(metric[1], metric[0])
 
 
 def export(
@@ -330,7 +331,8 @@ def export(
         tag: Globs on tags (on keys, for params).
         context: Globs on contexts.
         wide: Scalars as a step x series table (:func:`wide_scalars`).
-        metrics: For hparams: the metric tags (or ``(context, tag)`` pairs) to add.
+        metrics: For hparams: the metric tags, ``CONTEXT:TAG`` (or ``(context, tag)`` pairs)
+            to add.
         agg: For hparams: ``last``, ``min`` or ``max`` of each metric.
         grouping: Scalars aggregated over the runs of each group
             (:func:`~tbconvert.query.groups.scalars_grouped`).

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
 from tbconvert.output.export import table_of
-from tbconvert.query.tables import Metric
+from tbconvert.query.metrics import SESSION, Metric, column_name, parse_metric, tag_of
 
 if TYPE_CHECKING:
     from tbconvert.query.store import Store
@@ -33,10 +33,13 @@ def hparams_rows(
 
     Args:
         store: An open store.
-        metrics: Scalar tags (or ``(context, tag)`` pairs) to add as columns.
+        metrics: Scalar tags, ``CONTEXT:TAG`` or ``(context, tag)`` pairs to add as columns
+            (one per context where a run logged the tag in several:
+            :func:`tbconvert.query.tables.hparams_table`).
         run: Globs on run paths.
-        agg: ``last``, ``min`` or ``max`` of each metric's series.
-        sort: A column to sort on, ascending; ``-column`` for descending.
+        agg: ``last``, ``min``, ``max`` or ``best`` of each metric's series.
+        sort: A column to sort on, ascending; ``-column`` for descending.  A metric's
+            column may also be named ``CONTEXT:TAG``.
 
     Raises:
         UsageError: a metric no scalar series has, or an unknown sort column.
@@ -50,17 +53,24 @@ def hparams_rows(
 def check_metrics(store: Store, metrics: Sequence[Metric]) -> None:
     """Fail on a metric that no scalar series of the store has, naming the close ones.
 
+    A ``CONTEXT:TAG`` (or pair) needs the tag in that context of some run; the context
+    ``hparams`` also means any hparams session's own context, whatever its name.
+
     Raises:
         UsageError: naming the first unknown metric and what exists.
     """
     series = store.series(plugin="scalars")
     tags = sorted({s.tag for s in series})
+    chosen = [parse_metric(metric, tags) for metric in metrics]
     pairs = {(s.context, s.tag) for s in series}
-    for metric in metrics:
-        known = metric in tags if isinstance(metric, str) else tuple(metric) in pairs
+    if any(not isinstance(metric, str) and metric[0] == SESSION for metric in chosen):
+        sessions = {(s.run_id, s.context) for s in store.series(plugin="hparams")}
+        pairs |= {(SESSION, s.tag) for s in series if (s.run_id, s.context) in sessions}
+    for metric in chosen:
+        known = metric in tags if isinstance(metric, str) else metric in pairs
         if known:
             continue
-        tag = metric if isinstance(metric, str) else metric[1]
+        tag = tag_of(metric)
         close = difflib.get_close_matches(tag, tags, n=3)
         raise UsageError(
             f"no scalar series {tag!r} in the store"
@@ -80,6 +90,10 @@ def sort_rows(columns: list[str], rows: list[list[Any]], sort: str) -> list[list
     """
     descending = sort.startswith("-") and sort not in columns
     name = sort[1:] if descending else sort
+    if name not in columns and ":" in name:
+        # CONTEXT:TAG, as --metric takes it, names the column TAG (CONTEXT).
+        context, tag = name.split(":", 1)
+        name = column_name(tag, context) if column_name(tag, context) in columns else name
     if name not in columns:
         raise UsageError(f"no column {name!r} to sort on", hint=f"choose from {', '.join(columns)}")
     position = columns.index(name)

@@ -26,6 +26,7 @@ from tbconvert.filters import Globs
 from tbconvert.output.export import open_output
 from tbconvert.output.plot import Curve, curves_of, grouped_lines
 from tbconvert.output.svgchart import PALETTE, Line, line_chart
+from tbconvert.query.metrics import Owner, metric_columns
 
 if TYPE_CHECKING:
     from tbconvert.query.groups import Grouping
@@ -159,10 +160,11 @@ def _count(number: int, noun: str) -> str:
 
 def _runs_section(runs: Sequence[dict[str, Any]], curves: Sequence[Curve]) -> str:
     keys = sorted({key for row in runs for values in row["params"].values() for key in values})
-    tags = sorted({curve.tag for curve in curves})
-    final: dict[tuple[str, str], list[tuple[str, float]]] = {}
-    for curve in (c for c in curves if c.values):
-        final.setdefault((curve.run_path, curve.tag), []).append((curve.context, curve.values[-1]))
+    # A tag logged in several contexts of a run gets a column per context, named as the
+    # hparams table names them, so that the runs of a sweep line up.
+    final = {(c.run_id, c.context, c.tag): c.values[-1] for c in curves if c.values}
+    owners = [Owner(row["run_id"], _session_of(row)) for row in runs]
+    tags, cells = metric_columns(sorted({curve.tag for curve in curves}), owners, final)
     # Two header rows: a hyper-parameter and a scalar tag may share a name (``lr``).
     groups = '<th colspan="2"></th>' + "".join(
         f'<th colspan="{len(names)}" class="group">{title}</th>'
@@ -172,26 +174,29 @@ def _runs_section(runs: Sequence[dict[str, Any]], curves: Sequence[Curve]) -> st
     names = "".join(f"<th>{_text(name)}</th>" for name in ["run", "group", *keys, *tags])
     head = f"<tr>{groups}</tr><tr>{names}</tr>"
     lines = []
-    for row in runs:
-        cells = [f"<td>{_text(row['run_path'])}</td>", f"<td>{_text(row['group_path'])}</td>"]
+    for row, metrics in zip(runs, cells, strict=True):
+        cells_html = [f"<td>{_text(row['run_path'])}</td>", f"<td>{_text(row['group_path'])}</td>"]
         for key in keys:
             found = _distinct(v[key] for v in row["params"].values() if key in v)
-            cells.append(f'<td class="num">{" | ".join(_number(v) for v in found)}</td>')
-        for tag in tags:
-            values = final.get((row["run_path"], tag), [])
-            # The run directory's own value first and bare, then each context's, named.
-            shown = [
-                (f"{_text(context)}: " if context else "") + _number(value)
-                for context, value in sorted(values)
-            ]
-            cells.append(f'<td class="num">{"<br>".join(shown)}</td>')
-        lines.append("<tr>" + "".join(cells) + "</tr>")
+            cells_html.append(f'<td class="num">{" | ".join(_number(v) for v in found)}</td>')
+        cells_html.extend(
+            f'<td class="num">{"" if value is None else _number(value)}</td>' for value in metrics
+        )
+        lines.append("<tr>" + "".join(cells_html) + "</tr>")
     return (
         '<section id="runs"><h2>Runs</h2><p class="note">Hyper-parameters of each run '
-        "(every session's value) and the last value of each scalar tag.</p>"
+        "(every session's value) and the last value of each scalar tag (a column per context "
+        "where a run logged it in several).</p>"
         f'<div class="scroll"><table><thead>{head}</thead>'
         f"<tbody>{''.join(lines)}</tbody></table></div></section>"
     )
+
+
+def _session_of(run: dict[str, Any]) -> str | None:
+    # A run's one hparams session context reads "hparams" in column names, whatever the
+    # writer called its directory; with several, each keeps its name.
+    sessions = list(run["params"])
+    return sessions[0] if len(sessions) == 1 else None
 
 
 def _distinct(values: Iterable[Any]) -> list[Any]:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from tbconvert.errors import MissingDependency, UsageError
 from tbconvert.filters import Globs, globs, matches
 from tbconvert.query import inventory, lookups
+from tbconvert.query import metrics as metric_rules
+from tbconvert.query.metrics import Metric
 from tbconvert.query.results import Connectable
 
 if TYPE_CHECKING:
@@ -28,7 +30,6 @@ COLUMNS = {
     "params": ("run_id", "run_path", "context", "key", "value", "value_num", "value_type"),
 }
 _PLUGIN = {"scalars": "scalars", "texts": "text", "params": "hparams"}
-Metric = str | tuple[str, str]
 
 
 def require_pandas() -> Any:
@@ -100,19 +101,22 @@ def hparams_table(
 
     Args:
         store: An open store.
-        metrics: Tags, or ``(context, tag)`` pairs, whose last value (highest step, then last
-            written) becomes a column named by the tag (``context/tag`` for a pair).  A bare
-            tag is looked up in the session's own context, then in the run's ``''`` context,
-            then in the only context of the run that has it.
+        metrics: Tags, ``CONTEXT:TAG`` texts or ``(context, tag)`` pairs, whose value
+            becomes a column.  A tag is looked up in every context of the run: one column
+            named by the tag where each row has it in one context at most, else one column
+            per context, ``TAG (CONTEXT)``; a row's own session context is ``hparams``
+            whatever its directory's name (:mod:`tbconvert.query.metrics`).  A pair gives
+            the one column ``TAG (CONTEXT)``.
         run: Globs on run paths.
-        agg: ``last`` (the default), or ``min`` / ``max`` of the series' values (NaN points
-            left out; None when every point is NaN), or ``best``: the lowest of a metric
-            that looks like a loss or an error (:func:`best_direction`), the highest of any
-            other.
+        agg: ``last`` (the default: highest step, then last written), or ``min`` / ``max``
+            of the series' values (NaN points left out; None when every point is NaN), or
+            ``best``: the lowest of a metric that looks like a loss or an error
+            (:func:`best_direction`), the highest of any other.
 
     Returns:
-        Dicts with ``run_id``, ``run_path``, ``context``, the params (every key of the store,
-        sorted; None where a session lacks one), then the metrics (None where not found).
+        Dicts with ``run_id``, ``run_path``, ``context``, the params (every key the selected
+        runs' sessions have, sorted; None where a session lacks one), then the metrics
+        (None where not found).
 
     Raises:
         UsageError: an unknown ``agg``.
@@ -122,74 +126,44 @@ def hparams_table(
     with store.connect() as conn:
         sessions = lookups.param_sessions(conn)
         listed = lookups.query(conn, "SELECT run_id, run_path, logdir FROM v_runs")
-    found: dict[tuple[Any, ...], Any] = {}
-    if agg == "best":
-        for direction in ("min", "max"):
-            chosen = [m for m in metrics if best_direction(_tag_of(m)) == direction]
-            found.update(_metric_values(store, chosen, direction))
-    else:
-        found = _metric_values(store, metrics, agg)
-    keys = sorted(
-        {
-            key
-            for by_context in sessions.values()
-            for values in by_context.values()
-            for key in values
-        }
+    tags = metric_rules.scalar_tags(store) if metrics else set()
+    chosen = [metric_rules.parse_metric(metric, tags) for metric in metrics]
+    runs = sorted(
+        (run_row for run_row in listed if matches(run_row["run_path"], globs(run))),
+        key=lambda run_row: (run_row["logdir"], run_row["run_path"], run_row["run_id"]),
     )
     table = []
-    runs = sorted(
-        listed,
-        key=lambda run: (run["logdir"], run["run_path"], run["run_id"]),
-    )
-    for entry in ({"run_id": run["run_id"], "run_path": run["run_path"]} for run in runs):
-        if not matches(entry["run_path"], globs(run)):
-            continue
-        for context, values in sessions.get(entry["run_id"], {}).items():
-            row = {**entry, "context": context, **{key: values.get(key) for key in keys}}
-            for metric in metrics:
-                name = metric if isinstance(metric, str) else "/".join(metric)
-                row[name] = _metric_value(found, entry["run_id"], context, metric)
-            table.append(row)
-    return table
+    owners = []
+    for entry in runs:
+        by_context = sessions.get(entry["run_id"], {})
+        for context in sorted(by_context):
+            table.append((entry["run_id"], entry["run_path"], context, by_context[context]))
+            # The run's other sessions' values are in their own rows.
+            others = frozenset(by_context) - {context}
+            owners.append(metric_rules.Owner(entry["run_id"], context, others))
+    keys = sorted({key for *_, values in table for key in values})
+    names, cells = metric_rules.metric_columns(chosen, owners, _values(store, chosen, agg))
+    return [
+        {
+            "run_id": run_id,
+            "run_path": run_path,
+            "context": context,
+            **{key: values.get(key) for key in keys},
+            **dict(zip(names, row_cells, strict=True)),
+        }
+        for (run_id, run_path, context, values), row_cells in zip(table, cells, strict=True)
+    ]
 
 
-def _metric_values(
-    store: Connectable, metrics: Sequence[Metric], agg: str
-) -> dict[tuple[Any, ...], Any]:
-    # (run_id, context, tag) -> the value of the metric's series under ``agg``.
-    if agg == "last":
-        sql = "SELECT run_id, context, tag, value FROM v_last_scalars"
-        with store.connect() as conn:
-            last = lookups.query(conn, sql)
-        return {(r["run_id"], r["context"], r["tag"]): r["value"] for r in last}
-    tags = sorted({metric if isinstance(metric, str) else metric[1] for metric in metrics})
-    if not tags:
-        return {}
-    names = ", ".join(f":tag{i}" for i in range(len(tags)))
-    sql = (
-        f"SELECT run_id, context, tag, {agg}(value) AS value FROM v_scalars "
-        f"WHERE tag IN ({names}) GROUP BY run_id, context, tag"
-    )
-    with store.connect() as conn:
-        found = lookups.query(conn, sql, {f"tag{i}": tag for i, tag in enumerate(tags)})
-    return {(r["run_id"], r["context"], r["tag"]): r["value"] for r in found}
-
-
-def _tag_of(metric: Metric) -> str:
-    return metric if isinstance(metric, str) else metric[1]
-
-
-def _metric_value(
-    last: dict[tuple[Any, ...], Any], run_id: int, context: str, metric: Metric
-) -> Any:
-    if not isinstance(metric, str):
-        return last.get((run_id, *metric))
-    for where in (context, ""):
-        if (run_id, where, metric) in last:
-            return last[(run_id, where, metric)]
-    found = [value for (owner, _, tag), value in last.items() if (owner, tag) == (run_id, metric)]
-    return found[0] if len(found) == 1 else None
+def _values(store: Connectable, metrics: Sequence[Metric], agg: str) -> metric_rules.Values:
+    if agg != "best":
+        return metric_rules.metric_values(store, metrics, agg)
+    found: metric_rules.Values = {}
+    for direction in ("min", "max"):
+        chosen = [m for m in metrics if best_direction(metric_rules.tag_of(m)) == direction]
+        if chosen:
+            found.update(metric_rules.metric_values(store, chosen, direction))
+    return found
 
 
 def to_pandas(store: Connectable, kind: str = "scalars", **filters: Any) -> pandas.DataFrame:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tbconvert import convert
 from tbconvert.output.datasette import QUERIES, database_name, metadata
 from tests.support.snapshots import StoreFactory, connect, is_server
 from tests.support.sweep import STEPS, SWEEP, build_store, sweep_pixels
@@ -126,6 +127,7 @@ def check_series_overview(rows: Rows, store: str) -> None:
 def check_params_pivot(rows: Rows, store: str) -> None:
     assert [row["run_path"] for row in rows] == ["sweep/lr_0.1", "sweep/lr_0.01", "sweep/lr_1.0"]
     for row in rows:
+        assert row["context"] == ""  # the sweep logs accuracy in the run directory itself
         lr, optimizer, final, _ = SWEEP[row["run_path"].split("/")[1]]
         assert (row["lr"], row["optimizer"], row["batch_size"]) == (lr, optimizer, 32.0)
         assert row["final_accuracy"] == pytest.approx(final)
@@ -177,6 +179,33 @@ def test_recipe(heading: str, store_path: str) -> None:
     sql = cookbook()[heading]
     assert "v_" in sql, "recipes use the public views"
     CHECKS[heading](run_sql(store_path, sql), store_path)
+
+
+def test_final_metric_recipe_gives_a_row_per_context(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
+    # A sweep whose accuracy is only in add_scalars' contexts, and a run that logged none.
+    from tensorboardX import SummaryWriter
+
+    written = {"ctx/lr_0.1": (0.1, "adam", 0.75, 0.5), "ctx/lr_0.5": (0.5, "sgd", 0.25, 0.125)}
+    for run, (lr, optimizer, train, val) in written.items():
+        with SummaryWriter(str(tmp_path / "logs" / run), flush_secs=3600) as writer:
+            writer.add_scalars("accuracy", {"train": 0.0, "val": 0.0}, 0, walltime=1.0)
+            writer.add_scalars("accuracy", {"train": train, "val": val}, 1, walltime=2.0)
+            writer.add_hparams({"lr": lr, "optimizer": optimizer, "batch_size": 8}, {})
+    with SummaryWriter(str(tmp_path / "logs" / "ctx/none"), flush_secs=3600) as writer:
+        writer.add_hparams({"lr": 1.0, "optimizer": "sgd", "batch_size": 8}, {})
+    store = make_store(tmp_path, "contexts")
+    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
+    rows = run_sql(store, cookbook()["Final metric of every run next to its hyper-parameters"])
+    got = [tuple(row.values()) for row in rows]
+    expected = [
+        (run, context, lr, optimizer, 8.0, value)
+        for run, (lr, optimizer, train, val) in written.items()
+        for context, value in (("train", train), ("val", val))
+    ]
+    expected.sort(key=lambda row: (-row[-1], row[0], row[1]))
+    assert got == [*expected, ("ctx/none", None, 1.0, "sgd", 8.0, None)]
 
 
 def test_python_api_examples_run(store_path: str, tmp_path: Path, monkeypatch) -> None:

@@ -260,7 +260,10 @@ def test_hparams_table_puts_final_metrics_next_to_params(store: Store) -> None:
             final
         )
     explicit = hparams_table(store, metrics=[("", "loss")], run="sweep/lr_1.0")
-    assert explicit[0]["/loss"] is None  # the last loss is the NaN, stored as NULL
+    assert explicit[0]["loss"] is None  # the last loss is the NaN, stored as NULL
+    # The session's own context, whatever its directory is called, is "hparams".
+    (session,) = hparams_table(store, metrics=["hparams:hparam/accuracy"], run="sweep/lr_0.1")
+    assert session["hparam/accuracy (hparams)"] == pytest.approx(SWEEP["lr_0.1"][2])
 
 
 # --------------------------------------------------------------------------- images
