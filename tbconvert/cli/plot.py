@@ -132,13 +132,7 @@ def plot(
 
     drawn = read_store(store, draw)
     click.echo(f"{drawn.lines} curves drawn into {output}", err=True)
-    if drawn.fullest > library.READABLE_LINES and not (group_by or aggregate_over):
-        click.echo(
-            f"warning: {drawn.fullest} lines in one panel are more than a person can tell "
-            "apart: "
-            "--group-by KEY or --aggregate-over KEY draws one line per group of runs",
-            err=True,
-        )
+    _warn_if_crowded(drawn.fullest, "panel", grouped=bool(group_by or aggregate_over))
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -192,3 +186,12 @@ def report(
             f"{shown['texts']} texts",
             err=True,
         )
+    _warn_if_crowded(shown["fullest"], "chart", grouped=bool(group_by or aggregate_over))
+
+
+def _warn_if_crowded(lines: int, chart: str, grouped: bool) -> None:
+    from tbconvert.output.linestyles import crowded_warning
+
+    warning = None if grouped else crowded_warning(lines, chart)
+    if warning:
+        click.echo(warning, err=True)
