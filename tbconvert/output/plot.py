@@ -33,7 +33,8 @@ IMAGE_FORMATS = ("png", "svg", "pdf")
 
 @dataclass(frozen=True)
 class Curve:
-    """The points of one scalar series, in step order (NaN where a NaN was logged)."""
+    """The points of one scalar series, in the order they were written (NaN where a NaN was
+    logged): a resumed run's steps go back where it was resumed, once."""
 
     run_path: str
     context: str
@@ -107,10 +108,11 @@ def select_curves(
 
 def curves_of(store: Store, chosen: Sequence[SeriesRef], resumed: str = "current") -> list[Curve]:
     """Read the points of scalar series as curves, in the series' order: by default each as
-    its last attempt left it (``resumed="all"``: every record, a resumed run's zigzag)."""
+    its last attempt left it (``resumed="all"``: every record in write order, a resumed run's
+    zigzag)."""
     curves = []
     for series in chosen:
-        points = list(store.points("scalars", [series], resumed))
+        points = list(store.points("scalars", [series], resumed, written=True))
         curves.append(
             Curve(
                 series.run_path,

@@ -71,6 +71,7 @@ def report(
     run: Globs = None,
     tag: Globs = None,
     grouping: Grouping | None = None,
+    resumed: str = "current",
 ) -> dict[str, int]:
     """Write the report page of the selected runs and tags to ``output`` (``-``: stdout).
 
@@ -81,6 +82,8 @@ def report(
         tag: Globs on tags (scalars, images and texts alike).
         grouping: Charts of one line per group of runs, their mean with a band of one
             standard deviation (as ``tbconvert plot --group-by`` draws them).
+        resumed: ``current`` (each series as its last attempt left it) or ``all`` (every
+            point in write order: a resumed run's line goes back, as in TensorBoard).
 
     Returns:
         What the page shows: ``runs``, ``charts``, ``images``, ``texts``, and ``fullest``:
@@ -95,7 +98,7 @@ def report(
     if not runs:
         everything = ", ".join(r["run_path"] for r in store.runs()[:12]) or "(none)"
         raise UsageError("no run matches --run", path=store.display, hint=f"runs: {everything}")
-    curves = curves_of(store, store.series(run=run, tag=tag, plugin="scalars"))
+    curves = curves_of(store, store.series(run=run, tag=tag, plugin="scalars"), resumed)
     images = _last_step_images(store.images(run=run, tag=tag))
     texts = _last_texts(store, run, tag)
     if grouping is None:

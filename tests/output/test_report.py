@@ -23,6 +23,7 @@ from tbconvert.cli import cli
 from tbconvert.output.report import report
 from tests.support.browser import measure
 from tests.support.eventfiles import event_file_name, simple_value, summary_event, write_events
+from tests.support.resumed_run import write_resumed_run
 from tests.support.snapshots import StoreFactory, query_rows
 from tests.support.sweep import SWEEP, build_store
 
@@ -325,3 +326,21 @@ def test_in_a_browser_the_page_fits_the_window_and_the_table_its_box(
         assert measured["overflow"] == "auto" and measured["boxHeight"] <= measured["windowHeight"]
     if width >= 1400:
         assert measured["table"] <= measured["boxWidth"]  # long names wrap instead
+
+
+def test_resumed_all_draws_the_points_in_write_order(tmp_path: Path) -> None:
+    written = write_resumed_run(tmp_path / "logs" / "resumed")
+    store = str(tmp_path / "s.db")
+    tbconvert.convert(tmp_path / "logs", store, progress=False)
+    drawn = {}
+    for resumed in ("all", "current"):
+        target = tmp_path / f"{resumed}.html"
+        with tbconvert.open_store(store) as opened:
+            report(opened, str(target), resumed=resumed)
+        polyline = re.findall(r'<polyline points="([^"]*)"', target.read_text(encoding="utf-8"))
+        xs = [float(point.split(",")[0]) for point in polyline[0].split()]
+        # Steps 0..150 are 3 pixels apart on the x axis: a point's rank among them is its step.
+        ranks = {x: rank for rank, x in enumerate(sorted(set(xs)))}
+        drawn[resumed] = [ranks[x] for x in xs]
+    assert drawn["all"] == written  # back once, at 50, as TensorBoard draws it
+    assert drawn["current"] == [*range(0, 50), *range(50, 151)]
