@@ -23,6 +23,14 @@ X_AXES = ("step", "relative", "wall")
 AGGREGATES = ("mean", "median")
 RESUMED = ("current", "all")
 BANDS = ("std", "sem", "ci95", "minmax", "none")
+resumed_option = click.option(
+    "--resumed",
+    type=click.Choice(RESUMED),
+    default="current",
+    show_default=True,
+    help="Each series as its last attempt left it, or every record in write order (a resumed "
+    "run's zigzag).",
+)
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -69,13 +77,7 @@ BANDS = ("std", "sem", "ci95", "minmax", "none")
     show_default=True,
     help="A group's band: mean +/- std or sem, a 95%% t interval, min..max, or none.",
 )
-@click.option(
-    "--resumed",
-    type=click.Choice(RESUMED),
-    default="current",
-    show_default=True,
-    help="Each series as its last attempt left it, or every record (a resumed run's zigzag).",
-)
+@resumed_option
 @click.option(
     "-o",
     "--output",
@@ -132,13 +134,7 @@ def plot(
 
     drawn = read_store(store, draw)
     click.echo(f"{drawn.lines} curves drawn into {output}", err=True)
-    if drawn.fullest > library.READABLE_LINES and not (group_by or aggregate_over):
-        click.echo(
-            f"warning: {drawn.fullest} lines in one panel are more than a person can tell "
-            "apart: "
-            "--group-by KEY or --aggregate-over KEY draws one line per group of runs",
-            err=True,
-        )
+    _warn_if_crowded(drawn.fullest, "panel", grouped=bool(group_by or aggregate_over))
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -160,6 +156,7 @@ def plot(
     help="The page to write (.html); - for stdout.",
 )
 @grouping_options("Charts of one line per group of runs, as plot draws them")
+@resumed_option
 def report(
     store: str,
     run_globs: tuple[str, ...],
@@ -167,6 +164,7 @@ def report(
     output: str,
     group_by: tuple[str, ...],
     aggregate_over: tuple[str, ...],
+    resumed: str,
 ) -> None:
     """Write one offline HTML page: runs with hparams and final metrics, charts, images, texts.
 
@@ -183,7 +181,7 @@ def report(
 
     def write(opened: Any) -> Any:
         grouping = grouping_of(group_by, aggregate_over)
-        return library.report(opened, output, run_globs, tag_globs, grouping)
+        return library.report(opened, output, run_globs, tag_globs, grouping, resumed)
 
     shown = read_store(store, write)
     if output != "-":
@@ -192,3 +190,12 @@ def report(
             f"{shown['texts']} texts",
             err=True,
         )
+    _warn_if_crowded(shown["fullest"], "chart", grouped=bool(group_by or aggregate_over))
+
+
+def _warn_if_crowded(lines: int, chart: str, grouped: bool) -> None:
+    from tbconvert.output.linestyles import crowded_warning
+
+    warning = None if grouped else crowded_warning(lines, chart)
+    if warning:
+        click.echo(warning, err=True)

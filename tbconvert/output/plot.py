@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tbconvert.errors import MissingDependency, UsageError
 from tbconvert.filters import Globs, globs
 from tbconvert.output.aggregate import AGGREGATES, BANDS, Band, band
+from tbconvert.output.linestyles import line_style
 from tbconvert.store.engine import expand_path
 
 if TYPE_CHECKING:
@@ -32,7 +33,8 @@ IMAGE_FORMATS = ("png", "svg", "pdf")
 
 @dataclass(frozen=True)
 class Curve:
-    """The points of one scalar series, in step order (NaN where a NaN was logged)."""
+    """The points of one scalar series, in the order they were written (NaN where a NaN was
+    logged): a resumed run's steps go back where it was resumed, once."""
 
     run_path: str
     context: str
@@ -106,10 +108,11 @@ def select_curves(
 
 def curves_of(store: Store, chosen: Sequence[SeriesRef], resumed: str = "current") -> list[Curve]:
     """Read the points of scalar series as curves, in the series' order: by default each as
-    its last attempt left it (``resumed="all"``: every record, a resumed run's zigzag)."""
+    its last attempt left it (``resumed="all"``: every record in write order, a resumed run's
+    zigzag)."""
     curves = []
     for series in chosen:
-        points = list(store.points("scalars", [series], resumed))
+        points = list(store.points("scalars", [series], resumed, written=True))
         curves.append(
             Curve(
                 series.run_path,
@@ -175,19 +178,11 @@ def require_matplotlib() -> Any:
     return Figure
 
 
-# More lines in one panel than a person can tell apart.
-READABLE_LINES = 20
-
-
-def palette(index: int) -> tuple[Any, str]:
-    """The colour and line style of the ``index``-th line: 20 distinct colours (tab20, its
-    darker shades first), then the same colours dashed, dotted, dash-dotted."""
-    from matplotlib import colormaps
-
-    colours = colormaps["tab20"](range(20))
-    shade = index % 20
-    colour = colours[2 * shade if shade < 10 else 2 * (shade - 10) + 1]
-    return colour, ("-", "--", ":", "-.")[(index // 20) % 4]
+def palette(index: int) -> tuple[str, str]:
+    """The colour and matplotlib line style of the ``index``-th line
+    (:func:`tbconvert.output.linestyles.line_style`, the report's too)."""
+    style = line_style(index)
+    return style.colour, style.dash_name
 
 
 def plot(

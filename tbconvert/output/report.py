@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
 from tbconvert.output.export import open_output
+from tbconvert.output.linestyles import DISTINCT_STYLES, LineStyle, crowded_warning, line_style
 from tbconvert.output.plot import Curve, curves_of, grouped_lines
-from tbconvert.output.svgchart import PALETTE, Line, line_chart
+from tbconvert.output.svgchart import Line, dash_array, line_chart
 from tbconvert.query.metrics import Owner, metric_columns
 
 if TYPE_CHECKING:
@@ -40,25 +41,28 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;
 background:#f6f7f9}header,section{max-width:1240px;margin:0 auto;padding:0 20px}
 header{padding-top:18px}h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px;
 border-bottom:1px solid #d8dde3;padding-bottom:4px}.meta{color:#5b6670;margin:0}
-nav a{margin-right:14px;color:#1f5fa8}.scroll{overflow-x:auto;background:#fff;
+nav a{margin-right:14px;color:#1f5fa8}.scroll{overflow:auto;max-height:85vh;background:#fff;
 border:1px solid #d8dde3;border-radius:6px}table{border-collapse:collapse;width:100%}
 th,td{padding:5px 9px;border-bottom:1px solid #eceff2;text-align:left;vertical-align:top;
-white-space:nowrap}th{background:#eef1f4;font-weight:600}th.group{text-align:center;color:#5b6670;
+overflow-wrap:anywhere}th{background:#eef1f4;font-weight:600;overflow-wrap:normal}
+thead tr:last-child th{position:sticky;top:0}th.group{text-align:center;color:#5b6670;
 font-weight:500;border-left:1px solid #d8dde3}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-.grid-cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(580px,1fr));gap:14px}
+td.num{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
+td.name{min-width:14em}
+.grid-cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(580px,100%),1fr));
+gap:14px}
 figure{margin:0;background:#fff;border:1px solid #d8dde3;border-radius:6px;padding:10px}
 figcaption{font-weight:600;margin-bottom:6px;word-break:break-all}
 svg.chart{width:100%;height:auto}svg .frame{fill:none;stroke:#c4cbd2}
 svg .grid{stroke:#eceff2}svg text{font-size:11px;fill:#5b6670}
 svg .ytick{text-anchor:end}svg .xtick,svg .xlabel,svg .empty{text-anchor:middle}
-svg polyline{fill:none;stroke-width:1.6;stroke-linejoin:round}
+svg polyline{fill:none;stroke-linejoin:round}
 ul.legend{list-style:none;margin:6px 0 0;padding:0;font-size:12px;display:flex;flex-wrap:wrap;
-gap:4px 14px}.swatch{display:inline-block;width:12px;height:3px;margin-right:5px;
-vertical-align:middle}.images{display:grid;grid-template-columns:repeat(auto-fill,
+gap:4px 14px;overflow-wrap:anywhere}.swatch{display:inline-block;width:28px;height:3px;
+margin-right:5px;vertical-align:middle}.images{display:grid;grid-template-columns:repeat(auto-fill,
 minmax(220px,1fr));gap:12px}.images img{width:100%;height:auto;background:#eee}
 .images img.tiny{image-rendering:pixelated}.images figcaption{font-weight:400;font-size:12px}
-pre{white-space:pre-wrap;margin:0;max-width:760px}.note{color:#5b6670}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;max-width:760px}.note{color:#5b6670}
 """
 
 
@@ -68,6 +72,7 @@ def report(
     run: Globs = None,
     tag: Globs = None,
     grouping: Grouping | None = None,
+    resumed: str = "current",
 ) -> dict[str, int]:
     """Write the report page of the selected runs and tags to ``output`` (``-``: stdout).
 
@@ -78,9 +83,12 @@ def report(
         tag: Globs on tags (scalars, images and texts alike).
         grouping: Charts of one line per group of runs, their mean with a band of one
             standard deviation (as ``tbconvert plot --group-by`` draws them).
+        resumed: ``current`` (each series as its last attempt left it) or ``all`` (every
+            point in write order: a resumed run's line goes back, as in TensorBoard).
 
     Returns:
-        What the page shows: ``runs``, ``charts``, ``images``, ``texts``.
+        What the page shows: ``runs``, ``charts``, ``images``, ``texts``, and ``fullest``:
+        the lines of its fullest chart.
 
     Raises:
         UsageError: the file is not ``.html``, or no run matches.
@@ -91,20 +99,21 @@ def report(
     if not runs:
         everything = ", ".join(r["run_path"] for r in store.runs()[:12]) or "(none)"
         raise UsageError("no run matches --run", path=store.display, hint=f"runs: {everything}")
-    curves = curves_of(store, store.series(run=run, tag=tag, plugin="scalars"))
+    curves = curves_of(store, store.series(run=run, tag=tag, plugin="scalars"), resumed)
     images = _last_step_images(store.images(run=run, tag=tag))
     texts = _last_texts(store, run, tag)
-    colours = _colours(curves)
+    if grouping is None:
+        charts, single = _curve_charts(curves, _styles(curves))
+        title, note = "Scalars", crowded_warning(_fullest(charts), "chart") or ""
+    else:
+        lines = grouped_lines(store, curves, grouping, run, 0.0, "mean", "std")
+        charts, single = _group_charts(lines)
+        title = "Scalars, by group"
+        note = "Each line is the mean of a group's runs, the band one standard deviation."
     body = [
         _header(store, runs, curves),
         _runs_section(runs, curves),
-        _charts_section(*_curve_charts(curves, colours), "Scalars")
-        if grouping is None
-        else _charts_section(
-            *_group_charts(grouped_lines(store, curves, grouping, run, 0.0, "mean", "std")),
-            "Scalars, by group",
-            "Each line is the mean of a group's runs, the band one standard deviation.",
-        ),
+        _charts_section(charts, single, title, note.removeprefix("warning: ")),
         _images_section(images),
         _texts_section(texts),
     ]
@@ -116,8 +125,13 @@ def report(
     )
     with open_output(output) as out:
         out.write(page)
-    charts = len({curve.tag for curve in curves if len(curve.steps) > 1})
-    return {"runs": len(runs), "charts": charts, "images": len(images), "texts": len(texts)}
+    return {
+        "runs": len(runs),
+        "charts": len(charts),
+        "images": len(images),
+        "texts": len(texts),
+        "fullest": _fullest(charts),
+    }
 
 
 def _text(value: Any) -> str:
@@ -133,13 +147,17 @@ def _number(value: Any) -> str:
     return _text(value)
 
 
-def _colours(curves: Sequence[Curve]) -> dict[str, str]:
-    # One colour per run across charts while the palette suffices; else per chart (in
-    # _charts_section), so that lines of one chart never share a colour.
-    labels = sorted({curve.label for curve in curves})
-    if len(labels) > len(PALETTE):
+def _styles(curves: Sequence[Curve]) -> dict[str, LineStyle]:
+    # One style per run and context across charts while there are enough; else per chart (in
+    # _curve_charts), so that the lines of one chart never share a style.
+    labels = sorted({curve.label for curve in curves if len(curve.steps) > 1})  # charted
+    if len(labels) > DISTINCT_STYLES:
         return {}
-    return {label: PALETTE[index] for index, label in enumerate(labels)}
+    return {label: line_style(index) for index, label in enumerate(labels)}
+
+
+def _fullest(charts: dict[str, list[Line]]) -> int:
+    return max(map(len, charts.values()), default=0)
 
 
 def _header(store: Store, runs: Sequence[dict[str, Any]], curves: Sequence[Curve]) -> str:
@@ -175,7 +193,10 @@ def _runs_section(runs: Sequence[dict[str, Any]], curves: Sequence[Curve]) -> st
     head = f"<tr>{groups}</tr><tr>{names}</tr>"
     lines = []
     for row, metrics in zip(runs, cells, strict=True):
-        cells_html = [f"<td>{_text(row['run_path'])}</td>", f"<td>{_text(row['group_path'])}</td>"]
+        cells_html = [
+            f'<td class="name">{_text(row["run_path"])}</td>',
+            f"<td>{_text(row['group_path'])}</td>",
+        ]
         for key in keys:
             found = _distinct(v[key] for v in row["params"].values() if key in v)
             cells_html.append(f'<td class="num">{" | ".join(_number(v) for v in found)}</td>')
@@ -208,7 +229,7 @@ def _distinct(values: Iterable[Any]) -> list[Any]:
 
 
 def _curve_charts(
-    curves: Sequence[Curve], colours: dict[str, str]
+    curves: Sequence[Curve], styles: dict[str, LineStyle]
 ) -> tuple[dict[str, list[Line]], list[str]]:
     """Per tag, its curves as chart lines; and the tags of one point per series (a chart of
     dots: the runs table shows them)."""
@@ -219,22 +240,19 @@ def _curve_charts(
         if all(len(curve.steps) <= 1 for curve in chosen):
             single.append(tag)
             continue
-        charts[tag] = [
-            Line(
-                curve.label,
-                colours.get(curve.label, PALETTE[i % len(PALETTE)]),
-                curve.steps,
-                curve.values,
+        charts[tag] = []
+        for index, curve in enumerate(chosen):
+            style = styles.get(curve.label) or line_style(index)
+            charts[tag].append(
+                Line(curve.label, style.colour, curve.steps, curve.values, dashes=style.dashes)
             )
-            for i, curve in enumerate(chosen)
-        ]
     return charts, single
 
 
 def _group_charts(lines: Sequence[Any]) -> tuple[dict[str, list[Line]], list[str]]:
     """As :func:`_curve_charts`, for groups of runs (``plot.grouped_lines``) with bands."""
     labels = sorted({line.label for line in lines})
-    colours = {label: PALETTE[index % len(PALETTE)] for index, label in enumerate(labels)}
+    styles = {label: line_style(index) for index, label in enumerate(labels)}
     charts: dict[str, list[Line]] = {}
     single = []
     for tag in sorted({line.tag for line in lines}):
@@ -245,14 +263,31 @@ def _group_charts(lines: Sequence[Any]) -> tuple[dict[str, list[Line]], list[str
         charts[tag] = [
             Line(
                 line.label,
-                colours[line.label],
+                styles[line.label].colour,
                 line.xs,
                 line.values,
                 (line.band.low, line.band.high),
+                styles[line.label].dashes,
             )
             for line in chosen
         ]
     return charts, single
+
+
+def _swatch(line: Line) -> str:
+    # The legend draws the line's dashes too, at twice its width, as a CSS gradient.
+    if not line.dashes:
+        return f'<span class="swatch" style="background:{line.colour}"></span>'
+    stops, at = [], 0.0
+    for index, length in enumerate(line.dashes):
+        colour = line.colour if index % 2 == 0 else "transparent"
+        stops.append(f"{colour} {at:g}px {at + length * 2:g}px")
+        at += length * 2
+    gradient = f"repeating-linear-gradient(90deg,{','.join(stops)})"
+    return (
+        f'<span class="swatch" data-dashes="{dash_array(line.dashes)}" '
+        f'style="background:{gradient}"></span>'
+    )
 
 
 def _charts_section(
@@ -260,11 +295,7 @@ def _charts_section(
 ) -> str:
     cards = []
     for tag, lines in charts.items():
-        legend = "".join(
-            f'<li><span class="swatch" style="background:{line.colour}"></span>'
-            f"{_text(line.label)}</li>"
-            for line in lines
-        )
+        legend = "".join(f"<li>{_swatch(line)}{_text(line.label)}</li>" for line in lines)
         cards.append(
             f"<figure><figcaption>{_text(tag)}</figcaption>{line_chart(lines, tag)}"
             f'<ul class="legend">{legend}</ul></figure>'

@@ -15,27 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-# matplotlib's tab10, so a report and a plot colour the same runs alike.
-PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
 MAX_POINTS = 2000
+# The lines' width, in the chart's units; dashes are given in line widths
+# (``linestyles.DASHES``).
+STROKE_WIDTH = 1.6
 WIDTH, HEIGHT = 560, 260
 LEFT, RIGHT, TOP, BOTTOM = 62, 12, 10, 34
 
 
 @dataclass(frozen=True)
 class Line:
-    """One curve of a chart: its legend label, colour and points."""
+    """One curve of a chart: its legend label, colour and points (drawn in their order)."""
 
     label: str
     colour: str
@@ -43,6 +33,13 @@ class Line:
     ys: Sequence[float]
     # A band around the line, (low, high) at each x: a group of runs' spread.
     band: tuple[Sequence[float], Sequence[float]] | None = None
+    # On-off lengths in line widths (``linestyles.DASHES``); none: a solid line.
+    dashes: tuple[float, ...] = ()
+
+
+def dash_array(dashes: Sequence[float], width: float = STROKE_WIDTH) -> str:
+    """SVG's and CSS's ``stroke-dasharray`` of on-off lengths given in line widths."""
+    return " ".join(f"{length * width:g}" for length in dashes)
 
 
 def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
@@ -89,7 +86,9 @@ def _label(value: float) -> str:
 def line_chart(lines: Sequence[Line], title: str, x_label: str = "step") -> str:
     """An ``<svg>`` element drawing ``lines`` on shared axes (the legend is the page's)."""
     thinned = [
-        line if line.band is not None else Line(line.label, line.colour, *thin(line.xs, line.ys))
+        line
+        if line.band is not None
+        else Line(line.label, line.colour, *thin(line.xs, line.ys), dashes=line.dashes)
         for line in lines
     ]
     xs = [x for line in thinned for x in line.xs if math.isfinite(x)]
@@ -175,7 +174,11 @@ class _Frame:
                 )
             else:
                 points = " ".join(f"{self.px(x):.1f},{self.py(y):.1f}" for x, y in segment)
-                parts.append(f'<polyline points="{points}" stroke="{line.colour}"/>')
+                dashed = f' stroke-dasharray="{dash_array(line.dashes)}"' if line.dashes else ""
+                parts.append(
+                    f'<polyline points="{points}" stroke="{line.colour}" '
+                    f'stroke-width="{STROKE_WIDTH:g}"{dashed}/>'
+                )
         return "".join(parts) + "</g>"
 
 

@@ -103,13 +103,19 @@ def param_sessions(
 
 
 def points(
-    store: Connectable, table: str, chosen: Sequence[SeriesRef], resumed: str = "all"
+    store: Connectable,
+    table: str,
+    chosen: Sequence[SeriesRef],
+    resumed: str = "all",
+    written: bool = False,
 ) -> Iterator[tuple[Any, ...]]:
     """Long-format rows of ``scalars``, ``texts`` or ``params`` (the views' columns).
 
     Rows are streamed series by series, all from one snapshot of the store.  ``resumed``:
     ``all`` (every record) or, for scalars, ``current`` (each series as its last attempt
-    left it: :mod:`tbconvert.query.resumed`).
+    left it: :mod:`tbconvert.query.resumed`).  Each series' rows come by step, or with
+    ``written`` (scalars, ``all``) in the order they were written, so that a resumed run's
+    steps go back where it was resumed, as TensorBoard draws them.
     """
     if resumed not in RESUMED:
         raise UsageError(f"unknown --resumed {resumed!r}", hint="all or current")
@@ -131,6 +137,10 @@ def points(
                     if is_start(data)
                 ]
                 for row in last_attempt(found, starts):
+                    yield (*owner, *row[:3])
+                continue
+            if written and table == "scalars":
+                for row in conn.execute(text(WRITE_ORDER_SQL), {"id": one.id}):
                     yield (*owner, *row[:3])
                 continue
             for row in conn.execute(text(POINT_SQL[table]), {"id": one.id}):

@@ -239,12 +239,13 @@ class Store:
                 )
 
     def points(
-        self, table: str, chosen: Sequence[SeriesRef], resumed: str = "all"
+        self, table: str, chosen: Sequence[SeriesRef], resumed: str = "all", written: bool = False
     ) -> Iterator[tuple[Any, ...]]:
         """Long-format rows of ``scalars``, ``texts`` or ``params`` (the views' columns),
         streamed series by series from one snapshot of the store; ``resumed="current"``:
-        each scalar series as its last attempt left it."""
-        return lookups.points(self, table, chosen, resumed)
+        each scalar series as its last attempt left it; ``written``: each series' scalars in
+        write order, not by step."""
+        return lookups.points(self, table, chosen, resumed, written)
 
     def to_pandas(self, kind: str = "scalars", **filters: Any) -> pandas.DataFrame:
         """A pandas DataFrame; see :func:`tbconvert.query.tables.to_pandas` for kinds and filters.

@@ -13,12 +13,14 @@ import pytest
 from click.testing import CliRunner, Result
 from PIL import Image
 
+import tbconvert
 from tbconvert.cli import cli
 from tbconvert.cli.plot import AGGREGATES, BANDS, RESUMED, X_AXES
 from tbconvert.errors import UsageError
 from tbconvert.output import aggregate
 from tbconvert.output import plot as library
 from tbconvert.query.resumed import RESUMED as tables_resumed
+from tests.support.resumed_run import TAG, write_resumed_run
 from tests.support.snapshots import StoreFactory
 from tests.support.sweep import build_store
 
@@ -117,3 +119,23 @@ def test_without_matplotlib_one_line_names_the_extra(store_path, tmp_path, monke
     assert result.exit_code == 1
     assert len(result.stderr.strip().splitlines()) == 1
     assert "pip install '.[plot]'" in result.stderr
+
+
+def test_resumed_all_draws_the_points_in_write_order(tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    written = write_resumed_run(tmp_path / "logs" / "resumed")
+    assert written == [*range(0, 101), *range(50, 151)]
+    store = str(tmp_path / "s.db")
+    tbconvert.convert(tmp_path / "logs", store, progress=False)
+    drawn = {}
+    with tbconvert.open_store(store) as opened:
+        for resumed in ("all", "current"):
+            curves = library.select_curves(opened, tag=TAG, resumed=resumed)
+            lines = [library.PlotLine(c.tag, c.label, c.steps, c.values, None) for c in curves]
+            figure = library._draw(Figure, lines, "step", 0.0, False)
+            drawn[resumed] = [int(x) for x in figure.axes[0].get_lines()[0].get_xdata()]
+    # The line goes back once, where the run was resumed (TensorBoard's zigzag), instead of
+    # the two attempts' overlap sorted by step into a filled block.
+    assert drawn["all"] == written
+    assert drawn["current"] == [*range(0, 50), *range(50, 151)]

@@ -58,7 +58,7 @@ def test_t_quantiles() -> None:
 
 def test_twenty_lines_have_twenty_colours_then_other_line_styles() -> None:
     styles = [library.palette(index) for index in range(24)]
-    colours = [tuple(np.round(colour, 6)) for colour, _ in styles]
+    colours = [colour for colour, _ in styles]
     assert len(set(colours[:20])) == 20 and {style for _, style in styles[:20]} == {"-"}
     assert colours[20] == colours[0] and styles[20][1] == "--"
 

@@ -21,7 +21,9 @@ from tensorboardX import SummaryWriter
 import tbconvert
 from tbconvert.cli import cli
 from tbconvert.output.report import report
+from tests.support.browser import measure
 from tests.support.eventfiles import event_file_name, simple_value, summary_event, write_events
+from tests.support.resumed_run import write_resumed_run
 from tests.support.snapshots import StoreFactory, query_rows
 from tests.support.sweep import SWEEP, build_store
 
@@ -191,7 +193,7 @@ def test_filters_and_errors(store_path: str, tmp_path: Path) -> None:
     target = tmp_path / "sweep.html"
     with tbconvert.open_store(store_path) as store:
         shown = report(store, str(target), run="sweep/*", tag=["loss", "samples"])
-    assert shown == {"runs": 3, "charts": 1, "images": 3, "texts": 0}
+    assert shown == {"runs": 3, "charts": 1, "images": 3, "texts": 0, "fullest": 3}
     assert Page(target.read_text()).count("svg") == 1
     assert invoke("report", "--store", store_path, "-o", str(tmp_path / "r.txt")).exit_code == 2
     missing = invoke("report", "--store", store_path, "--run", "nope", "-o", str(target))
@@ -208,3 +210,137 @@ def test_one_run_is_counted_in_the_singular(tmp_path: Path) -> None:
     with tbconvert.open_store(store) as opened:
         report(opened, str(output))
     assert "1 run, 1 scalar series, from" in output.read_text(encoding="utf-8")
+
+
+CROWDED_RUNS = 24
+PARAMS = {"dropout": 0.1, "optimizer": "adam", "scheduler": "cosine_with_warmup"}
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The page of 24 runs of long names, each with a train and a val context, with
+    hyper-parameters: 48 lines in the chart of ``loss``; and what the command said."""
+    base = tmp_path_factory.mktemp("crowded")
+    for run in range(CROWDED_RUNS):
+        name = f"sweep/lr_{run:02d}_a_rather_long_run_name_with_many_parts_seed_{run}"
+        for context in ("train", "val"):
+            with SummaryWriter(str(base / "logs" / name / context), flush_secs=3600) as writer:
+                for step in range(30):
+                    writer.add_scalar("loss", 1 / (step + run + 1), step, walltime=W0 + step)
+                if context == "train":
+                    writer.add_hparams({"lr": 0.001 * (run + 1), **PARAMS}, {"hparam/score": 1.0})
+    store = str(base / "s.db")
+    assert tbconvert.convert(base / "logs", store, progress=False).exit_code == 0
+    target = base / "report.html"
+    result = invoke("report", "--store", store, "-o", str(target))
+    assert result.exit_code == 0, result.output
+    return target, result.stderr
+
+
+def chart_lines(text: str, tag: str) -> list[tuple[str, str, str]]:
+    """(label, colour, dash array) of each line of the chart of ``tag``."""
+    card = next(c for c in text.split("<figure>") if c.startswith(f"<figcaption>{tag}<"))
+    return [
+        (Page(title).texts[0], colour, dashes)
+        for title, colour, dashes in re.findall(
+            r'<g class="line"><title>(.*?)</title><polyline points="[^"]*" '
+            r'stroke="([^"]*)" stroke-width="[^"]*"(?: stroke-dasharray="([^"]*)")?/>',
+            card,
+        )
+    ]
+
+
+def test_24_runs_are_drawn_in_plots_colours_and_dashes_and_warned_of(
+    crowded: tuple[Path, str], page: tuple[str, Page]
+) -> None:
+    from matplotlib import colormaps, rcParams
+    from matplotlib.colors import to_hex
+
+    from tbconvert.output import plot
+
+    target, said = crowded
+    text = target.read_text(encoding="utf-8")
+    lines = chart_lines(text, "loss")
+    assert len(lines) == 2 * CROWDED_RUNS
+    assert len({(colour, dashes) for _, colour, dashes in lines}) == len(lines)
+    # The look plot gives the same line (the n-th label), as matplotlib draws it: its tab20
+    # colours, and its own on-off patterns scaled by the line width.
+    patterns = {"-": "", "--": "dashed", ":": "dotted", "-.": "dashdot"}
+    assert {to_hex(colour) for colour in colormaps["tab20"](range(20))} == {
+        colour for _, colour, dashes in lines if not dashes
+    }
+    for index, (label, colour, dashes) in enumerate(sorted(lines)):
+        expected_colour, style = plot.palette(index)
+        assert (label, colour) == (label, expected_colour)
+        pattern = rcParams[f"lines.{patterns[style]}_pattern"] if patterns[style] else []
+        assert [float(n) for n in dashes.split()] == pytest.approx([1.6 * n for n in pattern])
+    # Each legend entry draws its line's colour and dashes.
+    legend = re.findall(
+        r'<li><span class="swatch"(?: data-dashes="([^"]*)")? style="background:([^"]*)">'
+        r"</span>(.*?)</li>",
+        text,
+    )
+    for (label, colour, dashes), (shown_dashes, background, name) in zip(
+        lines, legend, strict=True
+    ):
+        assert Page(name).texts[0] == label and colour in background and shown_dashes == dashes
+    warning = "48 lines in one chart are more than a person can tell apart"
+    assert f"warning: {warning}" in said and warning in text
+    assert "tell apart" not in page[0]  # the sweep's few lines
+
+
+def test_the_runs_table_is_allowed_to_wrap_and_scrolls_inside_its_box(
+    crowded: tuple[Path, str],
+) -> None:
+    text = crowded[0].read_text(encoding="utf-8")
+    style = re.search(r"<style>(.*?)</style>", text, re.DOTALL)
+    assert style is not None
+    rules = dict(re.findall(r"([^{}]+)\{([^{}]*)\}", style.group(1).replace("\n", "")))
+    assert "nowrap" not in style.group(1)
+    assert "overflow-wrap:anywhere" in rules["th,td"] and "overflow:auto" in rules[".scroll"]
+    assert '<section id="runs">' in text.split('<div class="scroll"><table>')[0]
+
+
+@pytest.mark.parametrize("width", [1400, 700, 360])
+def test_in_a_browser_the_page_fits_the_window_and_the_table_its_box(
+    crowded: tuple[Path, str], width: int
+) -> None:
+    measured = measure(
+        crowded[0],
+        "(() => { const box = document.querySelector('#runs .scroll'); "
+        "const table = box.querySelector('table'); const page = document.documentElement; "
+        "const chart = document.querySelector('svg.chart').getBoundingClientRect(); "
+        "const card = document.querySelector('#scalars figure').getBoundingClientRect(); "
+        "return {window: window.innerWidth, windowHeight: window.innerHeight, "
+        "page: page.scrollWidth, boxRight: box.getBoundingClientRect().right, "
+        "boxWidth: box.clientWidth, boxHeight: box.getBoundingClientRect().height, "
+        "table: table.getBoundingClientRect().width, overflow: getComputedStyle(box).overflowX, "
+        "chartRight: chart.right, cardRight: card.right}; })()",
+        width,
+    )
+    # Nothing is wider than the window: no sideways scrolling of the page itself.
+    assert measured["page"] <= measured["window"] and measured["boxRight"] <= measured["window"]
+    assert measured["chartRight"] <= measured["cardRight"] <= measured["window"]
+    if measured["table"] > measured["boxWidth"]:
+        # Wider than its box: it scrolls inside it, and the box's scroll bar is in view.
+        assert measured["overflow"] == "auto" and measured["boxHeight"] <= measured["windowHeight"]
+    if width >= 1400:
+        assert measured["table"] <= measured["boxWidth"]  # long names wrap instead
+
+
+def test_resumed_all_draws_the_points_in_write_order(tmp_path: Path) -> None:
+    written = write_resumed_run(tmp_path / "logs" / "resumed")
+    store = str(tmp_path / "s.db")
+    tbconvert.convert(tmp_path / "logs", store, progress=False)
+    drawn = {}
+    for resumed in ("all", "current"):
+        target = tmp_path / f"{resumed}.html"
+        with tbconvert.open_store(store) as opened:
+            report(opened, str(target), resumed=resumed)
+        polyline = re.findall(r'<polyline points="([^"]*)"', target.read_text(encoding="utf-8"))
+        xs = [float(point.split(",")[0]) for point in polyline[0].split()]
+        # Steps 0..150 are 3 pixels apart on the x axis: a point's rank among them is its step.
+        ranks = {x: rank for rank, x in enumerate(sorted(set(xs)))}
+        drawn[resumed] = [ranks[x] for x in xs]
+    assert drawn["all"] == written  # back once, at 50, as TensorBoard draws it
+    assert drawn["current"] == [*range(0, 50), *range(50, 151)]

@@ -221,6 +221,26 @@ def test_listing_views_never_scan_a_point_table(
         assert "Rows Removed by Join Filter" not in _plan(store, f"SELECT * FROM {view}", True)
 
 
+def test_shows_trends_are_one_statement_of_key_seeks(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
+    store = make_store(tmp_path)
+    _many_points(store, runs=2, steps=1_000)
+    statements: list[str] = []
+    with open_store(store) as opened:
+        event.listen(opened.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+        shown = opened.describe("run_001")
+    assert len(shown["series"]) == 100 and all(len(s["trend"]) == 24 for s in shown["series"])
+    # A statement per series cost a round trip and a plan each: most of `show` on a server.
+    trends = [s for s in statements if f"LIMIT {TREND_SAMPLE}" in s]
+    assert len(trends) == 1
+    plan = _plan(store, trends[0])
+    if is_server(store):
+        assert "Seq Scan on scalars" not in plan, plan
+    else:
+        assert "SEARCH p USING PRIMARY KEY" in plan and "SCAN p" not in plan, plan
+
+
 def _many_points(store: str, runs: int, steps: int) -> None:
     """A store of ``runs`` runs of 100 scalar series of ``steps`` points, written by SQL
     (a plan depends on the sizes, not on how the rows came)."""
