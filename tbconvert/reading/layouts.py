@@ -14,9 +14,9 @@ of it, the sub-directories that writers create *for* a run fold into that run as
   run, as Ultralytics means it).
 
 A directory holding a run's own sidecar (Lightning's ``hparams.yaml``, Ray Tune's
-``params.json``, Ultralytics' ``args.yaml``) is a run whatever its name.  Every rule looks at
-a directory, its parent and its own files' first records only, so converting a run's
-directory or any of its ancestors gives the same runs.
+``params.json``, Ultralytics' ``args.yaml``) is a run whatever its name.
+Every rule looks at a directory, its parent and their files' names and first records only,
+so converting a run's directory or any of its ancestors gives the same runs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,13 @@ import functools
 import posixpath
 from collections.abc import Callable, Collection, Mapping
 
-__all__ = ["KNOWN_CONTEXTS", "LAYOUTS", "PARAMS_SIDECARS", "RUN_SIDECARS", "auto_owners"]
+__all__ = [
+    "KNOWN_CONTEXTS",
+    "LAYOUTS",
+    "PARAMS_SIDECARS",
+    "RUN_SIDECARS",
+    "auto_owners",
+]
 
 # ``auto``: runs as their writers meant them; ``aim``: Aim's documented rules (depth decides).
 LAYOUTS = ("auto", "aim")
@@ -54,90 +60,115 @@ _SESSION_START = "_hparams_/session_start_info"
 
 
 def auto_owners(
-    found: Collection[str],
+    found: Mapping[str, Collection[str]],
     sidecars: Mapping[str, Collection[str]],
     tags_of: Callable[[str], tuple[str, ...]],
 ) -> dict[str, tuple[str, str]]:
     """The run and context of every directory that holds event files.
 
     Args:
-        found: Directories (relative paths, ``""`` for the logdir) that hold event files.
+        found: Directories (relative paths, ``""`` for the logdir) that hold event files,
+            with the names of those files.
         sidecars: The sidecar names (``RUN_SIDECARS``) each directory holds.
         tags_of: The tags of the first values of a directory's first event file.
 
     Returns:
         Directory -> (its run's directory, its context in that run).
     """
-    held = frozenset(found)
-    # Directory -> its sub-directories with event files at any depth.
-    children: dict[str, list[str]] = {}
-    seen: set[str] = set()
-    for directory in held:
-        while directory and directory not in seen:
-            seen.add(directory)
-            parent = posixpath.dirname(directory)
-            children.setdefault(parent, []).append(directory)
-            directory = parent
+    layout = _AutoLayout(found, sidecars, tags_of)
+    return {directory: layout.owner(directory) for directory in layout.held}
 
-    @functools.cache
-    def below_files(directory: str) -> bool:
+
+class _AutoLayout:
+    """The ``auto`` rules over one logdir's directories (each answer computed once)."""
+
+    def __init__(
+        self,
+        found: Mapping[str, Collection[str]],
+        sidecars: Mapping[str, Collection[str]],
+        tags_of: Callable[[str], tuple[str, ...]],
+    ) -> None:
+        self.found, self.sidecars, self.tags_of = found, sidecars, tags_of
+        self.held = frozenset(found)
+        # Directory -> its sub-directories with event files at any depth.
+        self.children: dict[str, list[str]] = {}
+        seen: set[str] = set()
+        for directory in self.held:
+            while directory and directory not in seen:
+                seen.add(directory)
+                parent = posixpath.dirname(directory)
+                self.children.setdefault(parent, []).append(directory)
+                directory = parent
+        self.below_files = functools.cache(self._below_files)
+        self.is_session = functools.cache(self._is_session)
+        self.writer_fold = functools.cache(self._writer_fold)
+        self.fold = functools.cache(self._fold)
+        self.owner = functools.cache(self._owner)
+
+    def _below_files(self, directory: str) -> bool:
         """Whether a directory above ``directory`` (the logdir included) holds event files."""
         parent = posixpath.dirname(directory)
-        return parent in held or (parent != "" and below_files(parent))
+        return parent in self.held or (parent != "" and self.below_files(parent))
 
-    @functools.cache
-    def writer_fold(directory: str) -> tuple[str, str] | None:
+    def _is_session(self, directory: str) -> bool:
+        """An add_hparams session: its first values an experiment, then a session start."""
+        # The writer's own directory holds its file from the start: a session with no
+        # writer directory above it (a TF2 hparams trial) is a run of its own.
+        return (
+            directory in self.held
+            and posixpath.dirname(directory) in self.held
+            and self.tags_of(directory)[:2] == (_EXPERIMENT, _SESSION_START)
+        )
+
+    def _writer_fold(self, directory: str) -> tuple[str, str] | None:
         """The run a writer made ``directory`` for, by its files' first values."""
-        if directory not in held or not below_files(directory):
+        if directory not in self.held or not self.below_files(directory):
             return None  # no writer's own directory above it: nothing to fold into
         parent, name = posixpath.split(directory)
-        tags = tags_of(directory)
-        if tags[:2] == (_EXPERIMENT, _SESSION_START):
-            # The writer's own directory holds its file from the start: a session with no
-            # writer directory above it is a run of its own.
-            return (parent, name) if parent in held else None
+        if self.is_session(directory):
+            return parent, name
+        tags = self.tags_of(directory)
         if not tags or any(tag != tags[0] for tag in tags):
             return None
         main = tags[0]
         prefix = main.replace("/", "_") + "_"
-        if name.startswith(prefix) and len(name) > len(prefix) and parent in held:
+        if name.startswith(prefix) and len(name) > len(prefix) and parent in self.held:
             return parent, name[len(prefix) :]  # PyTorch
         tail = f"{main}/{name}"
         if directory == tail or directory.endswith("/" + tail):
             owner = directory[: len(directory) - len(tail)].rstrip("/")
-            if owner in held:
+            if owner in self.held:
                 return owner, name  # tensorboardX
         return None
 
-    def named_context(directory: str) -> bool:
-        return posixpath.basename(directory).lower() in KNOWN_CONTEXTS
+    def tool_fold(self, directory: str) -> tuple[str, str] | None:
+        """The run a writer or a tool made ``directory`` for, whatever its siblings."""
+        return self.writer_fold(directory)
 
-    def folds_anyway(directory: str) -> bool:
-        return writer_fold(directory) is not None or (
-            directory in held and named_context(directory)
-        )
-
-    @functools.cache
-    def fold(directory: str) -> tuple[str, str] | None:
-        if not directory or not RUN_SIDECARS.isdisjoint(sidecars.get(directory, ())):
+    def _fold(self, directory: str) -> tuple[str, str] | None:
+        if not directory or not RUN_SIDECARS.isdisjoint(self.sidecars.get(directory, ())):
             return None
-        by_writer = writer_fold(directory)
-        if by_writer is not None:
-            return by_writer
-        if not named_context(directory):
-            return None
+        by_tool = self.tool_fold(directory)
+        if by_tool is not None or not _named_context(directory):
+            return by_tool
         parent, name = posixpath.split(directory)
-        siblings = children.get(parent, ())
-        if all(sibling == directory or folds_anyway(sibling) for sibling in siblings):
+        siblings = self.children.get(parent, ())
+        if all(
+            sibling == directory
+            or self.tool_fold(sibling) is not None
+            or (sibling in self.held and _named_context(sibling))
+            for sibling in siblings
+        ):
             return parent, name
         return None
 
-    @functools.cache
-    def owner(directory: str) -> tuple[str, str]:
-        folded = fold(directory)
+    def _owner(self, directory: str) -> tuple[str, str]:
+        folded = self.fold(directory)
         if folded is None:
             return directory, ""
-        run, context = owner(folded[0])
+        run, context = self.owner(folded[0])
         return run, f"{context}/{folded[1]}" if context else folded[1]
 
-    return {directory: owner(directory) for directory in held}
+
+def _named_context(directory: str) -> bool:
+    return posixpath.basename(directory).lower() in KNOWN_CONTEXTS
