@@ -8,29 +8,34 @@ of it, the sub-directories that writers create *for* a run fold into that run as
   (slashes of the main tag made ``_``); the context is the key.
 - ``add_hparams`` sessions (``<run>/<time.time()>/`` or a name given), recognised by their
   first values: an hparams experiment, then a session start (the TF2 hparams API writes only
-  the session start in its trial directories, which are runs).
+  the session start in its trial directories, which are runs).  A session named by its time
+  is context ``hparams`` (``hparams.2``, ``hparams.3``... for a run's later ones, in the order
+  of their times), so that every run of a sweep has the same context; a given name is kept.
 - Known context names (Keras' ``train`` and ``validation``, ``eval``, ``test``...), when every
   sibling directory with event files folds too (``runs/detect/train`` beside ``train2`` is a
   run, as Ultralytics means it).
 
 A directory holding a run's own sidecar (Lightning's ``hparams.yaml``, Ray Tune's
 ``params.json``, Ultralytics' ``args.yaml``) is a run whatever its name.
-Every rule looks at a directory, its parent and their files' names and first records only,
-so converting a run's directory or any of its ancestors gives the same runs.
+Every rule looks at a directory, its parent, its siblings and their files' names and first
+records only, so converting a run's directory or any of its ancestors gives the same runs.
 """
 
 from __future__ import annotations
 
 import functools
 import posixpath
+import re
 from collections.abc import Callable, Collection, Mapping
 
 __all__ = [
+    "HPARAMS_CONTEXT",
     "KNOWN_CONTEXTS",
     "LAYOUTS",
     "PARAMS_SIDECARS",
     "RUN_SIDECARS",
     "auto_owners",
+    "session_contexts",
 ]
 
 # ``auto``: runs as their writers meant them; ``aim``: Aim's documented rules (depth decides).
@@ -55,6 +60,9 @@ KNOWN_CONTEXTS = frozenset(
 PARAMS_SIDECARS = {"hparams.yaml": "Lightning", "params.json": "Ray Tune"}
 # Files a writer puts in the directory of each run it makes.
 RUN_SIDECARS = frozenset({*PARAMS_SIDECARS, "args.yaml"})
+# The context of a run's add_hparams sessions named by their time (``<run>/<time.time()>/``).
+HPARAMS_CONTEXT = "hparams"
+_TIME_NAME = re.compile(r"\d+(\.\d+)?")
 _EXPERIMENT = "_hparams_/experiment"
 _SESSION_START = "_hparams_/session_start_info"
 
@@ -77,6 +85,24 @@ def auto_owners(
     """
     layout = _AutoLayout(found, sidecars, tags_of)
     return {directory: layout.owner(directory) for directory in layout.held}
+
+
+def session_contexts(names: Collection[str]) -> dict[str, str]:
+    """The contexts of one run's add_hparams session directories, by directory name.
+
+    A name that is a time (``str(time.time())``, the writers' default) becomes ``hparams``,
+    the later ones ``hparams.2``, ``hparams.3``... in the order of their times, so the runs of
+    a sweep share their context; a name the user gave is kept.
+    """
+    timed = sorted((name for name in names if _TIME_NAME.fullmatch(name)), key=_time_order)
+    contexts = {name: name for name in names}
+    for index, name in enumerate(timed):
+        contexts[name] = f"{HPARAMS_CONTEXT}.{index + 1}" if index else HPARAMS_CONTEXT
+    return contexts
+
+
+def _time_order(name: str) -> tuple[float, str]:
+    return float(name), name
 
 
 class _AutoLayout:
@@ -126,7 +152,9 @@ class _AutoLayout:
             return None  # no writer's own directory above it: nothing to fold into
         parent, name = posixpath.split(directory)
         if self.is_session(directory):
-            return parent, name
+            siblings = self.children.get(parent, ())
+            sessions = [posixpath.basename(other) for other in siblings if self.is_session(other)]
+            return parent, session_contexts(sessions)[name]
         tags = self.tags_of(directory)
         if not tags or any(tag != tags[0] for tag in tags):
             return None

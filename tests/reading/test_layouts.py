@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tbconvert.reading.discovery import Classification, classify
+from tests.reading.test_remote import memory_copy
 from tests.support.eventfiles import event_file_name, summary_event, tf2_scalar, write_events
 from tests.support.layouts import WALL, WRITERS, Expected
 
@@ -155,7 +156,69 @@ def test_a_sub_writer_whose_tag_is_not_its_directory_s_is_a_run(tmp_path: Path) 
     assert classification.orphans == (f"parent/{event_file_name(WALL)}",)
 
 
-_PLACEABLE = ["tensorboardx", "pytorch", "lightning", "keras", "hf_trainer", "ultralytics"]
+def _add_hparams(run: Path, name: str | None = None, metric: float = 0.5) -> None:
+    """``SummaryWriter.add_hparams`` for real (its session directory named ``name``, else by
+    tensorboardX's ``str(time.time())``), with the run's own file beside it."""
+    from tensorboardX import SummaryWriter
+
+    # tensorboardX names a file by its second: a suffix keeps one run's writers apart.
+    suffix = f".{name or 'main'}"
+    with SummaryWriter(logdir=str(run), flush_secs=3600, filename_suffix=suffix) as writer:
+        writer.add_scalar("loss", metric, 0)
+        writer.add_hparams({"lr": metric}, {"hparam/acc": metric}, name=name)
+
+
+def test_every_run_of_a_sweep_has_its_add_hparams_session_in_context_hparams(
+    tmp_path: Path,
+) -> None:
+    """The session directories are named by the time of each add_hparams call, which differs
+    from run to run; their context does not."""
+    for n in range(3):
+        _add_hparams(tmp_path / f"run{n}", metric=n / 10)
+    sessions = {p.parent.name: p.name for p in tmp_path.glob("run*/*") if p.is_dir()}
+    assert len(set(sessions.values())) == 3  # three different times on disk
+    placed = assignment(classify(tmp_path))
+    for run, session in sessions.items():
+        (in_session,) = [f for f in placed if f.startswith(f"{run}/{session}/")]
+        assert placed[in_session] == (run, "hparams", False)
+
+
+def test_a_run_s_later_add_hparams_sessions_are_numbered_in_the_order_of_their_times(
+    tmp_path: Path,
+) -> None:
+    """Names are times, ordered as numbers (``999.5`` before ``1000.25``, though it sorts
+    after as text); a session the user named keeps its name."""
+    run = tmp_path / "run"
+    for name in ("1000.25", "999.5", "1000.3", "final"):
+        _add_hparams(run, name=name)
+    contexts = {
+        posixpath.dirname(path): context
+        for path, (_run, context, _orphan) in assignment(classify(tmp_path)).items()
+    }
+    assert {directory: contexts[directory] for directory in contexts if directory != "run"} == {
+        "run/999.5": "hparams",
+        "run/1000.25": "hparams.2",
+        "run/1000.3": "hparams.3",
+        "run/final": "final",
+    }
+
+
+@pytest.mark.parametrize("writer", ["tensorboardx"])
+def test_a_remote_logdir_is_classified_by_the_same_rules(tmp_path: Path, writer: str) -> None:
+    """The listing (with CatBoost's files in it) and the first bytes of the session files
+    give the runs and contexts the local walk gives."""
+    expected = WRITERS[writer](tmp_path / "logs")
+    assert runs_of(classify(memory_copy(tmp_path / "logs"))) == expected
+
+
+_PLACEABLE = [
+    "tensorboardx",
+    "pytorch",
+    "lightning",
+    "keras",
+    "hf_trainer",
+    "ultralytics",
+]
 
 
 @st.composite
