@@ -11,12 +11,16 @@ of it, the sub-directories that writers create *for* a run fold into that run as
   the session start in its trial directories, which are runs).  A session named by its time
   is context ``hparams`` (``hparams.2``, ``hparams.3``... for a run's later ones, in the order
   of their times), so that every run of a sweep has the same context; a given name is kept.
+- CatBoost's ``learn``, ``test``, ``test1``... in its ``train_dir`` (default
+  ``catboost_info``), recognised by the bare ``events.out.tfevents`` CatBoost names its files
+  with, in a directory that holds CatBoost's own files (``catboost_training.json``,
+  ``learn_error.tsv``...) or a ``learn`` directory of CatBoost's.
 - Known context names (Keras' ``train`` and ``validation``, ``eval``, ``test``...), when every
   sibling directory with event files folds too (``runs/detect/train`` beside ``train2`` is a
   run, as Ultralytics means it).
 
 A directory holding a run's own sidecar (Lightning's ``hparams.yaml``, Ray Tune's
-``params.json``, Ultralytics' ``args.yaml``) is a run whatever its name.
+``params.json``, Ultralytics' ``args.yaml``, CatBoost's files) is a run whatever its name.
 Every rule looks at a directory, its parent, its siblings and their files' names and first
 records only, so converting a run's directory or any of its ancestors gives the same runs.
 """
@@ -58,8 +62,14 @@ KNOWN_CONTEXTS = frozenset(
 # Sidecars of params a writer puts beside a run's event files (``reading.sidecars``), and
 # what wrote them.
 PARAMS_SIDECARS = {"hparams.yaml": "Lightning", "params.json": "Ray Tune"}
+# What CatBoost writes in its ``train_dir`` beside the directories of its event files.
+CATBOOST_FILES = frozenset(
+    {"catboost_training.json", "learn_error.tsv", "test_error.tsv", "time_left.tsv"}
+)
+# CatBoost's one event file name (TensorBoard's writers all add a time and a host).
+_CATBOOST_EVENTS = "events.out.tfevents"
 # Files a writer puts in the directory of each run it makes.
-RUN_SIDECARS = frozenset({*PARAMS_SIDECARS, "args.yaml"})
+RUN_SIDECARS = frozenset({*PARAMS_SIDECARS, "args.yaml", *CATBOOST_FILES})
 # The context of a run's add_hparams sessions named by their time (``<run>/<time.time()>/``).
 HPARAMS_CONTEXT = "hparams"
 _TIME_NAME = re.compile(r"\d+(\.\d+)?")
@@ -128,6 +138,7 @@ class _AutoLayout:
         self.below_files = functools.cache(self._below_files)
         self.is_session = functools.cache(self._is_session)
         self.writer_fold = functools.cache(self._writer_fold)
+        self.catboost_dir = functools.cache(self._catboost_dir)
         self.fold = functools.cache(self._fold)
         self.owner = functools.cache(self._owner)
 
@@ -169,9 +180,22 @@ class _AutoLayout:
                 return owner, name  # tensorboardX
         return None
 
+    def _catboost_dir(self, directory: str) -> bool:
+        """A CatBoost ``train_dir``: CatBoost's own files, or its ``learn`` directory."""
+        if not CATBOOST_FILES.isdisjoint(self.sidecars.get(directory, ())):
+            return True
+        learn = f"{directory}/learn" if directory else "learn"
+        return _CATBOOST_EVENTS in self.found.get(learn, ())
+
     def tool_fold(self, directory: str) -> tuple[str, str] | None:
         """The run a writer or a tool made ``directory`` for, whatever its siblings."""
-        return self.writer_fold(directory)
+        by_writer = self.writer_fold(directory)
+        if by_writer is not None:
+            return by_writer
+        parent, name = posixpath.split(directory)
+        if _CATBOOST_EVENTS in self.found.get(directory, ()) and self.catboost_dir(parent):
+            return parent, name
+        return None
 
     def _fold(self, directory: str) -> tuple[str, str] | None:
         if not directory or not RUN_SIDECARS.isdisjoint(self.sidecars.get(directory, ())):

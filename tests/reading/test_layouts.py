@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tbconvert.reading.discovery import Classification, classify
 from tests.reading.test_remote import memory_copy
 from tests.support.eventfiles import event_file_name, summary_event, tf2_scalar, write_events
-from tests.support.layouts import WALL, WRITERS, Expected
+from tests.support.layouts import WALL, WRITERS, Expected, catboost_fit
 
 Assignment = dict[str, tuple[str, str, bool]]  # file -> (run path, context, orphan run)
 
@@ -156,6 +156,40 @@ def test_a_sub_writer_whose_tag_is_not_its_directory_s_is_a_run(tmp_path: Path) 
     assert classification.orphans == (f"parent/{event_file_name(WALL)}",)
 
 
+def test_catboost_s_train_dir_is_one_run_from_itself_and_from_above(tmp_path: Path) -> None:
+    """``learn`` and ``test`` (``test1`` for a second eval set) are contexts of the
+    ``train_dir``, whatever its name, from the ``train_dir`` itself and from its parents."""
+    for train_dir, tests in (("catboost_info", 1), ("sweep/depth_6", 2)):
+        catboost_fit(tmp_path / train_dir, tests=tests)
+        contexts = {"learn", "test", "test1"} if tests == 2 else {"learn", "test"}
+        assert runs_of(classify(tmp_path / train_dir)) == {".": contexts}
+        parent = posixpath.dirname(train_dir)
+        if parent:
+            assert runs_of(classify(tmp_path / parent)) == {"depth_6": contexts}
+    assert runs_of(classify(tmp_path)) == {
+        "catboost_info": {"learn", "test"},
+        "sweep/depth_6": {"learn", "test", "test1"},
+    }
+
+
+def test_catboost_s_event_directories_fold_without_its_other_files(tmp_path: Path) -> None:
+    """Only the event files kept (the tables and json left behind): CatBoost's bare file
+    name in ``learn/`` still marks the ``train_dir``."""
+    catboost_fit(tmp_path / "catboost_info")
+    for path in (tmp_path / "catboost_info").iterdir():
+        if path.is_file():
+            path.unlink()
+    assert runs_of(classify(tmp_path)) == {"catboost_info": {"learn", "test"}}
+
+
+def test_a_learn_directory_that_catboost_did_not_write_is_a_run(tmp_path: Path) -> None:
+    """``learn`` is no known context name: without CatBoost's file name or files beside it,
+    it and its sibling are runs, as TensorBoard shows them."""
+    one_scalar(tmp_path / "exp" / "learn", "loss")
+    one_scalar(tmp_path / "exp" / "test", "loss")
+    assert set(runs_of(classify(tmp_path))) == {"exp/learn", "exp/test"}
+
+
 def _add_hparams(run: Path, name: str | None = None, metric: float = 0.5) -> None:
     """``SummaryWriter.add_hparams`` for real (its session directory named ``name``, else by
     tensorboardX's ``str(time.time())``), with the run's own file beside it."""
@@ -203,7 +237,7 @@ def test_a_run_s_later_add_hparams_sessions_are_numbered_in_the_order_of_their_t
     }
 
 
-@pytest.mark.parametrize("writer", ["tensorboardx"])
+@pytest.mark.parametrize("writer", ["catboost", "tensorboardx"])
 def test_a_remote_logdir_is_classified_by_the_same_rules(tmp_path: Path, writer: str) -> None:
     """The listing (with CatBoost's files in it) and the first bytes of the session files
     give the runs and contexts the local walk gives."""
@@ -218,6 +252,7 @@ _PLACEABLE = [
     "keras",
     "hf_trainer",
     "ultralytics",
+    "catboost",
 ]
 
 
