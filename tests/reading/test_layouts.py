@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tbconvert.reading.discovery import Classification, classify
 from tests.reading.test_remote import memory_copy
 from tests.support.eventfiles import event_file_name, summary_event, tf2_scalar, write_events
-from tests.support.layouts import WALL, WRITERS, Expected, catboost_fit
+from tests.support.layouts import WALL, WRITERS, Expected, catboost_fit, guild
 
 Assignment = dict[str, tuple[str, str, bool]]  # file -> (run path, context, orphan run)
 
@@ -190,6 +190,20 @@ def test_a_learn_directory_that_catboost_did_not_write_is_a_run(tmp_path: Path) 
     assert set(runs_of(classify(tmp_path))) == {"exp/learn", "exp/test"}
 
 
+def test_guild_s_own_directory_folds_into_its_run(tmp_path: Path) -> None:
+    """``<run>/.guild/`` is context ``.guild`` of ``<run>``, beside the script's own files or
+    alone, from the run's directory and from Guild's ``runs`` directory."""
+    expected = guild(tmp_path)
+    first = sorted(expected)[0]
+    assert runs_of(classify(tmp_path / first)) == {".": {"", ".guild"}}
+    for path in (tmp_path / first).iterdir():
+        if path.is_file():
+            path.unlink()  # a script that logged nothing itself
+    assert runs_of(classify(tmp_path / "runs")) == {
+        posixpath.basename(run): {".guild"} if run == first else {"", ".guild"} for run in expected
+    }
+
+
 def _add_hparams(run: Path, name: str | None = None, metric: float = 0.5) -> None:
     """``SummaryWriter.add_hparams`` for real (its session directory named ``name``, else by
     tensorboardX's ``str(time.time())``), with the run's own file beside it."""
@@ -237,7 +251,7 @@ def test_a_run_s_later_add_hparams_sessions_are_numbered_in_the_order_of_their_t
     }
 
 
-@pytest.mark.parametrize("writer", ["catboost", "tensorboardx"])
+@pytest.mark.parametrize("writer", ["catboost", "guild", "tensorboardx"])
 def test_a_remote_logdir_is_classified_by_the_same_rules(tmp_path: Path, writer: str) -> None:
     """The listing (with CatBoost's files in it) and the first bytes of the session files
     give the runs and contexts the local walk gives."""
@@ -253,6 +267,7 @@ _PLACEABLE = [
     "hf_trainer",
     "ultralytics",
     "catboost",
+    "guild",
 ]
 
 

@@ -2,7 +2,7 @@
 
 tensorboardX's ``SummaryWriter`` writes its own layout for real.  The other writers' layouts
 (PyTorch, Lightning, Keras, the TF2 hparams API, Hugging Face Trainer, Ultralytics,
-detectron2, Ray Tune, CatBoost) are written the way those libraries write them,
+detectron2, Ray Tune, CatBoost, Guild AI) are written the way those libraries write them,
 without the libraries: tensorboardX's ``FileWriter`` (which PyTorch's ``SummaryWriter``
 mirrors record for record) or tensorboard's own protos for TF2 encodings and CatBoost, at
 the paths each library uses, with the sidecar files each puts beside its event files.
@@ -242,6 +242,28 @@ def catboost(root: Path) -> Expected:
     return {"catboost_info": {"learn", "test"}, "models/depth6": {"learn", "test", "test1"}}
 
 
+def guild(root: Path, runs: int = 2) -> Expected:
+    """Guild AI's runs: ``runs/<id>/`` holds what the script wrote (here its own event file)
+    and ``.guild/`` Guild's records (``attrs/``, ``output``) and the scalars Guild read from
+    the output, written by tensorboardX into ``.guild/``."""
+    from tensorboardX.summary import scalar
+
+    expected: Expected = {}
+    for n in range(runs):
+        run = root / "runs" / f"{n:032x}"
+        script = _file_writer(run)
+        script.add_summary(scalar("loss", 0.5), 0)  # type: ignore[attr-defined]
+        script.close()  # type: ignore[attr-defined]
+        scalars = _file_writer(run / ".guild")
+        scalars.add_summary(scalar("loss", 0.5), 0)  # type: ignore[attr-defined]
+        scalars.close()  # type: ignore[attr-defined]
+        (run / ".guild" / "attrs").mkdir()
+        (run / ".guild" / "attrs" / "flags").write_text("lr: 0.1\n", encoding="utf-8")
+        (run / ".guild" / "output").write_text("loss: 0.5\n", encoding="utf-8")
+        expected[f"runs/{n:032x}"] = {"", ".guild"}
+    return expected
+
+
 WRITERS = {
     "tensorboardx": tensorboardx_sweep,
     "pytorch": pytorch_sweep,
@@ -253,4 +275,5 @@ WRITERS = {
     "detectron2": detectron2,
     "ray_tune": ray_tune,
     "catboost": catboost,
+    "guild": guild,
 }
