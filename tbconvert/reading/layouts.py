@@ -128,7 +128,9 @@ class _AutoLayout:
         sidecars: Mapping[str, Collection[str]],
         tags_of: Callable[[str], tuple[str, ...]],
     ) -> None:
-        self.found, self.sidecars, self.tags_of = found, sidecars, tags_of
+        self.found, self.sidecars = found, sidecars
+        # Several rules ask about one directory: its file is read once.
+        self.tags_of = functools.cache(tags_of)
         self.held = frozenset(found)
         # Directory -> its sub-directories with event files at any depth.
         self.children: dict[str, list[str]] = {}

@@ -259,6 +259,27 @@ def test_a_remote_logdir_is_classified_by_the_same_rules(tmp_path: Path, writer:
     assert runs_of(classify(memory_copy(tmp_path / "logs"))) == expected
 
 
+def test_the_layout_reads_each_directory_s_first_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several rules ask about a session and its siblings; the file is read once for all,
+    and only below a directory that holds the writer's own file."""
+    from tbconvert.reading import discovery
+
+    for writer in ("pytorch", "tensorboardx", "catboost", "guild"):
+        WRITERS[writer](tmp_path / writer)
+    read: list[str] = []
+    first_tags = discovery.first_tags
+    monkeypatch.setattr(
+        discovery, "first_tags", lambda path, *args: (read.append(path), first_tags(path))[1]
+    )
+    classify(tmp_path)
+    below_runs = [path for path in read if "/catboost/" not in path]
+    assert len(read) == len(set(read)) and below_runs == read
+    # The sub-writers and sessions of 3 + 3 runs, and Guild's 2 ``.guild``.
+    assert len(read) == 3 * 3 + 3 * 3 + 2
+
+
 _PLACEABLE = [
     "tensorboardx",
     "pytorch",
