@@ -30,6 +30,7 @@ records only, so converting a run's directory or any of its ancestors gives the 
 from __future__ import annotations
 
 import functools
+import itertools
 import posixpath
 import re
 from collections.abc import Callable, Collection, Mapping
@@ -106,12 +107,15 @@ def session_contexts(names: Collection[str]) -> dict[str, str]:
 
     A name that is a time (``str(time.time())``, the writers' default) becomes ``hparams``,
     the later ones ``hparams.2``, ``hparams.3``... in the order of their times, so the runs of
-    a sweep share their context; a name the user gave is kept.
+    a sweep share their context; a name the user gave is kept, and skipped by the numbering
+    (a session named ``hparams`` beside a timed one: ``hparams`` and ``hparams.2``).
     """
     timed = sorted((name for name in names if _TIME_NAME.fullmatch(name)), key=_time_order)
     contexts = {name: name for name in names}
-    for index, name in enumerate(timed):
-        contexts[name] = f"{HPARAMS_CONTEXT}.{index + 1}" if index else HPARAMS_CONTEXT
+    labels = (f"{HPARAMS_CONTEXT}.{n}" if n > 1 else HPARAMS_CONTEXT for n in itertools.count(1))
+    free = (label for label in labels if label not in contexts)
+    for name, label in zip(timed, free, strict=False):
+        contexts[name] = label
     return contexts
 
 

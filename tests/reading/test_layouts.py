@@ -235,9 +235,9 @@ def test_a_run_s_later_add_hparams_sessions_are_numbered_in_the_order_of_their_t
     tmp_path: Path,
 ) -> None:
     """Names are times, ordered as numbers (``999.5`` before ``1000.25``, though it sorts
-    after as text); a session the user named keeps its name."""
+    after as text); a session the user named keeps its name, which the numbering skips."""
     run = tmp_path / "run"
-    for name in ("1000.25", "999.5", "1000.3", "final"):
+    for name in ("1000.25", "999.5", "1000.3", "final", "hparams.2"):
         _add_hparams(run, name=name)
     contexts = {
         posixpath.dirname(path): context
@@ -245,9 +245,10 @@ def test_a_run_s_later_add_hparams_sessions_are_numbered_in_the_order_of_their_t
     }
     assert {directory: contexts[directory] for directory in contexts if directory != "run"} == {
         "run/999.5": "hparams",
-        "run/1000.25": "hparams.2",
-        "run/1000.3": "hparams.3",
+        "run/1000.25": "hparams.3",
+        "run/1000.3": "hparams.4",
         "run/final": "final",
+        "run/hparams.2": "hparams.2",
     }
 
 
