@@ -16,7 +16,8 @@ of it, the sub-directories that writers create *for* a run fold into that run as
   with, in a directory that holds CatBoost's own files (``catboost_training.json``,
   ``learn_error.tsv``...) or a ``learn`` directory of CatBoost's.
 - Guild AI's ``<run>/.guild/``, where Guild writes the scalars it reads from a run's output:
-  context ``.guild``, apart from whatever the run's script logged itself.
+  context ``guild`` (the dot would need escaping in MLflow keys), apart from whatever the
+  run's script logged itself.
 - Known context names (Keras' ``train`` and ``validation``, ``eval``, ``test``...), when every
   sibling directory with event files folds too (``runs/detect/train`` beside ``train2`` is a
   run, as Ultralytics means it).
@@ -75,6 +76,7 @@ _CATBOOST_EVENTS = "events.out.tfevents"
 RUN_SIDECARS = frozenset({*PARAMS_SIDECARS, "args.yaml", *CATBOOST_FILES})
 # Where Guild AI writes the scalars it reads from a run's output (``<run>/.guild/``).
 _GUILD = ".guild"
+_GUILD_CONTEXT = "guild"
 # The context of a run's add_hparams sessions named by their time (``<run>/<time.time()>/``).
 HPARAMS_CONTEXT = "hparams"
 _TIME_NAME = re.compile(r"\d+(\.\d+)?")
@@ -204,7 +206,7 @@ class _AutoLayout:
             return by_writer
         parent, name = posixpath.split(directory)
         if name == _GUILD and directory in self.held:
-            return parent, name
+            return parent, _GUILD_CONTEXT
         if _CATBOOST_EVENTS in self.found.get(directory, ()) and self.catboost_dir(parent):
             return parent, name
         return None

@@ -191,16 +191,16 @@ def test_a_learn_directory_that_catboost_did_not_write_is_a_run(tmp_path: Path) 
 
 
 def test_guild_s_own_directory_folds_into_its_run(tmp_path: Path) -> None:
-    """``<run>/.guild/`` is context ``.guild`` of ``<run>``, beside the script's own files or
+    """``<run>/.guild/`` is context ``guild`` of ``<run>``, beside the script's own files or
     alone, from the run's directory and from Guild's ``runs`` directory."""
     expected = guild(tmp_path)
     first = sorted(expected)[0]
-    assert runs_of(classify(tmp_path / first)) == {".": {"", ".guild"}}
+    assert runs_of(classify(tmp_path / first)) == {".": {"", "guild"}}
     for path in (tmp_path / first).iterdir():
         if path.is_file():
             path.unlink()  # a script that logged nothing itself
     assert runs_of(classify(tmp_path / "runs")) == {
-        posixpath.basename(run): {".guild"} if run == first else {"", ".guild"} for run in expected
+        posixpath.basename(run): {"guild"} if run == first else {"", "guild"} for run in expected
     }
 
 

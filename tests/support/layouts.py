@@ -260,7 +260,7 @@ def guild(root: Path, runs: int = 2) -> Expected:
         (run / ".guild" / "attrs").mkdir()
         (run / ".guild" / "attrs" / "flags").write_text("lr: 0.1\n", encoding="utf-8")
         (run / ".guild" / "output").write_text("loss: 0.5\n", encoding="utf-8")
-        expected[f"runs/{n:032x}"] = {"", ".guild"}
+        expected[f"runs/{n:032x}"] = {"", "guild"}
     return expected
 
 
