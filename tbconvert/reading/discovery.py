@@ -197,7 +197,10 @@ def _owners(
         head = heads.get(f"{directory}/{name}")
         return first_tags(path) if head is None else head[2]
 
-    folded = auto_owners(found, walker.sidecars, tags_of)
+    names = {
+        directory: [name for name, _path in files] for directory, files in walker.found.items()
+    }
+    folded = auto_owners(names, walker.sidecars, tags_of)
     runs = {run for run, _context in folded.values()}
     # A run directory that holds other runs is a group: its own files are orphans.
     above = {posixpath.dirname(run) for run in runs if run}

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tbconvert.reading.discovery import Classification, classify
+from tests.reading.test_remote import memory_copy
 from tests.support.eventfiles import event_file_name, summary_event, tf2_scalar, write_events
-from tests.support.layouts import WALL, WRITERS, Expected
+from tests.support.layouts import WALL, WRITERS, Expected, catboost_fit, guild
 
 Assignment = dict[str, tuple[str, str, bool]]  # file -> (run path, context, orphan run)
 
@@ -155,7 +156,141 @@ def test_a_sub_writer_whose_tag_is_not_its_directory_s_is_a_run(tmp_path: Path) 
     assert classification.orphans == (f"parent/{event_file_name(WALL)}",)
 
 
-_PLACEABLE = ["tensorboardx", "pytorch", "lightning", "keras", "hf_trainer", "ultralytics"]
+def test_catboost_s_train_dir_is_one_run_from_itself_and_from_above(tmp_path: Path) -> None:
+    """``learn`` and ``test`` (``test1`` for a second eval set) are contexts of the
+    ``train_dir``, whatever its name, from the ``train_dir`` itself and from its parents."""
+    for train_dir, tests in (("catboost_info", 1), ("sweep/depth_6", 2)):
+        catboost_fit(tmp_path / train_dir, tests=tests)
+        contexts = {"learn", "test", "test1"} if tests == 2 else {"learn", "test"}
+        assert runs_of(classify(tmp_path / train_dir)) == {".": contexts}
+        parent = posixpath.dirname(train_dir)
+        if parent:
+            assert runs_of(classify(tmp_path / parent)) == {"depth_6": contexts}
+    assert runs_of(classify(tmp_path)) == {
+        "catboost_info": {"learn", "test"},
+        "sweep/depth_6": {"learn", "test", "test1"},
+    }
+
+
+def test_catboost_s_event_directories_fold_without_its_other_files(tmp_path: Path) -> None:
+    """Only the event files kept (the tables and json left behind): CatBoost's bare file
+    name in ``learn/`` still marks the ``train_dir``."""
+    catboost_fit(tmp_path / "catboost_info")
+    for path in (tmp_path / "catboost_info").iterdir():
+        if path.is_file():
+            path.unlink()
+    assert runs_of(classify(tmp_path)) == {"catboost_info": {"learn", "test"}}
+
+
+def test_a_learn_directory_that_catboost_did_not_write_is_a_run(tmp_path: Path) -> None:
+    """``learn`` is no known context name: without CatBoost's file name or files beside it,
+    it and its sibling are runs, as TensorBoard shows them."""
+    one_scalar(tmp_path / "exp" / "learn", "loss")
+    one_scalar(tmp_path / "exp" / "test", "loss")
+    assert set(runs_of(classify(tmp_path))) == {"exp/learn", "exp/test"}
+
+
+def test_guild_s_own_directory_folds_into_its_run(tmp_path: Path) -> None:
+    """``<run>/.guild/`` is context ``guild`` of ``<run>``, beside the script's own files or
+    alone, from the run's directory and from Guild's ``runs`` directory."""
+    expected = guild(tmp_path)
+    first = sorted(expected)[0]
+    assert runs_of(classify(tmp_path / first)) == {".": {"", "guild"}}
+    for path in (tmp_path / first).iterdir():
+        if path.is_file():
+            path.unlink()  # a script that logged nothing itself
+    assert runs_of(classify(tmp_path / "runs")) == {
+        posixpath.basename(run): {"guild"} if run == first else {"", "guild"} for run in expected
+    }
+
+
+def _add_hparams(run: Path, name: str | None = None, metric: float = 0.5) -> None:
+    """``SummaryWriter.add_hparams`` for real (its session directory named ``name``, else by
+    tensorboardX's ``str(time.time())``), with the run's own file beside it."""
+    from tensorboardX import SummaryWriter
+
+    # tensorboardX names a file by its second: a suffix keeps one run's writers apart.
+    suffix = f".{name or 'main'}"
+    with SummaryWriter(logdir=str(run), flush_secs=3600, filename_suffix=suffix) as writer:
+        writer.add_scalar("loss", metric, 0)
+        writer.add_hparams({"lr": metric}, {"hparam/acc": metric}, name=name)
+
+
+def test_every_run_of_a_sweep_has_its_add_hparams_session_in_context_hparams(
+    tmp_path: Path,
+) -> None:
+    """The session directories are named by the time of each add_hparams call, which differs
+    from run to run; their context does not."""
+    for n in range(3):
+        _add_hparams(tmp_path / f"run{n}", metric=n / 10)
+    sessions = {p.parent.name: p.name for p in tmp_path.glob("run*/*") if p.is_dir()}
+    assert len(set(sessions.values())) == 3  # three different times on disk
+    placed = assignment(classify(tmp_path))
+    for run, session in sessions.items():
+        (in_session,) = [f for f in placed if f.startswith(f"{run}/{session}/")]
+        assert placed[in_session] == (run, "hparams", False)
+
+
+def test_a_run_s_later_add_hparams_sessions_are_numbered_in_the_order_of_their_times(
+    tmp_path: Path,
+) -> None:
+    """Names are times, ordered as numbers (``999.5`` before ``1000.25``, though it sorts
+    after as text); a session the user named keeps its name, which the numbering skips."""
+    run = tmp_path / "run"
+    for name in ("1000.25", "999.5", "1000.3", "final", "hparams.2"):
+        _add_hparams(run, name=name)
+    contexts = {
+        posixpath.dirname(path): context
+        for path, (_run, context, _orphan) in assignment(classify(tmp_path)).items()
+    }
+    assert {directory: contexts[directory] for directory in contexts if directory != "run"} == {
+        "run/999.5": "hparams",
+        "run/1000.25": "hparams.3",
+        "run/1000.3": "hparams.4",
+        "run/final": "final",
+        "run/hparams.2": "hparams.2",
+    }
+
+
+@pytest.mark.parametrize("writer", ["catboost", "guild", "tensorboardx"])
+def test_a_remote_logdir_is_classified_by_the_same_rules(tmp_path: Path, writer: str) -> None:
+    """The listing (with CatBoost's files in it) and the first bytes of the session files
+    give the runs and contexts the local walk gives."""
+    expected = WRITERS[writer](tmp_path / "logs")
+    assert runs_of(classify(memory_copy(tmp_path / "logs"))) == expected
+
+
+def test_the_layout_reads_each_directory_s_first_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several rules ask about a session and its siblings; the file is read once for all,
+    and only below a directory that holds the writer's own file."""
+    from tbconvert.reading import discovery
+
+    for writer in ("pytorch", "tensorboardx", "catboost", "guild"):
+        WRITERS[writer](tmp_path / writer)
+    read: list[str] = []
+    first_tags = discovery.first_tags
+    monkeypatch.setattr(
+        discovery, "first_tags", lambda path, *args: (read.append(path), first_tags(path))[1]
+    )
+    classify(tmp_path)
+    below_runs = [path for path in read if "/catboost/" not in path]
+    assert len(read) == len(set(read)) and below_runs == read
+    # The sub-writers and sessions of 3 + 3 runs, and Guild's 2 ``.guild``.
+    assert len(read) == 3 * 3 + 3 * 3 + 2
+
+
+_PLACEABLE = [
+    "tensorboardx",
+    "pytorch",
+    "lightning",
+    "keras",
+    "hf_trainer",
+    "ultralytics",
+    "catboost",
+    "guild",
+]
 
 
 @st.composite

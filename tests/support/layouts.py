@@ -2,10 +2,10 @@
 
 tensorboardX's ``SummaryWriter`` writes its own layout for real.  The other writers' layouts
 (PyTorch, Lightning, Keras, the TF2 hparams API, Hugging Face Trainer, Ultralytics,
-detectron2, Ray Tune) are written the way those libraries write them, without the libraries:
-tensorboardX's ``FileWriter`` (which PyTorch's ``SummaryWriter`` mirrors record for record) or
-tensorboard's own protos for TF2 encodings, at the paths each library uses, with the sidecar
-files each puts beside its event files.
+detectron2, Ray Tune, CatBoost, Guild AI) are written the way those libraries write them,
+without the libraries: tensorboardX's ``FileWriter`` (which PyTorch's ``SummaryWriter``
+mirrors record for record) or tensorboard's own protos for TF2 encodings and CatBoost, at
+the paths each library uses, with the sidecar files each puts beside its event files.
 
 Each builder writes under a directory and returns what a user means by it: run path
 (relative to that directory) -> the contexts of that run.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.plugins.hparams import summary_v2 as hp
 
 from tests.support.eventfiles import (
@@ -70,8 +71,8 @@ def tensorboardx_sweep(root: Path, runs: int = 3, steps: int = 3) -> Expected:
             writer.add_hparams(
                 {"lr": 10 ** -(n + 1), "bs": 32, "opt": "sgd"}, {"hparam/final_acc": 0.9}
             )
-        (session,) = [p.name for p in (root / name).iterdir() if p.is_dir() and p.name != "acc"]
-        expected[name] = {"", "train", "val", session}
+        # add_hparams wrote its session into <run>/<time.time()>/: context ``hparams``.
+        expected[name] = {"", "train", "val", "hparams"}
     return expected
 
 
@@ -95,7 +96,7 @@ def pytorch_sweep(root: Path, runs: int = 3, steps: int = 3) -> Expected:
             sub.close()  # type: ignore[attr-defined]
         session = f"{1_790_000_000 + n}.{123456 + n}"
         _hparams_session(run / session, {"lr": 0.1 * (n + 1)}, {"hparam/acc": 0.9})
-        expected[f"run{n}"] = {"", "train", "val", session}
+        expected[f"run{n}"] = {"", "train", "val", "hparams"}
     return expected
 
 
@@ -167,7 +168,7 @@ def hf_trainer(root: Path) -> Expected:
     writer.close()  # type: ignore[attr-defined]
     session = "1795000000.5"
     _hparams_session(root / run / session, {"learning_rate": 5e-5}, {})
-    return {run: {"", session}}
+    return {run: {"", "hparams"}}
 
 
 def ultralytics(root: Path) -> Expected:
@@ -203,6 +204,66 @@ def ray_tune(root: Path, trials: int = 2) -> Expected:
     return expected
 
 
+def catboost_fit(train_dir: Path, iterations: int = 3, tests: int = 1) -> None:
+    """One CatBoost fit into ``train_dir`` as CatBoost's C++ logger writes it: a bare
+    ``events.out.tfevents`` in ``learn/`` and in ``test/`` (``test1/``... for more eval sets),
+    no file-version record, one event per metric and iteration (tag and node name the
+    metric, step the iteration, wall time in whole seconds), and beside them the error and
+    time tables and ``catboost_training.json``."""
+    metrics = ("Logloss", "AUC")
+    tokens = ["learn", *(f"test{n}" if n else "test" for n in range(tests))]
+    for token in tokens:
+        events = [
+            summary_event(step, float(int(WALL) + step), [catboost_value(metric, 0.5 / (step + 1))])
+            for step in range(iterations)
+            for metric in metrics
+        ]
+        write_events(train_dir / token / "events.out.tfevents", events, file_version=False)
+    header = "iter\t" + "\t".join(metrics)
+    table = "".join(f"{step}\t0.5\t0.5\n" for step in range(iterations))
+    (train_dir / "learn_error.tsv").write_text(f"{header}\n{table}", encoding="utf-8")
+    (train_dir / "test_error.tsv").write_text(f"{header}\n{table}", encoding="utf-8")
+    (train_dir / "time_left.tsv").write_text("iter\tPassed\tRemaining\n", encoding="utf-8")
+    meta = {"meta": {"learn_sets": tokens[:1], "test_sets": tokens[1:], "name": "experiment"}}
+    (train_dir / "catboost_training.json").write_text(json.dumps(meta), encoding="utf-8")
+    (train_dir / "tmp").mkdir(exist_ok=True)
+
+
+def catboost_value(metric: str, value: float) -> Summary.Value:
+    """CatBoost's ``AddScalar``: ``simple_value`` with the tag as node name too."""
+    return Summary.Value(tag=metric, node_name=metric, simple_value=value)
+
+
+def catboost(root: Path) -> Expected:
+    """CatBoost's default ``train_dir``, ``catboost_info/``, and a fit with another
+    ``train_dir`` and two eval sets: one run each, contexts ``learn`` and ``test``..."""
+    catboost_fit(root / "catboost_info")
+    catboost_fit(root / "models" / "depth6", tests=2)
+    return {"catboost_info": {"learn", "test"}, "models/depth6": {"learn", "test", "test1"}}
+
+
+def guild(root: Path, runs: int = 2) -> Expected:
+    """Guild AI's runs: ``runs/<id>/`` holds what the script wrote (here its own event file)
+    and ``.guild/`` Guild's records (``attrs/``, ``output``) and the scalars Guild read from
+    the output, written by tensorboardX into ``.guild/``."""
+    from tensorboardX.summary import scalar
+
+    expected: Expected = {}
+    for n in range(runs):
+        run = root / "runs" / f"{n:032x}"
+        script = _file_writer(run)
+        script.add_summary(scalar("loss", 0.5), 0)  # type: ignore[attr-defined]
+        script.close()  # type: ignore[attr-defined]
+        scalars = _file_writer(run / ".guild")
+        scalars.add_summary(scalar("loss", 0.5), 0)  # type: ignore[attr-defined]
+        scalars.close()  # type: ignore[attr-defined]
+        (run / ".guild" / "attrs").mkdir()
+        (run / ".guild" / "attrs" / "flags").write_text("lr: 0.1\n", encoding="utf-8")
+        (run / ".guild" / "output").write_text("loss: 0.5\n", encoding="utf-8")
+        expected[f"runs/{n:032x}"] = {"", "guild"}
+    return expected
+
+
 WRITERS = {
     "tensorboardx": tensorboardx_sweep,
     "pytorch": pytorch_sweep,
@@ -213,4 +274,6 @@ WRITERS = {
     "ultralytics": ultralytics,
     "detectron2": detectron2,
     "ray_tune": ray_tune,
+    "catboost": catboost,
+    "guild": guild,
 }
