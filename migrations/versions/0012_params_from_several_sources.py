@@ -7,7 +7,8 @@ their wall time (so a copy, an upload or a ``touch`` changed ``v_series``).  Now
 
 * ``v_params`` shows a sidecar's row only where no event file of its run holds the key (and no
   sidecar named before it does): the event file's value, what TensorBoard shows.  The rule is
-  in the view, so it holds whatever order files come and go in.
+  in the view, so it holds whatever order files come and go in; ``ix_params_series_id_key``
+  makes its look-up of a key an index seek.
 * Sidecar rows have no wall time: cleared here, with their series' summaries.
 * Their types cannot be recovered from the stored text (``2.0`` was written ``2`` or ``2.0``):
   the sidecars are marked changed, so the next plain ``tbconvert tf`` reads them again, whole,
@@ -38,10 +39,11 @@ _PARAMS = """
     JOIN runs AS r ON r.id = s.run_id
     JOIN contexts AS c ON c.id = s.context_id
 """
+# ``r.id``, not ``s.run_id``: SQLite then tests the rule after a filter on the run, not before.
 _SHOWN = f"""
         WHERE s.name NOT IN ({_SIDECARS}) OR NOT EXISTS (
             SELECT 1 FROM series AS o JOIN params AS q ON q.series_id = o.id
-            WHERE o.run_id = s.run_id AND o.plugin = 'hparams' AND q.key = p.key
+            WHERE o.run_id = r.id AND o.plugin = 'hparams' AND q.key = p.key
               AND (o.name NOT IN ({_SIDECARS}) OR o.name < s.name))
 """
 _SIDECAR_SERIES = f"SELECT id FROM series WHERE plugin = 'hparams' AND name IN ({_SIDECARS})"
@@ -52,6 +54,8 @@ _SIDECAR_FILES = (
 
 
 def upgrade() -> None:
+    # The rule looks a key up by series: key is last in the primary key.
+    op.create_index("ix_params_series_id_key", "params", ["series_id", "key"])
     op.execute("DROP VIEW v_params")
     op.execute(f"CREATE VIEW v_params AS {_PARAMS}{_SHOWN}")
     op.execute(f"UPDATE params SET wall_time = NULL WHERE series_id IN ({_SIDECAR_SERIES})")
@@ -68,3 +72,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("DROP VIEW v_params")
     op.execute(f"CREATE VIEW v_params AS {_PARAMS}")
+    op.drop_index("ix_params_series_id_key", table_name="params")

@@ -352,6 +352,7 @@ CREATE VIEW v_runs AS
                           AND f.status = 'invalid')
            OR EXISTS (SELECT 1 FROM event_files AS f WHERE f.run_id = r.id
                       AND f.status <> 'invalid');
+CREATE INDEX ix_params_series_id_key ON params (series_id, "key");
 CREATE VIEW v_params AS 
         SELECT r.id AS run_id, r.run_path, c.name AS context, p.key, p.value, p.value_num,
                p.value_type
@@ -362,5 +363,5 @@ CREATE VIEW v_params AS
 
         WHERE s.name NOT IN ('hparams.yaml', 'params.json') OR NOT EXISTS (
             SELECT 1 FROM series AS o JOIN params AS q ON q.series_id = o.id
-            WHERE o.run_id = s.run_id AND o.plugin = 'hparams' AND q.key = p.key
+            WHERE o.run_id = r.id AND o.plugin = 'hparams' AND q.key = p.key
               AND (o.name NOT IN ('hparams.yaml', 'params.json') OR o.name < s.name));
