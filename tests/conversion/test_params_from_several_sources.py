@@ -8,6 +8,7 @@ nothing from a file's modification time.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from contextlib import closing
@@ -158,3 +159,25 @@ def test_copied_logdir_converts_to_the_same_params(tmp_path: Path, store: str) -
         halves.setdefault(logdir, []).append(tuple(rest))
     original, copy = halves.values()
     assert original == copy and len(original) == len({row[0] for row in original})
+
+
+def test_ray_tune_s_params_json_keeps_its_json_types_beside_the_session(
+    tmp_path: Path, store: str
+) -> None:
+    """params.json (oracle: ``json.loads``) adds the keys the session lacks, with their JSON
+    types; where a run has both sidecars, hparams.yaml's key shows before params.json's."""
+    trial = tmp_path / "ray" / "train_fn" / "trial_0"
+    write_session(trial, {"lr": 0.1, "layers": 3})
+    written = {"lr": 0.2, "layers": 4, "model": {"act": "relu", "sizes": [64, 32]}, "x": None}
+    (trial / "params.json").write_text(json.dumps(written), encoding="utf-8")
+    write_yaml(trial, {"x": 1, "only_yaml": [1.5]})
+    convert(tmp_path / "ray", store, progress=False)
+    found = {row[0]: row[1:] for row in params_rows(store, "train_fn/trial_0")}
+    assert found == {
+        "lr": ("0.1", 0.1, "number"),
+        "layers": ("3.0", 3.0, "number"),
+        "model/act": ("relu", None, "string"),
+        "model/sizes": ("[64,32]", None, "json"),
+        "x": ("1", 1.0, "integer"),
+        "only_yaml": ("[1.5]", None, "json"),
+    }
