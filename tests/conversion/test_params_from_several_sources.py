@@ -58,6 +58,15 @@ def test_a_lightning_version_has_one_row_per_key_the_event_file_s_where_both_hol
         typed = opened.params(VERSION)
     assert same(typed["data/folds"], [1, 2, 3]) and same(typed["seed"], 7)
     assert same(typed["data/splits"], [0.8, 0.2]) and typed["config/norm"] == "None"
+    with open_store(store) as opened:
+        frame = opened.to_pandas("params")
+    long_rows = sorted(
+        (key, value, None if num != num else num, kind)
+        for key, value, num, kind in frame[["key", "value", "value_num", "value_type"]].itertuples(
+            index=False
+        )
+    )
+    assert long_rows == params_rows(store)  # the long format shows what v_params shows
 
 
 def test_push_sends_the_value_v_params_shows(tmp_path: Path, store: str) -> None:
