@@ -73,15 +73,16 @@ _VIEWS: dict[str, tuple[str, list[str], dict[str, str]]] = {
         },
     ),
     "v_params": (
-        "Hyper-parameters (hparams session_start_info), typed.",
+        "Hyper-parameters (hparams sessions; hparams.yaml, params.json for keys the "
+        "event files lack), typed as written.",
         ["key", "value_type"],
         {
             "context": "The hparams session (torch/tensorboardX: one sub-directory "
             "per add_hparams call).",
             "key": "Hyper-parameter name.",
             "value": "The value as text.",
-            "value_num": "Numbers and bools (1/0) as REAL, else NULL.",
-            "value_type": "number, string, bool or json.",
+            "value_num": "Numbers, integers and bools (1/0) as REAL, else NULL.",
+            "value_type": "number, integer, string, bool or json.",
         },
     ),
     "v_images": (

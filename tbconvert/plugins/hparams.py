@@ -12,16 +12,22 @@ Which record it is follows from the oneof that is set, never from the tag.
   ========== ========================================== ============= ==========
   number     ``repr(float)``: shortest exact text, e.g. the float     ``number``
              ``0.1``, ``32.0``, ``nan``, ``inf``        (NaN: NULL)
+  integer    decimal text, e.g. ``0``, ``-3``           the float     ``integer``
+             (sidecars only: a session's numbers are    (NULL beyond
+             doubles)                                   a double)
   string     the string                                 NULL          ``string``
   bool       ``true`` / ``false``                       1.0 / 0.0     ``bool``
   other      compact JSON (null, list, struct; keys     NULL          ``json``
-             sorted; non-finite numbers as the proto3
-             JSON strings ``"NaN"``, ``"Infinity"``)
+             sorted; integers stay integers, ``[0]``
+             vs ``[0.0]``; non-finite numbers as the
+             proto3 JSON strings ``"NaN"``, ``"Infinity"``)
   ========== ========================================== ============= ==========
 
   Types are kept as written: torch writes bools as numbers 1.0/0.0, tensorboardX as bools;
-  this module does not guess.  ``params`` holds the hparams map and nothing else, because a
-  reserved key (``__group_name__``) would collide with, and be mistaken for, a user's hparam.
+  this module does not guess.  :func:`plain_rows` types the values a sidecar (YAML, JSON)
+  holds by the same table, keeping the integers protobuf's ``Value`` cannot (design §6).
+  ``params`` holds the hparams map and nothing else, because a reserved key
+  (``__group_name__``) would collide with, and be mistaken for, a user's hparam.
   ``group_name`` and ``start_time_secs`` are not lost: the record's exact content bytes are the
   tag's ``series.plugin_content``, which is exact whenever a (run, context) holds one session,
   as every writer lays it out (torch/tensorboardX: one sub-directory per ``add_hparams``;
@@ -41,6 +47,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -110,14 +117,53 @@ def _typed(value: Any) -> tuple[str | None, float | None, str]:
     if kind == "bool_value":
         flag = bool(value.bool_value)
         return ("true" if flag else "false"), float(flag), "bool"
-    text = json.dumps(
-        _json_object(value),
-        separators=(",", ":"),
-        sort_keys=True,
-        ensure_ascii=False,
-        allow_nan=False,
+    return json_text(_json_object(value)), None, "json"
+
+
+def plain_rows(values: Mapping[str, Any]) -> list[Row]:
+    """Typed rows of plain Python values, as YAML or JSON parsing gives them.
+
+    Args:
+        values: Keys to ``None``, bools, ints, floats, strings, lists and mappings of them.
+
+    Returns:
+        ``(key, value, value_num, value_type)`` tuples sorted by key, typed as
+        :func:`params_rows` types a session's, integers kept as ``integer``.
+    """
+    return [(key, *_plain_typed(values[key])) for key in sorted(values)]
+
+
+def _plain_typed(value: Any) -> tuple[str | None, float | None, str]:
+    if isinstance(value, bool):  # before int: a bool is an int to Python
+        return ("true" if value else "false"), float(value), "bool"
+    if isinstance(value, int):
+        try:
+            number: float | None = float(value)
+        except OverflowError:  # beyond a double: the text alone is exact
+            number = None
+        return str(value), number, "integer"
+    if isinstance(value, float):
+        return repr(value), value, "number"
+    if isinstance(value, str):
+        return value, None, "string"
+    return json_text(_plain_json(value)), None, "json"
+
+
+def _plain_json(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, (list, tuple)):
+        return [_plain_json(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): _plain_json(item) for key, item in value.items()}
+    return value
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON with sorted keys: one text per value, whatever order it was built in."""
+    return json.dumps(
+        value, separators=(",", ":"), sort_keys=True, ensure_ascii=False, allow_nan=False
     )
-    return text, None, "json"
 
 
 def _json_object(value: Any) -> Any:

@@ -21,6 +21,7 @@ from tbconvert.store.engine import (
 )
 from tbconvert.store.errors import translate_errors
 from tbconvert.store.migrate import ensure_schema
+from tbconvert.store.params_rule import shown_params
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class RunRow:
     first_wall_time: float | None
     last_wall_time: float | None
     series: list[SeriesRow] = field(default_factory=list)
-    # context -> key -> value as v_params holds it (text); the last written wins.
+    # context -> key -> value as v_params shows it (text: a sidecar's key an event file holds
+    # is not there, design §6); the last written wins.
     params: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
 
@@ -103,6 +105,7 @@ def chosen_runs(conn: Connection, run: Globs = None, tag: Globs = None) -> list[
         text(
             "SELECT s.run_id, c.name, p.key, p.value FROM params AS p "
             "JOIN series AS s ON s.id = p.series_id JOIN contexts AS c ON c.id = s.context_id "
+            f"WHERE {shown_params()} "
             "ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key"
         )
     ):

@@ -26,6 +26,7 @@ from tbconvert.query.resumed import (
     is_start,
     last_attempt,
 )
+from tbconvert.store.params_rule import shown_params
 
 # Text is sorted in Python: a server's collation may order it otherwise than SQLite does.
 RUNS_SQL = "SELECT * FROM v_runs"
@@ -35,8 +36,10 @@ POINT_SQL = {
     f"ORDER BY step, {WRITTEN}",
     "texts": f"SELECT step, wall_time, idx, value FROM texts WHERE series_id = :id "
     f"ORDER BY step, {WRITTEN}, idx",
-    "params": f"SELECT key, value, value_num, value_type FROM params WHERE series_id = :id "
-    f"ORDER BY key, step, {WRITTEN}",
+    # As ``v_params`` shows them: a sidecar's keys that an event file holds are left out.
+    "params": "SELECT p.key, p.value, p.value_num, p.value_type FROM params AS p "
+    f"JOIN series AS s ON s.id = p.series_id WHERE p.series_id = :id AND {shown_params()} "
+    "ORDER BY p.key, p.step, p.file_id, p.record_offset, p.value_index",
 }
 _SERIES_SQL = (
     "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin, r.logdir "
@@ -84,13 +87,14 @@ def param_sessions(
     """Typed params of every run (or one) as ``{run_id: {context: {key: value}}}``.
 
     Each context holds one hparams session, as every writer lays them out; should one
-    hold several, the last written value of a key wins.
+    hold several, the last written value of a key wins.  The rows are those ``v_params``
+    shows (``store.params_rule``).
     """
     sql = (
         "SELECT s.run_id, c.name, p.key, p.value, p.value_num, p.value_type "
         "FROM params AS p JOIN series AS s ON s.id = p.series_id "
-        "JOIN contexts AS c ON c.id = s.context_id"
-        + ("" if run_id is None else " WHERE s.run_id = :run")
+        f"JOIN contexts AS c ON c.id = s.context_id WHERE {shown_params()}"
+        + ("" if run_id is None else " AND s.run_id = :run")
         + " ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key"
     )
     result: dict[int, dict[str, dict[str, Any]]] = {}

@@ -71,9 +71,11 @@ class StoredImage:
 
 
 def typed_param(value: str | None, value_num: float | None, value_type: str) -> Any:
-    """A ``v_params`` value as Python: float, bool, str, or parsed JSON."""
+    """A ``v_params`` value as Python: float, int, bool, str, or parsed JSON."""
     if value is None:
         return None
+    if value_type == "integer":
+        return int(value)
     if value_type == "number":
         return value_num if value_num is not None else float(value)
     if value_type == "bool":

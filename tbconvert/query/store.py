@@ -172,7 +172,7 @@ class Store:
         return array
 
     def params(self, run: str | int, context: str | None = None) -> dict[str, Any]:
-        """A run's hyper-parameters, typed (float, bool, str, or parsed JSON).
+        """A run's hyper-parameters, typed (float, int, bool, str, or parsed JSON).
 
         Args:
             run: The run's path or id.

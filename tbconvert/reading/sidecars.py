@@ -2,11 +2,13 @@
 
 Lightning's ``hparams.yaml`` and Ray Tune's ``params.json`` hold a run's hyper-parameters,
 sometimes ones its event files never logged.  Each is read whole (they are small) into
-``params`` rows of one series named after the file, typed exactly as an event file's
-``session_start_info`` is (through the same ``google.protobuf.Value``); nested mappings are
-flattened with ``/`` between keys, as both libraries do when they log to TensorBoard.  YAML is
-read with safe loading only.  A sidecar that cannot be parsed gives a warning and no rows,
-never a failure: its run keeps whatever its event files hold.
+``params`` rows of one series named after the file, typed as the file wrote them (an integer
+stays one, in a list too: ``plugins.hparams.plain_rows``); nested mappings are flattened with
+``/`` between keys, as both libraries do when they log to TensorBoard.  Where the run's event
+files hold a key too, ``v_params`` shows theirs (design §6, ``store.params_rule``): the rows
+here are kept whole, so the rule holds whatever order files come and go in.  The rows have no
+wall time.  YAML is read with safe loading only.  A sidecar that cannot be parsed gives a
+warning and no rows, never a failure: its run keeps whatever its event files hold.
 """
 
 from __future__ import annotations
@@ -41,16 +43,11 @@ def read_sidecar(task: FileTask, settings: ReadSettings) -> Chunk:
     except ValueError as error:
         warning = f"{task.rel_path}: {PARAMS_SIDECARS[name]} params not read ({error})"
         return _chunk(task, settings, data, warning=warning)
-    from google.protobuf.struct_pb2 import Struct
+    from tbconvert.plugins.hparams import plain_rows
 
-    from tbconvert.plugins.hparams import params_rows
-
-    struct = Struct()
-    struct.update(values)
-    wall_time = task.mtime_ns / 1e9
-    rows = [
-        (0, 0, 0, 0, index, wall_time, *row) for index, row in enumerate(params_rows(struct.fields))
-    ]
+    # No wall time: the file's mtime is not the logdir's (a copy, an upload or a touch
+    # changes it), and nothing in the store may depend on it (design §6).
+    rows = [(0, 0, 0, 0, index, None, *row) for index, row in enumerate(plain_rows(values))]
     definition = SeriesDefinition(0, name, "hparams", None, None, None, None)
     return _chunk(task, settings, data, rows=rows, definition=definition)
 
@@ -71,7 +68,7 @@ def _parsed(name: str, data: bytes) -> Any:
 
 
 def _flat(parsed: Any) -> dict[str, Any]:
-    """Nested mappings flattened with ``/``; values a ``Struct`` cannot hold made text."""
+    """Nested mappings flattened with ``/``; values JSON cannot hold (dates...) made text."""
     if parsed is None:
         return {}
     if not isinstance(parsed, Mapping):

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Boolean,
     Double,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -263,10 +264,13 @@ class TextValue(_PointKey, Base):
 
 
 class Param(_PointKey, Base):
-    """One hyper-parameter of an hparams session (``session_start_info``)."""
+    """One hyper-parameter of an hparams session (``session_start_info``) or of a sidecar
+    (``hparams.yaml``, ``params.json``)."""
 
     __tablename__ = "params"
-    __table_args__ = _point_table("key")
+    # v_params looks up a run's keys by series to hide a sidecar's (revision 0012): without
+    # it, each row scans its series' params, as key comes last in the primary key.
+    __table_args__ = (Index("ix_params_series_id_key", "series_id", "key"), *_point_table("key"))
 
     key: Mapped[str] = mapped_column(Text)
     value: Mapped[str | None] = mapped_column(Text)

@@ -1,4 +1,4 @@
--- revision 0011
+-- revision 0012
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -214,7 +214,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0011');
+INSERT INTO "tbconvert_alembic_version" VALUES('0012');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 
@@ -267,13 +267,6 @@ CREATE VIEW v_images AS
 CREATE VIEW v_texts AS 
         SELECT r.id AS run_id, r.run_path, c.name AS context, s.name AS tag, p.step, p.wall_time, p.idx, p.value
         FROM texts AS p 
-    JOIN series AS s ON s.id = p.series_id
-    JOIN runs AS r ON r.id = s.run_id
-    JOIN contexts AS c ON c.id = s.context_id;
-CREATE VIEW v_params AS 
-        SELECT r.id AS run_id, r.run_path, c.name AS context, p.key, p.value, p.value_num,
-               p.value_type
-        FROM params AS p 
     JOIN series AS s ON s.id = p.series_id
     JOIN runs AS r ON r.id = s.run_id
     JOIN contexts AS c ON c.id = s.context_id;
@@ -359,3 +352,16 @@ CREATE VIEW v_runs AS
                           AND f.status = 'invalid')
            OR EXISTS (SELECT 1 FROM event_files AS f WHERE f.run_id = r.id
                       AND f.status <> 'invalid');
+CREATE INDEX ix_params_series_id_key ON params (series_id, "key");
+CREATE VIEW v_params AS 
+        SELECT r.id AS run_id, r.run_path, c.name AS context, p.key, p.value, p.value_num,
+               p.value_type
+        FROM params AS p
+    JOIN series AS s ON s.id = p.series_id
+    JOIN runs AS r ON r.id = s.run_id
+    JOIN contexts AS c ON c.id = s.context_id
+
+        WHERE s.name NOT IN ('hparams.yaml', 'params.json') OR NOT EXISTS (
+            SELECT 1 FROM series AS o JOIN params AS q ON q.series_id = o.id
+            WHERE o.run_id = r.id AND o.plugin = 'hparams' AND q.key = p.key
+              AND (o.name NOT IN ('hparams.yaml', 'params.json') OR o.name < s.name));

@@ -43,21 +43,15 @@ def every_writer(root: Path) -> None:
     layouts.ray_tune(root / "ray")
 
 
-# The listing key of an object's time, per protocol (what a copy's file times are set from).
-_TIME_KEYS = {"s3": "LastModified", "gs": "mtime", "az": "last_modified"}
-
-
 def local_copy(fs: Any, url: str, target: Path) -> Path:
     """The objects under ``url`` downloaded one by one (the GCS emulator answers concurrent
-    requests slowly), each file given its object's time: a sidecar's params take their time
-    from the file."""
-    protocol, root = url.split("://", 1)
-    for path, info in fs.find(root, detail=True).items():
+    requests slowly), with the times of the download, not the objects': nothing in the store
+    may depend on a file's time (design §6)."""
+    root = url.split("://", 1)[1]
+    for path in fs.find(root):
         local = target / path[len(root) :].lstrip("/")
         local.parent.mkdir(parents=True, exist_ok=True)
         local.write_bytes(fs.cat_file(path))
-        stamp = info[_TIME_KEYS[protocol]].timestamp()
-        os.utime(local, (stamp, stamp))
     return target
 
 
