@@ -3,8 +3,10 @@ clear line and exit 1, and the next run completes the store exactly."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -16,6 +18,30 @@ from tests.support.pgserver import PostgresServer
 from tests.support.snapshots import view_rows, views_without_gone, without_run_ids
 
 pytestmark = pytest.mark.slow  # a conversion long enough to be cut, and a clean one to compare
+
+ROOT = Path(__file__).resolve().parents[2]
+# The CLI, with the server told to end the session from inside the Nth COPY of points: the
+# connection is lost at a point the conversion reaches, mid-COPY, whatever the machine's pace.
+CUT_MID_COPY = textwrap.dedent("""
+    import sys
+    import psycopg
+    from tbconvert.cli import cli
+    from tbconvert.writing import postgres
+
+    admin, cut_at, arguments = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    write, copies = postgres._write, [0]
+
+    def write_into_a_lost_session(copy, types, data):
+        copies[0] += 1
+        if copies[0] == cut_at:
+            with psycopg.connect(admin, autocommit=True) as session:
+                pid = copy.connection.info.backend_pid
+                session.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        write(copy, types, data)
+
+    postgres._write = write_into_a_lost_session
+    cli(arguments)
+""")
 
 
 def points_in(server: PostgresServer, url: str) -> int:
@@ -66,3 +92,29 @@ def test_a_session_ended_by_the_server_is_one_line_and_the_next_run_completes(
     clean = pg_server.new_database("clean")
     convert(logdir, clean, progress=False)
     assert without_run_ids(views_without_gone(store)) == without_run_ids(view_rows(clean))
+
+
+@pytest.mark.parametrize("quiet", [["-q"], []], ids=["quiet", "default"])
+def test_a_session_lost_inside_a_copy_is_one_line(
+    tmp_path: Path, pg_server: PostgresServer, quiet: list[str]
+) -> None:
+    """psycopg's own warning about the COPY it cannot end is not a second line (issue #44)."""
+    logdir = tmp_path / "logs"
+    for run in range(6):
+        write_events(
+            logdir / f"run{run}" / "events.out.tfevents.1.h", scalar_events("x", range(30_000))
+        )
+    store = pg_server.new_database("copy")
+    admin = f"host=127.0.0.1 port={pg_server.port} user={pg_server.user} dbname=postgres"
+    process = subprocess.run(
+        [sys.executable, "-c", CUT_MID_COPY, admin, "3", "tf", "--logdir", str(logdir),
+         "--store", store, *quiet],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert process.returncode == 1, process.stderr
+    (line,) = process.stderr.strip().splitlines()
+    assert line.startswith("Error: ") and "the connection to the PostgreSQL server was lost" in line
+    assert "points of this run kept" in line
