@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -62,27 +61,10 @@ def test_a_session_ended_by_the_server_is_one_line_and_the_next_run_completes(
             logdir / f"run{run}" / "events.out.tfevents.1.h", scalar_events("x", range(4000))
         )
     store = pg_server.new_database("fault")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tbconvert", "tf", "--logdir", str(logdir), "--store", store,
-         "--jobs", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while points_in(pg_server, store) == 0 and process.poll() is None:
-        assert time.monotonic() < deadline, "no chunk was committed"
-        time.sleep(0.05)
-    database = store.rsplit("/", 1)[1]
-    ended = pg_server.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        f"WHERE datname = '{database}' AND pid <> pg_backend_pid()"
+    stderr = lose_the_session_inside_a_copy(
+        pg_server, 3, ["tf", "--logdir", str(logdir), "--store", store, "--jobs", "1", "-q"]
     )
-    _out, stderr = process.communicate(timeout=120)
-    if not ended:
-        pytest.fail("the conversion ended before the server could end its session")
-    assert process.returncode == 1, stderr
-    (line,) = stderr.strip().splitlines()
+    (line,) = stderr.strip().splitlines()  # under -q as without (issue #44)
     assert "the connection to the PostgreSQL server was lost" in line
     assert "run the same command again" in line and "Traceback" not in stderr
     kept = points_in(pg_server, store)
@@ -94,9 +76,25 @@ def test_a_session_ended_by_the_server_is_one_line_and_the_next_run_completes(
     assert without_run_ids(views_without_gone(store)) == without_run_ids(view_rows(clean))
 
 
-@pytest.mark.parametrize("quiet", [["-q"], []], ids=["quiet", "default"])
-def test_a_session_lost_inside_a_copy_is_one_line(
-    tmp_path: Path, pg_server: PostgresServer, quiet: list[str]
+def lose_the_session_inside_a_copy(
+    pg_server: PostgresServer, copy: int, arguments: list[str]
+) -> str:
+    """Run the CLI until the server ends its session inside its ``copy``-th COPY of points;
+    its stderr (it must fail, exit 1)."""
+    admin = f"host=127.0.0.1 port={pg_server.port} user={pg_server.user} dbname=postgres"
+    process = subprocess.run(
+        [sys.executable, "-c", CUT_MID_COPY, admin, str(copy), *arguments],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert process.returncode == 1, process.stderr
+    return process.stderr
+
+
+def test_a_session_lost_inside_a_copy_is_one_line_without_quiet_too(
+    tmp_path: Path, pg_server: PostgresServer
 ) -> None:
     """psycopg's own warning about the COPY it cannot end is not a second line (issue #44)."""
     logdir = tmp_path / "logs"
@@ -105,16 +103,9 @@ def test_a_session_lost_inside_a_copy_is_one_line(
             logdir / f"run{run}" / "events.out.tfevents.1.h", scalar_events("x", range(30_000))
         )
     store = pg_server.new_database("copy")
-    admin = f"host=127.0.0.1 port={pg_server.port} user={pg_server.user} dbname=postgres"
-    process = subprocess.run(
-        [sys.executable, "-c", CUT_MID_COPY, admin, "3", "tf", "--logdir", str(logdir),
-         "--store", store, *quiet],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )  # fmt: skip
-    assert process.returncode == 1, process.stderr
-    (line,) = process.stderr.strip().splitlines()
+    stderr = lose_the_session_inside_a_copy(
+        pg_server, 3, ["tf", "--logdir", str(logdir), "--store", store]
+    )
+    (line,) = stderr.strip().splitlines()
     assert line.startswith("Error: ") and "the connection to the PostgreSQL server was lost" in line
     assert "points of this run kept" in line
