@@ -87,15 +87,29 @@ def big_clean_files(logdir: Path, store: str) -> dict[str, tuple[object, ...]]:
     return states
 
 
+def points_so_far(store: str) -> int:
+    """The store's points, 0 while it or its tables are not made yet."""
+    try:
+        return point_count(store)
+    except Exception:  # sqlite3's or psycopg's "no such file / table"
+        return 0
+
+
 def test_kill_9_at_random_moments_then_rerun_equals_clean(
     big_logdir: Path, big_clean: dict, store: str
 ) -> None:
+    # Each kill lands once the store holds more points than a threshold drawn at random:
+    # mid-conversion on any machine, where sleeps of a few seconds all ended before the
+    # first commit on a loaded one (the kills before it: test_first_run, test_crash_points).
     rng = random.Random(11)
-    for _ in range(6):
+    for threshold in sorted(rng.sample(range(1, 350_000), 6)):
         process = subprocess.Popen(
             tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store), "-q"), env=ENV
         )
-        time.sleep(rng.uniform(0.4, 3.0))
+        deadline = time.monotonic() + 300  # only bounds the wait
+        while points_so_far(store) < threshold and process.poll() is None:
+            assert time.monotonic() < deadline, f"never {threshold} points"
+            time.sleep(0.01)
         process.send_signal(signal.SIGKILL)
         process.wait()
     final = subprocess.run(
@@ -255,7 +269,7 @@ def test_watch_follows_a_live_writer_until_ctrl_c(tmp_path: Path, make_store: St
     # Stop once a pass has stored every point (an event, not a guess at how long passes take
     # on a loaded machine); a watcher that never gets there fails here.
     deadline = time.monotonic() + 120
-    while point_count(store) < 2000:
+    while points_so_far(store) < 2000:
         assert watcher.poll() is None, watcher.communicate()[1]
         assert time.monotonic() < deadline, "the watcher never stored all 2000 points"
         time.sleep(0.05)
