@@ -55,18 +55,10 @@ def points_in(server: PostgresServer, url: str) -> int:
 def test_a_session_ended_by_the_server_is_one_line_and_the_next_run_completes(
     tmp_path: Path, pg_server: PostgresServer
 ) -> None:
-    logdir = tmp_path / "logs"
-    for run in range(120):
-        write_events(
-            logdir / f"run{run}" / "events.out.tfevents.1.h", scalar_events("x", range(4000))
-        )
+    logdir = runs_of(tmp_path / "logs", 120, 4000)
     store = pg_server.new_database("fault")
-    stderr = lose_the_session_inside_a_copy(
-        pg_server, 3, ["tf", "--logdir", str(logdir), "--store", store, "--jobs", "1", "-q"]
-    )
-    (line,) = stderr.strip().splitlines()  # under -q as without (issue #44)
-    assert "the connection to the PostgreSQL server was lost" in line
-    assert "run the same command again" in line and "Traceback" not in stderr
+    line = lose_the_session_inside_a_copy(pg_server, logdir, store, "--jobs", "1", "-q")
+    assert "run the same command again" in line
     kept = points_in(pg_server, store)
     assert 0 < kept < 120 * 4000
     again = convert(logdir, store, progress=False)
@@ -76,36 +68,38 @@ def test_a_session_ended_by_the_server_is_one_line_and_the_next_run_completes(
     assert without_run_ids(views_without_gone(store)) == without_run_ids(view_rows(clean))
 
 
+def runs_of(logdir: Path, runs: int, points: int) -> Path:
+    for run in range(runs):
+        write_events(
+            logdir / f"run{run}" / "events.out.tfevents.1.h", scalar_events("x", range(points))
+        )
+    return logdir
+
+
 def lose_the_session_inside_a_copy(
-    pg_server: PostgresServer, copy: int, arguments: list[str]
+    pg_server: PostgresServer, logdir: Path, store: str, *options: str
 ) -> str:
-    """Run the CLI until the server ends its session inside its ``copy``-th COPY of points;
-    its stderr (it must fail, exit 1)."""
+    """Convert until the server ends the session inside the third COPY of points; the one
+    line the command prints (exit 1), under -q as without it (issue #44)."""
     admin = f"host=127.0.0.1 port={pg_server.port} user={pg_server.user} dbname=postgres"
     process = subprocess.run(
-        [sys.executable, "-c", CUT_MID_COPY, admin, str(copy), *arguments],
+        [sys.executable, "-c", CUT_MID_COPY, admin, "3",
+         "tf", "--logdir", str(logdir), "--store", store, *options],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
         timeout=600,
-    )
+    )  # fmt: skip
     assert process.returncode == 1, process.stderr
-    return process.stderr
+    (line,) = process.stderr.strip().splitlines()
+    assert line.startswith("Error: ") and "the connection to the PostgreSQL server was lost" in line
+    return line
 
 
 def test_a_session_lost_inside_a_copy_is_one_line_without_quiet_too(
     tmp_path: Path, pg_server: PostgresServer
 ) -> None:
     """psycopg's own warning about the COPY it cannot end is not a second line (issue #44)."""
-    logdir = tmp_path / "logs"
-    for run in range(6):
-        write_events(
-            logdir / f"run{run}" / "events.out.tfevents.1.h", scalar_events("x", range(30_000))
-        )
-    store = pg_server.new_database("copy")
-    stderr = lose_the_session_inside_a_copy(
-        pg_server, 3, ["tf", "--logdir", str(logdir), "--store", store]
-    )
-    (line,) = stderr.strip().splitlines()
-    assert line.startswith("Error: ") and "the connection to the PostgreSQL server was lost" in line
+    logdir = runs_of(tmp_path / "logs", 6, 30_000)
+    line = lose_the_session_inside_a_copy(pg_server, logdir, pg_server.new_database("copy"))
     assert "points of this run kept" in line
