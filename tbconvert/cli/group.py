@@ -7,6 +7,7 @@ their own package (which imports them: a cycle ``tests/test_layers.py`` rejects)
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import sys
 import threading
@@ -55,6 +56,8 @@ def json_option(function: F) -> F:
 
 def run_library(verbose: int, call: Callable[[], Any]) -> Any:
     """Call into the library; its errors become one-line messages unless -vv."""
+    if verbose < 2:
+        _silence_driver_warnings()
     try:
         return call()
     except UsageError as error:
@@ -63,6 +66,16 @@ def run_library(verbose: int, call: Callable[[], Any]) -> Any:
         if verbose >= 2:
             traceback.print_exc()
         raise Failure(str(error)) from error
+
+
+def _silence_driver_warnings() -> None:
+    """psycopg logs a warning of its own when it cannot end a COPY on a connection already
+    lost, beside the error that then reaches the command: a second line where SPEC §2
+    promises one (issue #44).  Its logger gets a handler that drops what it says, so
+    Python's last-resort handler no longer prints it; -vv shows it with the traceback."""
+    driver = logging.getLogger("psycopg")
+    if not any(isinstance(handler, logging.NullHandler) for handler in driver.handlers):
+        driver.addHandler(logging.NullHandler())
 
 
 @click.group(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)

@@ -21,6 +21,7 @@ from tbconvert.errors import UsageError
 from tbconvert.reading import discovery
 from tbconvert.reading.large_records import MAX_RECORD_SIZE, MIN_MAX_RECORD_SIZE
 from tbconvert.reading.remote import is_remote, logdir_name, use_storage_options
+from tbconvert.reading.remote_heads import heads_read_once
 from tbconvert.store.engine import (
     DEFAULT_STORE,
     check_store_location,
@@ -121,6 +122,13 @@ def convert_with(
     logdir: str | os.PathLike[str], store: str | os.PathLike[str] | None, options: ConvertOptions
 ) -> Summary:
     """:func:`convert` with its options as one value."""
+    with heads_read_once():  # the layout, the planner and the reader share a remote head
+        return _convert_pass(logdir, store, options)
+
+
+def _convert_pass(
+    logdir: str | os.PathLike[str], store: str | os.PathLike[str] | None, options: ConvertOptions
+) -> Summary:
     started = time.monotonic()
     logdir = expand_path(logdir)  # ~ and $VARIABLES, from the API as from the CLI
     if store is None:

@@ -42,8 +42,11 @@ _QUEUE_CHUNKS = 4
 _PARCEL_CHUNKS = 256
 _PARCEL_BYTES = CHUNK_BYTES
 _PARCEL_SECONDS = 0.005
-# Seconds between looks at whether a --jobs conversion is being stopped.
+# Seconds between looks at whether a --jobs conversion is being stopped, and between a
+# worker's looks at whether its parent is still there (where the kernel does not tell it).
 _POLL = 0.1
+# Linux's prctl option asking for a signal when the parent dies (<linux/prctl.h>).
+_PR_SET_PDEATHSIG = 1
 
 
 class Decoding:
@@ -88,8 +91,9 @@ class Decoding:
         queues = [context.Queue(maxsize=_QUEUE_CHUNKS) for _ in range(jobs)]
         workers = [
             context.Process(
-                target=_work,
+                target=_worker_process,
                 args=(
+                    os.getpid(),
                     [t for t, owner in zip(tasks, assignment, strict=False) if owner == number],
                     self._settings,
                     queues[number],
@@ -208,6 +212,12 @@ def _check_workers(workers: Sequence[Any]) -> None:
             )
 
 
+def _worker_process(parent: int, *work: Any) -> None:
+    """A worker process's body: :func:`_work`, for as long as the writer (``parent``) lives."""
+    end_with_parent(parent)
+    _work(*work)
+
+
 def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
     """Decode ``tasks`` in order, sending their chunks in parcels: lists of chunks that end
     once they hold a chunk's worth of points or blob bytes (or ``_PARCEL_CHUNKS`` chunks) or
@@ -241,3 +251,45 @@ def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
         parcel.append(error)
     if parcel:
         queue.put(parcel)
+
+
+def end_with_parent(parent: int) -> None:
+    """End this worker when ``parent`` (the writer's process) dies, whatever kills it.
+
+    A writer killed with ``kill -9`` runs no clean-up: its workers, blocked on a full queue
+    no one reads, stayed alive for good, reparented, holding the logdir's files open (issue
+    #44).  Linux kills them itself (``PR_SET_PDEATHSIG``); everywhere, a thread watching the
+    parent's pid ends the worker within ``_POLL`` seconds of the reparenting.
+    """
+    import threading
+
+    _ask_the_kernel_for_sigkill_on_parent_death()
+    # The parent may have died before the request took effect: no signal would come then.
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(
+        target=_watch_parent, args=(parent,), name="tbconvert-parent-watch", daemon=True
+    ).start()
+
+
+def _ask_the_kernel_for_sigkill_on_parent_death() -> bool:
+    """Linux only; elsewhere (or without a C library) False, and the watch thread does it."""
+    import ctypes
+    import ctypes.util
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        return int(libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    # An orphan is reparented (to init or a subreaper), so its parent pid changes.
+    while os.getppid() == parent:
+        time.sleep(_POLL)
+    os._exit(1)

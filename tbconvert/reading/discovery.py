@@ -18,11 +18,9 @@ from dataclasses import dataclass, field, replace
 
 from tbconvert.reading.first_record import first_tags, first_tags_in
 from tbconvert.reading.layouts import LAYOUTS, PARAMS_SIDECARS, auto_owners
-from tbconvert.reading.remote import fetch_all
+from tbconvert.reading.remote import fetch_heads
 from tbconvert.reading.walk import Walker, find_files, is_event_file
 
-# What the layout reads of a remote file to learn its first tags (design §3).
-_HEAD_BYTES = 16 << 10
 # A file's size, time and first tags, as the layout read them (``store.file_heads`` keeps
 # them between passes).
 Head = tuple[int, int, tuple[str, ...]]
@@ -168,7 +166,7 @@ def _remote_heads(walker: Walker, known: Mapping[str, Head]) -> dict[str, Head]:
                 else:
                     wanted.append((rel, url, size, mtime_ns))
                 break
-    fetched = fetch_all([(url, min(size, _HEAD_BYTES)) for _rel, url, size, _mtime in wanted])
+    fetched = fetch_heads([(url, size) for _rel, url, size, _mtime in wanted])
     for (rel, _url, size, mtime_ns), data in zip(wanted, fetched, strict=True):
         if isinstance(data, bytes):
             heads[rel] = (size, mtime_ns, first_tags_in(data))

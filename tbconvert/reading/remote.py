@@ -22,12 +22,14 @@ from datetime import datetime
 from typing import Any, BinaryIO, cast
 
 from tbconvert.errors import LogdirError, MissingDependency
+from tbconvert.reading.remote_heads import HEAD_BYTES, keep_head, kept_head
 from tbconvert.urls import redacted
 
 __all__ = [
     "Listed",
     "RemoteFile",
     "fetch_all",
+    "fetch_heads",
     "is_remote",
     "list_objects",
     "local_path",
@@ -50,8 +52,8 @@ EXTRAS = {
     "hf": "hf",
 }
 # A smaller read (a first record) fetches this much, and the reads that follow it are served
-# from it: a small file is one request, and a grown file's head costs little.
-_SMALL_READ = 16 << 10
+# from it: a small file is one request, and a grown file's head costs little (once a pass).
+_SMALL_READ = HEAD_BYTES
 
 _storage_options: dict[str, dict[str, Any]] = {}
 
@@ -226,6 +228,7 @@ class RemoteFile(io.RawIOBase):
 
     def __init__(self, url: str, size: int | None = None) -> None:
         super().__init__()
+        self._url = url
         self._fs, self._path = _filesystem(url)
         self._size = int(self._fs.size(self._path)) if size is None else size
         self._pos = 0
@@ -267,10 +270,19 @@ class RemoteFile(io.RawIOBase):
         if held_at <= start and start + length <= held_at + len(held):
             return held[start - held_at : start + length - held_at]
         if length < _SMALL_READ:
-            whole = self._fetch(start, min(_SMALL_READ, self._size - start))
+            whole = self._small_read(start)
             self._held = (start, whole)
             return whole[:length]
         return self._fetch(start, length)
+
+    def _small_read(self, start: int) -> bytes:
+        if start:
+            return self._fetch(start, min(_SMALL_READ, self._size - start))
+        head = kept_head(self._url, self._size)
+        if head is None:
+            head = self._fetch(0, min(_SMALL_READ, self._size))
+            keep_head(self._url, self._size, head)
+        return head
 
     def _fetch(self, start: int, length: int) -> bytes:
         ahead, self._ahead = self._ahead, None
@@ -324,6 +336,20 @@ def fetch_all(files: Sequence[tuple[str, int]]) -> list[bytes | OSError]:
     ends = [size for _url, size in files]
     results = fs.cat_ranges(paths, [0] * len(files), ends, on_error="return")
     return [_as_result(result, end) for result, end in zip(results, ends, strict=True)]
+
+
+def fetch_heads(objects: Sequence[tuple[str, int]]) -> list[bytes | OSError]:
+    """The head (what a small read at offset 0 fetches: the first 16 KiB) of each
+    ``(url, listed size)``, read once per pass (:func:`heads_read_once`): the ones not held
+    yet fetched together, as :func:`fetch_all` does."""
+    found: list[bytes | OSError | None] = [kept_head(url, size) for url, size in objects]
+    missing = [index for index, head in enumerate(found) if head is None]
+    fetched = fetch_all([(objects[i][0], min(objects[i][1], _SMALL_READ)) for i in missing])
+    for index, head in zip(missing, fetched, strict=True):
+        found[index] = head
+        if isinstance(head, bytes):
+            keep_head(*objects[index], head)
+    return [head for head in found if head is not None]
 
 
 def _as_result(result: object, size: int) -> bytes | OSError:

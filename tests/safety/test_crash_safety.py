@@ -6,6 +6,7 @@ the final files.  Every scenario runs on SQLite and on a PostgreSQL server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -86,15 +87,29 @@ def big_clean_files(logdir: Path, store: str) -> dict[str, tuple[object, ...]]:
     return states
 
 
+def points_so_far(store: str) -> int:
+    """The store's points, 0 while it or its tables are not made yet."""
+    try:
+        return point_count(store)
+    except Exception:  # sqlite3's or psycopg's "no such file / table"
+        return 0
+
+
 def test_kill_9_at_random_moments_then_rerun_equals_clean(
     big_logdir: Path, big_clean: dict, store: str
 ) -> None:
+    # Each kill lands once the store holds more points than a threshold drawn at random:
+    # mid-conversion on any machine, where sleeps of a few seconds all ended before the
+    # first commit on a loaded one (the kills before it: test_first_run, test_crash_points).
     rng = random.Random(11)
-    for _ in range(6):
+    for threshold in sorted(rng.sample(range(1, 350_000), 6)):
         process = subprocess.Popen(
             tbconvert("tf", "--logdir", str(big_logdir), "--store", str(store), "-q"), env=ENV
         )
-        time.sleep(rng.uniform(0.4, 3.0))
+        deadline = time.monotonic() + 300  # only bounds the wait
+        while points_so_far(store) < threshold and process.poll() is None:
+            assert time.monotonic() < deadline, f"never {threshold} points"
+            time.sleep(0.01)
         process.send_signal(signal.SIGKILL)
         process.wait()
     final = subprocess.run(
@@ -164,6 +179,7 @@ WRITER = textwrap.dedent("""
     import io
 
     path, count = sys.argv[1], int(sys.argv[2])
+    pause_every = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     with open(path, "ab") as handle:
         for step in range(count):
             event = Event(step=step, wall_time=1e9 + step,
@@ -173,15 +189,29 @@ WRITER = textwrap.dedent("""
             record = buffer.getvalue()
             # Flush in two halves, as a writer's buffer does: readers see torn records.
             handle.write(record[:7]); handle.flush(); time.sleep(0.001)
+            if pause_every and step % pause_every == pause_every - 1:
+                sys.stdin.readline()  # torn until the test has run a pass (and says so)
             handle.write(record[7:]); handle.flush()
             if step % 50 == 0:
                 time.sleep(0.01)
 """)
 
 
-def _start_writer(path: Path, count: int) -> subprocess.Popen:
+def _start_writer(path: Path, count: int, pause_every: int = 0) -> subprocess.Popen:
+    """A process appending ``count`` records to ``path``; with ``pause_every``, it stops
+    halfway through every ``pause_every``-th record until it reads a line on stdin."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(count)], env=ENV)
+    command = [sys.executable, "-c", WRITER, str(path), str(count), str(pause_every)]
+    stdin = subprocess.PIPE if pause_every else subprocess.DEVNULL
+    return subprocess.Popen(command, env=ENV, stdin=stdin, text=True)
+
+
+def _release(writer: subprocess.Popen) -> None:
+    """Let a pausing writer go past one pause (it may not be there yet: the line waits)."""
+    assert writer.stdin is not None
+    with contextlib.suppress(BrokenPipeError):  # it finished
+        writer.stdin.write("\n")
+        writer.stdin.flush()
 
 
 def test_converter_runs_repeatedly_while_a_writer_appends(
@@ -189,16 +219,25 @@ def test_converter_runs_repeatedly_while_a_writer_appends(
 ) -> None:
     logdir = tmp_path / "live"
     store = make_store(tmp_path, "live")
+    # Each writer pauses 6 times, mid-record, and goes on only once a pass has run: the
+    # passes interleave with the appends by construction, not by the machine's pace.
     writers = [
-        _start_writer(logdir / f"run_{i}" / "events.out.tfevents.1.host", 3000) for i in range(2)
+        _start_writer(logdir / f"run_{i}" / "events.out.tfevents.1.host", 3000, 500)
+        for i in range(2)
     ]
     passes = 0
     while any(writer.poll() is None for writer in writers):
-        convert(logdir, store) if logdir.exists() else None
+        convert(logdir, store)
         passes += 1
+        for writer in writers:
+            _release(writer)
+    for writer in writers:
+        assert writer.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # a line it never read
+            writer.stdin.close()
     assert all(writer.returncode == 0 for writer in writers)
     convert(logdir, store)
-    assert passes > 1
+    assert passes >= 6
     # Which run's file appeared first decides the run ids; everything else must match.
     assert without_run_ids(view_rows(store)) == without_run_ids(
         view_rows(_clean_copy(logdir, tmp_path, make_store))
@@ -230,7 +269,7 @@ def test_watch_follows_a_live_writer_until_ctrl_c(tmp_path: Path, make_store: St
     # Stop once a pass has stored every point (an event, not a guess at how long passes take
     # on a loaded machine); a watcher that never gets there fails here.
     deadline = time.monotonic() + 120
-    while point_count(store) < 2000:
+    while points_so_far(store) < 2000:
         assert watcher.poll() is None, watcher.communicate()[1]
         assert time.monotonic() < deadline, "the watcher never stored all 2000 points"
         time.sleep(0.05)

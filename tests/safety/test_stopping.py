@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from tbconvert import convert, watch
 from tbconvert.conversion.summary import Summary
 from tests.support.eventfiles import append_events, simple_value, summary_event, write_events
-from tests.support.snapshots import StoreFactory, comparable_rows, connect, rows
+from tests.support.snapshots import StoreFactory, comparable_rows
 
 # Slow (signals sent to converters in subprocesses): `make test-fast` leaves it out.
 pytestmark = pytest.mark.slow
@@ -50,20 +51,37 @@ def big_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def started_converting(store: str, process: subprocess.Popen) -> None:
+# The CLI, held after its first commit until a stop is asked for: the signal lands between
+# transactions of a conversion under way whatever the machine's pace (it cannot end first).
+HELD_AFTER_A_COMMIT = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from tbconvert.cli import cli
+    from tbconvert.conversion import job, stopping
+
+    held, arguments = Path(sys.argv[1]), sys.argv[2:]
+    commit = job.Job._commit_group
+
+    def commit_then_hold(self, group, advance):
+        commit(self, group, advance)
+        if not held.exists():
+            held.write_text("")
+            while not stopping.requested():
+                time.sleep(0.01)
+
+    job.Job._commit_group = commit_then_hold
+    cli(arguments)
+""")
+
+
+def started_converting(held: Path, process: subprocess.Popen) -> None:
     """Wait until the converter has committed its first points (so signal handlers are in
-    place and a transaction boundary is near)."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    place) and holds, as it says by ``held``; the bound only ends a broken test."""
+    deadline = time.monotonic() + 300
+    while not held.exists():
         assert process.poll() is None, "the conversion ended before it could be stopped"
-        try:
-            with connect(store) as connection:
-                if rows(connection, "SELECT count(*) FROM scalars")[0][0] > 0:
-                    return
-        except Exception:  # not created yet
-            pass
-        time.sleep(0.05)
-    raise AssertionError("the conversion never started")
+        assert time.monotonic() < deadline, "the conversion never committed"
+        time.sleep(0.01)
 
 
 @pytest.mark.parametrize(
@@ -75,11 +93,13 @@ def test_a_signal_stops_after_the_transaction_and_the_next_run_continues(
     big_logdir: Path, make_store: StoreFactory, tmp_path: Path, signum: int, jobs: int, code: int
 ) -> None:
     store = make_store(tmp_path, "stopped")
+    held = tmp_path / "held"
     process = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "tbconvert",
+            "-c",
+            HELD_AFTER_A_COMMIT,
+            str(held),
             "tf",
             "--logdir",
             str(big_logdir),
@@ -94,7 +114,7 @@ def test_a_signal_stops_after_the_transaction_and_the_next_run_continues(
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
     )
-    started_converting(store, process)
+    started_converting(held, process)
     os.killpg(process.pid, signum)  # the whole group, workers too, as a terminal does
     _stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == code, stderr

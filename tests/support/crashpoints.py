@@ -8,6 +8,12 @@ commits) or right after (``"after"``) its ``commit``-th commit, as ``kill -9`` w
 ``commit`` of 0 never crashes: the child exits 0 and reports how many commits a whole
 conversion makes.  RESULTS gets, per job, the child's exit status and the commits it made.
 
+A job with ``"point"`` instead of ``"commit"`` is killed (SIGKILL, from itself) at its
+``point``-th step on the way to the store: a Python audit event on a path that begins with the
+store's (``sqlite3.connect``, ``os.link``, ``os.remove`` ...) or an SQL statement SQLAlchemy
+runs (the schema's, one by one).  A ``point`` of 0 reports how many steps a whole conversion
+takes; the kills then land at every step the code reaches, not after a guessed sleep.
+
 Forking a driver that has imported the converter once keeps a crash a few milliseconds, so a
 test can afford one at every commit of a conversion.
 """
@@ -51,8 +57,40 @@ def _crash_in_child(job: dict[str, Any], report: int) -> None:
     os._exit(0)
 
 
+def _kill_in_child(job: dict[str, Any], report: int) -> None:
+    import signal
+
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from tbconvert import convert
+
+    store, target = str(job["store"]), int(job["point"])
+    steps = [0]
+
+    def step() -> None:
+        steps[0] += 1
+        if steps[0] == target:
+            os.write(report, str(steps[0]).encode())
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def on_audit(name: str, arguments: tuple[Any, ...]) -> None:
+        if any(isinstance(value, str) and value.startswith(store) for value in arguments):
+            step()
+
+    event.listen(Engine, "before_cursor_execute", lambda *_arguments: step())
+    sys.addaudithook(on_audit)
+    convert(job["logdir"], store, progress=False, **job.get("options", {}))
+    os.write(report, str(steps[0]).encode())
+    os._exit(0)
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Fork, crash as the job says, and return the child's exit status and commits made."""
+    """Fork, crash as the job says, and return the child's exit status and the commits made
+    (or, for a ``point`` job, the steps taken)."""
+    if "point" in job:
+        status, steps = forked(_kill_in_child, job)
+        return {"exit": status, "steps": int(steps or -1)}
     status, commits = forked(_crash_in_child, job)
     return {"exit": status, "commits": int(commits or -1)}
 
