@@ -84,7 +84,8 @@ def hparams_value(
 def tbx(
     tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory
 ) -> tuple[str, Any, list[str]]:
-    """logs/exp/run_1 holds the SummaryWriter; add_hparams twice -> two timestamp sub-dirs."""
+    """logs/exp/run_1 holds the SummaryWriter; add_hparams twice -> two timestamp sub-dirs,
+    stored as contexts ``hparams`` and ``hparams.2`` in the order of their times."""
     from tensorboardX import SummaryWriter
 
     root = tmp_path_factory.mktemp("tbx_hparams")
@@ -92,7 +93,9 @@ def tbx(
     with SummaryWriter(logdir=str(run_dir), flush_secs=3600) as writer:
         writer.add_hparams(HPARAMS, {"hparam/acc": 0.9})
         writer.add_hparams(HPARAMS, {"hparam/acc": 0.9})
-    sessions = sorted(p.name for p in run_dir.iterdir() if p.is_dir())
+    directories = sorted((p.name for p in run_dir.iterdir() if p.is_dir()), key=float)
+    assert len(directories) == 2
+    sessions = ["hparams", "hparams.2"]
     store = make_store(root)
     summary = convert(root / "logs", store, progress=False)
     return store, summary, sessions
@@ -171,7 +174,8 @@ def test_torch_bools_stay_numbers(tmp_path: Path, store: str) -> None:
     end = plugin_data_pb2.HParamsPluginData(
         session_end_info=plugin_data_pb2.SessionEndInfo(status=api_pb2.STATUS_SUCCESS)
     )
-    # The writer's own file, then add_hparams' session in a directory of its own.
+    # The writer's own file, then add_hparams' session in a directory of its own (its
+    # time as name), stored as context "hparams".
     write_events(tmp_path / "logs" / "run" / event_file_name(W0), [], version_wall_time=W0)
     sub = tmp_path / "logs" / "run" / "1795246946.4808772"
     events = [
@@ -180,12 +184,12 @@ def test_torch_bools_stay_numbers(tmp_path: Path, store: str) -> None:
     ]
     write_events(sub / event_file_name(W0), events)
     summary = convert(tmp_path / "logs", store, progress=False)
-    assert params(store, "run", "1795246946.4808772") == [
+    assert params(store, "run", "hparams") == [
         ("flag", "1.0", 1.0, "number"),
         ("lr", "0.001", 0.001, "number"),
     ]
-    assert raw_record(store, "run", "1795246946.4808772", EXP) == experiment
-    assert raw_record(store, "run", "1795246946.4808772", END) == end
+    assert raw_record(store, "run", "hparams", EXP) == experiment
+    assert raw_record(store, "run", "hparams", END) == end
     assert summary.undecodable == {}
 
 
