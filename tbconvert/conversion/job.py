@@ -10,7 +10,6 @@ completes.  The chunks of small files share a transaction (``conversion.commits`
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -30,6 +29,7 @@ from tbconvert.conversion.options import ConvertOptions
 from tbconvert.conversion.plan import plan_files, reclassified
 from tbconvert.conversion.sources import Origin, check_source, other_source
 from tbconvert.conversion.summary import FileProblem, Summary, progress_bar
+from tbconvert.conversion.takeover import notices, take_over
 from tbconvert.conversion.workers import Decoding
 from tbconvert.reading import discovery
 from tbconvert.reading.chunks import Chunk, FileTask, bytes_to_read
@@ -102,11 +102,13 @@ class Job:
         with self.writer.transaction():
             check_source(self.writer, self.origin, self.summary.store)
             self.writer.move_logdir(self.origin.source, self.classification.logdir)
+            moves = take_over(self.writer, self.origin, self.classification)
             known = self.writer.file_states_of_source(self.origin.source)
             notice = None if known else other_source(self.writer, self.origin, self.classification)
             if notice is not None:
                 self.summary.warnings.append(notice)
             remembered = self.writer.known_metadata(self.origin.source) if known else {}
+        self.summary.files_taken_over, self.summary.taken_over = len(moves), notices(moves)
         self.summary.orphans_new, self.summary.runs_merged = reclassified(
             self.classification, known
         )
@@ -256,18 +258,11 @@ class Job:
         """
         writer = self.writer
         run = self._runs[task.run_path]
-        logdir = self.classification.logdir
-        origin = self.origin
         old_place = None
         if task.moved_from is not None and chunk.restart:
             old_place = writer.delete_file(task.moved_from)
-        run_id = writer.run_id(
-            origin.source,
-            run.run_path,
-            host=origin.host,
-            logdir=logdir,
-            group_path=run.group_path,
-            name=_run_name(logdir, run.run_path),
+        run_id = self.origin.run_id(
+            writer, self.classification.logdir, run.run_path, run.group_path
         )
         # Read again under the write lock: another converter may have moved the offset.
         state = writer.file_state(run_id, task.rel_path)
@@ -393,8 +388,3 @@ class Job:
     def _finish_conversion(self, conversion_id: int) -> None:
         with self.writer.transaction():
             self.writer.finish_conversion(conversion_id, self.summary.to_json())
-
-
-def _run_name(logdir: str, run_path: str) -> str:
-    """A run's display name: its directory's name (the logdir's for the run ".")."""
-    return os.path.basename(logdir) if run_path == "." else run_path.rsplit("/", 1)[-1]

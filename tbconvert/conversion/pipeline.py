@@ -162,7 +162,7 @@ def convert_with(
         source or classification.logdir, explicit=source is not None, host=socket.gethostname()
     )
     if options.dry_run:
-        summary.plan = _dry_run_plan(classification, url, origin.source, options, summary)
+        summary.plan = _dry_run_plan(classification, url, origin, options, summary)
     else:
         check_store_location(url)
         # The layout's reads are written only when they changed: a re-run writes nothing.
@@ -284,13 +284,16 @@ def few_collections() -> Iterator[None]:
 def _dry_run_plan(
     classification: discovery.Classification,
     url: str,
-    source: str,
+    origin: Origin,
     options: ConvertOptions,
     summary: Summary,
 ) -> list[dict[str, Any]]:
+    from tbconvert.conversion.takeover import dry_run_moves, notices
     from tbconvert.store.file_states import read_file_states
 
-    known = read_file_states(url, source)
+    known = read_file_states(url, origin.source)
+    moves = dry_run_moves(url, origin, classification, known)
+    summary.files_taken_over, summary.taken_over = len(moves), notices(moves)
     summary.orphans_new, summary.runs_merged = reclassified(classification, known)
     return [
         {

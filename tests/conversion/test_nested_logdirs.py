@@ -1,0 +1,226 @@
+"""Logdirs inside or around a stored one: one event file in one run of a store (issue #44).
+
+Converting ``logs/sweep`` and then ``logs`` into one store gives the views of converting
+``logs`` alone; ``logs`` then ``logs/sweep`` gives the union of the two sources with every
+event file once: ``logs`` without the sweep's runs, plus ``logs/sweep`` alone.  The files
+taken over are not read again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tbconvert import convert
+from tbconvert.cli import cli
+from tests.conversion.test_invariant import text_value
+from tests.support.eventfiles import append_events, simple_value, summary_event, write_events
+from tests.support.snapshots import (
+    VIEWS,
+    StoreFactory,
+    query_rows,
+    view_rows,
+    without_run_ids,
+)
+
+SWEEP_RUNS = ("lr_0.1", "lr_0.01", "lr_0.001")
+
+
+def events(tag: str, steps: range, base: float) -> list:
+    return [
+        summary_event(
+            step,
+            base + step,
+            [simple_value(tag, 1.0 / (step + 1))]
+            + ([text_value("notes", f"{tag} {step}")] if step % 5 == 0 else []),
+        )
+        for step in steps
+    ]
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    """A parent logdir of two runs of its own and a sweep of three runs, one with train/val
+    contexts and one with a Lightning ``hparams.yaml``."""
+    root = tmp_path / "logs"
+    write_events(root / "baseline" / "events.out.tfevents.1.host", events("loss", range(20), 1e3))
+    write_events(root / "probe" / "events.out.tfevents.1.host", events("acc", range(8), 2e3))
+    for index, run in enumerate(SWEEP_RUNS):
+        base = 1e4 * (index + 1)
+        if index == 0:
+            for offset, context in enumerate(("train", "val")):
+                path = root / "sweep" / run / context / "events.out.tfevents.1.host"
+                write_events(path, events("loss", range(15), base + offset * 100))
+        else:
+            path = root / "sweep" / run / "events.out.tfevents.1.host"
+            write_events(path, events("loss", range(12 + index), base))
+    (root / "sweep" / "lr_0.01" / "hparams.yaml").write_text("lr: 0.01\nlayers: [64, 32]\n")
+    return root
+
+
+def views(store: str) -> dict:
+    """The store's views, minus run ids (runs are made in another order than a clean run's)."""
+    return without_run_ids(view_rows(store))
+
+
+def clean_views(logdir: Path, store: str) -> dict:
+    convert(logdir, store)
+    return views(store)
+
+
+def sources(store: str) -> list[tuple[object, ...]]:
+    return query_rows(store, "SELECT DISTINCT source FROM runs ORDER BY source")
+
+
+def test_child_then_parent_equals_the_parent_alone(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    expected = clean_views(logs, make_store(tmp_path, "clean"))
+    store = make_store(tmp_path, "nested")
+    child = convert(logs / "sweep", store)
+    assert child.runs == 3 and child.bytes_read > 0
+
+    parent = convert(logs, store)
+
+    assert views(store) == expected
+    assert sources(store) == [(str(logs),)]
+    # The sweep's five files (four event files and the sidecar) moved, none read again:
+    # only the parent's own two files were read.
+    assert parent.files_taken_over == 5
+    assert parent.files_read == 2 and parent.files_unchanged == 5
+    sizes = sum(
+        path.stat().st_size
+        for path in (logs / "baseline", logs / "probe")
+        for path in path.iterdir()
+    )
+    assert parent.bytes_read == sizes
+    assert parent.taken_over == [f"took over 5 files of 3 runs stored from {logs / 'sweep'}"]
+    # A second pass has nothing left to take over.
+    again = convert(logs, store)
+    assert again.files_taken_over == 0 and again.files_read == 0 and again.taken_over == []
+
+
+def test_parent_then_child_keeps_each_file_once(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    """The union of the two sources: ``logs`` without the sweep's runs, plus ``logs/sweep``
+    alone (each stored into a store of its own, then compared run by run)."""
+    store = make_store(tmp_path, "nested")
+    convert(logs, store)
+    child = convert(logs / "sweep", store)
+    assert child.files_taken_over == 5 and child.files_read == 0 and child.bytes_read == 0
+
+    sweep_alone = clean_views(logs / "sweep", make_store(tmp_path, "sweep"))
+    parent_alone = clean_views(logs, make_store(tmp_path, "parent"))
+    found = views(store)
+    for view in VIEWS:
+        parent_rest = [row for row in parent_alone[view] if not _in_sweep(row)]
+        assert found[view] == sorted(sweep_alone[view] + parent_rest, key=repr), view
+    # Every event file once, each in one run.
+    paths = query_rows(
+        store, "SELECT r.source, f.path FROM event_files AS f JOIN runs AS r ON r.id = f.run_id"
+    )
+    assert sorted(paths) == sorted(
+        [
+            (str(logs), "baseline/events.out.tfevents.1.host"),
+            (str(logs), "probe/events.out.tfevents.1.host"),
+        ]
+        + [(str(logs / "sweep"), path) for path in _sweep_files(logs)]
+    )
+    # Back to the parent: the sweep's files come back to it, still unread.
+    parent = convert(logs, store)
+    assert parent.files_taken_over == 5 and parent.bytes_read == 0
+    assert views(store) == parent_alone
+
+
+def _in_sweep(row: tuple[object, ...]) -> bool:
+    """Whether a view row (without its run id) belongs to a run of the sweep."""
+    return any(isinstance(value, str) and value.startswith("sweep/") for value in row[:4])
+
+
+def _sweep_files(logs: Path) -> list[str]:
+    sweep = logs / "sweep"
+    return sorted(
+        str(path.relative_to(sweep))
+        for path in sweep.rglob("*")
+        if path.is_file() and ("tfevents" in path.name or path.name == "hparams.yaml")
+    )
+
+
+def test_a_grown_file_taken_over_reads_only_its_new_bytes(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    store = make_store(tmp_path, "nested")
+    convert(logs / "sweep", store)
+    grown = logs / "sweep" / "lr_0.001" / "events.out.tfevents.1.host"
+    before = grown.stat().st_size
+    append_events(grown, events("loss", range(14, 30), 3e4))
+    parent = convert(logs, store)
+    assert parent.files_taken_over == 5
+    own = sum(p.stat().st_size for p in (logs / "baseline", logs / "probe") for p in p.iterdir())
+    assert parent.bytes_read == own + grown.stat().st_size - before
+    assert views(store) == clean_views(logs, make_store(tmp_path, "clean"))
+
+
+def test_a_store_holding_files_twice_is_repaired(
+    logs: Path, make_store: StoreFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store an earlier version wrote with the sweep's files twice (once per source)
+    keeps the parent's copy, and reads nothing."""
+    store = make_store(tmp_path, "twice")
+    convert(logs / "sweep", store)
+    with monkeypatch.context() as earlier:  # what an earlier version did: read them again
+        earlier.setattr("tbconvert.conversion.job.take_over", lambda *_args: [])
+        convert(logs, store)
+    assert len(sources(store)) == 2
+    repaired = convert(logs, store)
+    assert repaired.files_taken_over == 5 and repaired.bytes_read == 0
+    assert views(store) == clean_views(logs, make_store(tmp_path, "clean"))
+    assert sources(store) == [(str(logs),)]
+
+
+def test_dry_run_says_what_would_be_taken_over_and_writes_nothing(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    store = make_store(tmp_path, "nested")
+    convert(logs / "sweep", store)
+    before = view_rows(store)
+    result = CliRunner().invoke(
+        cli, ["tf", "--logdir", str(logs), "--store", store, "--dry-run", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["files"]["taken_over"] == 5
+    assert summary["taken_over"] == [f"took over 5 files of 3 runs stored from {logs / 'sweep'}"]
+    to_read = {entry["path"] for entry in summary["plan"] if entry["bytes"]}
+    assert to_read == {"baseline/events.out.tfevents.1.host", "probe/events.out.tfevents.1.host"}
+    assert f"would take over 5 files of 3 runs stored from {logs / 'sweep'}" in result.stderr
+    assert view_rows(store) == before
+
+
+def test_the_cli_says_what_it_took_over(logs: Path, store: str) -> None:
+    convert(logs / "sweep", store)
+    result = CliRunner().invoke(cli, ["tf", "--logdir", str(logs), "--store", store])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "took over" in line]
+    assert lines == [f"  taken:    took over 5 files of 3 runs stored from {logs / 'sweep'}"]
+
+
+def test_a_symlink_to_the_parent_takes_over_too(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    store = make_store(tmp_path, "nested")
+    convert(logs / "sweep", store)
+    link = tmp_path / "link"
+    link.symlink_to(logs)
+    assert convert(link, store).files_taken_over == 5
+    assert views(store) == clean_views(logs, make_store(tmp_path, "clean"))
+
+
+def test_sibling_logdirs_are_left_alone(logs: Path, store: str) -> None:
+    convert(logs / "sweep" / "lr_0.1", store)
+    assert convert(logs / "sweep" / "lr_0.01", store).files_taken_over == 0
+    assert len(sources(store)) == 2
