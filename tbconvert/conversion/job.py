@@ -102,7 +102,9 @@ class Job:
         with self.writer.transaction():
             check_source(self.writer, self.origin, self.summary.store)
             self.writer.move_logdir(self.origin.source, self.classification.logdir)
-            moves = take_over(self.writer, self.origin, self.classification)
+            moves = take_over(
+                self.writer, self.origin, self.classification, whole=not self.options.runs
+            )
             known = self.writer.file_states_of_source(self.origin.source)
             notice = None if known else other_source(self.writer, self.origin, self.classification)
             if notice is not None:

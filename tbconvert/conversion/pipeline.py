@@ -292,7 +292,7 @@ def _dry_run_plan(
     from tbconvert.store.file_states import read_file_states
 
     known = read_file_states(url, origin.source)
-    moves = dry_run_moves(url, origin, classification, known)
+    moves = dry_run_moves(url, origin, classification, known, whole=not options.runs)
     summary.files_taken_over, summary.taken_over = len(moves), notices(moves)
     summary.orphans_new, summary.runs_merged = reclassified(classification, known)
     return [

@@ -84,12 +84,15 @@ def plan_moves(
     classification: Classification,
     known: dict[str, KnownFile],
     *,
+    whole: bool,
     before_0005: bool = False,
 ) -> list[Move]:
     """The files of other sources nested with this logdir that this conversion takes over:
-    those of its logdir now (filed as it classifies them), and those marked gone whose run
-    lies inside it (filed by their run's path)."""
+    those of its logdir now (filed as it classifies them) and, when it converts the ``whole``
+    logdir (no ``--run``), those no longer there whose run lies inside it (filed by their run's
+    path, to be marked gone as this conversion's own)."""
     present = {file.rel_path: file for file in classification.files}
+    left_out = set(classification.orphans)  # kept unconverted (--skip-orphans)
     moves = []
     for nested in nested_sources(conn, origin, classification.logdir):
         stored = select_file_states(conn, nested.source, before_0005=before_0005)
@@ -100,10 +103,10 @@ def plan_moves(
             now = present.get(mapped)
             if now is not None:
                 run_path, context = now.run_path, now.context
-            elif held.state.status == "gone":
+            elif whole and mapped not in left_out:
                 run_path, context = nested.mapped(held.run_path) or "", held.context
             else:
-                continue  # left out of this conversion (--run, --skip-orphans)
+                continue  # left out of this conversion
             if run_path:
                 moves.append(Move(nested, held, mapped, run_path, context, mapped in known))
     return moves
@@ -146,6 +149,8 @@ def take_over(
     writer: StoreWriter,
     origin: Origin,
     classification: Classification,
+    *,
+    whole: bool,
 ) -> list[Move]:
     """Take over, in the writer's open transaction, the files other sources hold of this
     logdir (see :func:`plan_moves`); returns what moved."""
@@ -153,7 +158,7 @@ def take_over(
         return []
     writer.lock_runs(_LOCK_SOURCE, [_LOCK_RUN])
     known = writer.file_states_of_source(origin.source)
-    moves = plan_moves(writer.conn, origin, classification, known)
+    moves = plan_moves(writer.conn, origin, classification, known, whole=whole)
     for source, paths in _by_source(moves).items():
         writer.lock_runs(source, paths)
     writer.lock_runs(origin.source, {move.run_path for move in moves})
@@ -178,7 +183,12 @@ def take_over(
 
 
 def dry_run_moves(
-    url: str, origin: Origin, classification: Classification, known: dict[str, KnownFile]
+    url: str,
+    origin: Origin,
+    classification: Classification,
+    known: dict[str, KnownFile],
+    *,
+    whole: bool,
 ) -> list[Move]:
     """What :func:`take_over` would move, read without changing anything; ``known`` (this
     source's stored files) gets the moved files as the planner will then find them."""
@@ -191,7 +201,7 @@ def dry_run_moves(
             return []
         present = {column["name"] for column in inspect(conn).get_columns("event_files")}
         moves = plan_moves(
-            conn, origin, classification, known, before_0005="selection" not in present
+            conn, origin, classification, known, whole=whole, before_0005="selection" not in present
         )
     for move in moves:
         if not move.duplicate:

@@ -173,7 +173,7 @@ def test_a_store_holding_files_twice_is_repaired(
     store = make_store(tmp_path, "twice")
     convert(logs / "sweep", store)
     with monkeypatch.context() as earlier:  # what an earlier version did: read them again
-        earlier.setattr("tbconvert.conversion.job.take_over", lambda *_args: [])
+        earlier.setattr("tbconvert.conversion.job.take_over", lambda *_args, **_kw: [])
         convert(logs, store)
     assert len(sources(store)) == 2
     repaired = convert(logs, store)
@@ -224,3 +224,25 @@ def test_sibling_logdirs_are_left_alone(logs: Path, store: str) -> None:
     convert(logs / "sweep" / "lr_0.1", store)
     assert convert(logs / "sweep" / "lr_0.01", store).files_taken_over == 0
     assert len(sources(store)) == 2
+
+
+def test_a_file_deleted_since_is_taken_over_as_gone(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    """Found by the invariant's state machine: the parent source's file of the sweep that is
+    no longer there becomes the sweep's, marked gone, rather than staying the parent's."""
+    store = make_store(tmp_path, "nested")
+    convert(logs, store)
+    (logs / "sweep" / "lr_0.001" / "events.out.tfevents.1.host").unlink()
+    child = convert(logs / "sweep", store)
+    assert child.files_taken_over == 5 and child.files_gone == 1
+    assert sources(store) == [(str(logs),), (str(logs / "sweep"),)]
+    gone = query_rows(
+        store,
+        "SELECT r.source, r.run_path, f.path FROM event_files AS f "
+        "JOIN runs AS r ON r.id = f.run_id WHERE f.status = 'gone'",
+    )
+    assert gone == [(str(logs / "sweep"), "lr_0.001", "lr_0.001/events.out.tfevents.1.host")]
+    # A conversion of some runs only takes over only what it converts.
+    assert convert(logs, store, runs=["baseline"]).files_taken_over == 0
+    assert convert(logs, store).files_taken_over == 5
