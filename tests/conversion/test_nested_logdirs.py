@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -246,3 +247,48 @@ def test_a_file_deleted_since_is_taken_over_as_gone(
     # A conversion of some runs only takes over only what it converts.
     assert convert(logs, store, runs=["baseline"]).files_taken_over == 0
     assert convert(logs, store).files_taken_over == 5
+
+
+def test_url_logdirs_nest_by_bucket_and_prefix(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    from tests.reading.test_remote import memory_copy
+
+    url = memory_copy(logs)
+    expected = views_after(url, make_store(tmp_path, "clean"), {})
+    store = make_store(tmp_path, "nested")
+    convert(f"{url}/sweep", store)
+    # A logdir inside the sweep takes its files over from the sweep's source, and a prefix
+    # that only starts like the sweep's is another logdir.
+    assert convert(f"{url}/sweep/lr_0.1", store).files_taken_over == 2
+    assert convert(f"{url}/swee", store).files_taken_over == 0
+    parent = convert(url, store)
+    assert parent.files_taken_over == 5
+    assert parent.taken_over == [
+        f"took over 3 files of 2 runs stored from {url}/sweep",
+        f"took over 2 files of 1 run stored from {url}/sweep/lr_0.1",
+    ]
+    assert views(store) == expected
+    # The same prefix in a local directory is no URL's.
+    assert convert(logs / "sweep", store).files_taken_over == 0
+
+
+def test_an_s3_sweep_then_its_parent_reads_only_the_parent_files(
+    logs: Path, make_store: StoreFactory, tmp_path: Path, s3: Any
+) -> None:
+    bucket = s3.bucket(f"nested-{make_store.backend}")
+    url = s3.upload(logs, bucket, "logs")
+    options = {"storage_options": s3.storage_options, "progress": False}
+    expected = views_after(url, make_store(tmp_path, "clean"), options)
+    store = make_store(tmp_path, "nested")
+    convert(f"{url}/sweep", store, **options)
+    parent = convert(url, store, **options)
+    assert parent.files_taken_over == 5
+    own = sum(p.stat().st_size for p in (logs / "baseline", logs / "probe") for p in p.iterdir())
+    assert parent.bytes_read == own
+    assert views(store) == expected
+
+
+def views_after(url: str, store: str, options: dict[str, Any]) -> dict:
+    convert(url, store, **options)
+    return views(store)
