@@ -292,3 +292,37 @@ def test_an_s3_sweep_then_its_parent_reads_only_the_parent_files(
 def views_after(url: str, store: str, options: dict[str, Any]) -> dict:
     convert(url, store, **options)
     return views(store)
+
+
+def test_push_marks_follow_the_taken_over_files(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    """A sweep pushed before its parent took it over is not pushed again: its tracker runs
+    and marks are the parent's runs' now (``tbconvert.push.state`` reads them)."""
+    from tbconvert.push.state import new_scalars, remote_run, save_marks, save_run
+    from tbconvert.store.engine import create_store_engine, store_url
+
+    where = "mlflow http://tracker experiment 1"
+    store = make_store(tmp_path, "pushed")
+    convert(logs / "sweep", store)
+    engine = create_store_engine(store_url(store))
+    try:
+        with engine.begin() as conn:
+            for run_id, run_path in conn.exec_driver_sql("SELECT id, run_path FROM runs").all():
+                save_run(conn, where, run_id, f"remote {run_path}", pending=False)
+            series = [row[0] for row in conn.exec_driver_sql("SELECT id FROM series").all()]
+            last: dict[tuple[int, int], Any] = {}
+            for point, _covered in new_scalars(conn, where, series):
+                last[point.series_id, point.file_id] = point
+            save_marks(conn, where, "scalars", [(point, 1) for point in last.values()])
+        convert(logs, store)
+        with engine.connect() as conn:
+            runs = dict(conn.exec_driver_sql("SELECT run_path, id FROM runs").all())
+            for run in SWEEP_RUNS:
+                assert remote_run(conn, where, runs[f"sweep/{run}"]) == (f"remote {run}", False)
+            series = [row[0] for row in conn.exec_driver_sql("SELECT id FROM series").all()]
+            left = {point.file_path for point, _covered in new_scalars(conn, where, series)}
+    finally:
+        engine.dispose()
+    # Only the parent's own runs have points no push sent.
+    assert left == {"baseline/events.out.tfevents.1.host", "probe/events.out.tfevents.1.host"}
