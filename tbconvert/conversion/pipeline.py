@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from tbconvert.conversion import takeover
 from tbconvert.conversion.job import Job
 from tbconvert.conversion.options import CHUNK_POINTS, ConvertOptions
 from tbconvert.conversion.plan import plan_files, reclassified
@@ -129,17 +130,20 @@ def convert_with(
     source = options.source
     if source is not None and not source.strip():
         raise UsageError("the source name is empty", hint="give --source a name, or leave it out")
-    known_heads = {}
+    known_heads, nested_heads = {}, {}
     if is_remote(logdir):
         use_storage_options(logdir, options.storage_options)
         known_heads = read_file_heads(url, source or logdir_name(logdir))
+        nested_heads = takeover.nested_heads(
+            url, source or logdir_name(logdir), logdir_name(logdir)
+        )
     classification = discovery.filter_runs(
         discovery.classify(
             logdir,
             layout=options.layout,
             flat=options.flat,
             skip_orphans=options.skip_orphans,
-            known_heads=known_heads,
+            known_heads={**nested_heads, **known_heads},
         ),
         options.runs,
     )
@@ -288,12 +292,11 @@ def _dry_run_plan(
     options: ConvertOptions,
     summary: Summary,
 ) -> list[dict[str, Any]]:
-    from tbconvert.conversion.takeover import dry_run_moves, notices
     from tbconvert.store.file_states import read_file_states
 
     known = read_file_states(url, origin.source)
-    moves = dry_run_moves(url, origin, classification, known, whole=not options.runs)
-    summary.files_taken_over, summary.taken_over = len(moves), notices(moves)
+    moves = takeover.dry_run_moves(url, origin, classification, known, whole=not options.runs)
+    summary.files_taken_over, summary.taken_over = len(moves), takeover.notices(moves)
     summary.orphans_new, summary.runs_merged = reclassified(classification, known)
     return [
         {

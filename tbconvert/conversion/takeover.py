@@ -13,6 +13,7 @@ version) wins, and the other one goes.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -24,6 +25,7 @@ from sqlalchemy.engine import Connection
 from tbconvert.conversion.sources import Origin
 from tbconvert.reading.discovery import Classification
 from tbconvert.reading.remote import is_remote
+from tbconvert.store.file_heads import Head
 from tbconvert.store.file_states import KnownFile, select_file_states
 from tbconvert.writing.moves import forget_pushes_of_gone_runs, move_file
 from tbconvert.writing.writer import StoreWriter
@@ -130,6 +132,30 @@ def nested_sources(conn: Connection, origin: Origin, logdir: str) -> list[Nested
         if nesting is not None:
             found.append(Nested(source, other, *nesting))
     return found
+
+
+def nested_heads(url: str, source: str, logdir: str) -> dict[str, Head]:
+    """The layout's reads of a URL logdir's files that other sources nested with it hold
+    (``file_heads``), by path relative to ``logdir``: the files they stored are not fetched
+    again to classify them (the heads follow the files when they are taken over)."""
+    from sqlalchemy import inspect
+
+    from tbconvert.store.file_states import read_only
+
+    heads: dict[str, Head] = {}
+    with read_only(url) as conn:
+        if conn is None or not inspect(conn).has_table("file_heads"):
+            return heads
+        for nested in nested_sources(conn, Origin(source, explicit=False, host=""), logdir):
+            rows = conn.execute(
+                text("SELECT path, size, mtime_ns, tags FROM file_heads WHERE source = :source"),
+                {"source": nested.source},
+            )
+            for path, size, mtime_ns, tags in rows:
+                mapped = nested.mapped(path)
+                if mapped is not None:
+                    heads[mapped] = (size, mtime_ns, tuple(json.loads(tags)))
+    return heads
 
 
 def _nesting(logdir: str, other: str) -> tuple[str, bool] | None:

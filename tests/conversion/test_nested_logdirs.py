@@ -282,10 +282,14 @@ def test_an_s3_sweep_then_its_parent_reads_only_the_parent_files(
     expected = views_after(url, make_store(tmp_path, "clean"), options)
     store = make_store(tmp_path, "nested")
     convert(f"{url}/sweep", store, **options)
+    s3.counts(reset=True)
     parent = convert(url, store, **options)
+    fetched = s3.counts(reset=True)
     assert parent.files_taken_over == 5
     own = sum(p.stat().st_size for p in (logs / "baseline", logs / "probe") for p in p.iterdir())
     assert parent.bytes_read == own
+    # Not even the layout's look at their first records: the sweep's were read already.
+    assert fetched["object_bytes"] == own, fetched
     assert views(store) == expected
 
 
@@ -326,3 +330,30 @@ def test_push_marks_follow_the_taken_over_files(
         engine.dispose()
     # Only the parent's own runs have points no push sent.
     assert left == {"baseline/events.out.tfevents.1.host", "probe/events.out.tfevents.1.host"}
+
+
+def test_a_taken_over_s3_sweep_is_not_fetched_even_to_classify_it(
+    make_store: StoreFactory, tmp_path: Path, s3: Any
+) -> None:
+    """PyTorch's ``add_scalars`` directories are told from runs by their first records: the
+    parent classifies the sweep's objects by the heads the sweep's conversion read."""
+    from tests.support import layouts
+
+    local = tmp_path / "logs"
+    layouts.pytorch_sweep(local / "sweep")
+    write_events(local / "baseline" / "events.out.tfevents.1.host", events("loss", range(9), 1e3))
+    url = s3.upload(local, s3.bucket(f"heads-{make_store.backend}"), "logs")
+    options = {"storage_options": s3.storage_options, "progress": False}
+    expected = views_after(url, make_store(tmp_path, "clean"), options)
+    store = make_store(tmp_path, "nested")
+    convert(f"{url}/sweep", store, **options)
+    s3.counts(reset=True)
+    parent = convert(url, store, **options)
+    fetched = s3.counts(reset=True)
+    own = (local / "baseline" / "events.out.tfevents.1.host").stat().st_size
+    assert parent.files_taken_over == 12 and parent.bytes_read == own
+    assert fetched["object_bytes"] == own, fetched
+    assert views(store) == expected
+    # The heads are the parent's now: a re-run fetches nothing.
+    convert(url, store, **options)
+    assert s3.counts(reset=True)["object_bytes"] == 0
