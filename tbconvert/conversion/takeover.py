@@ -22,7 +22,10 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from tbconvert.conversion.commits import OpenFile
+from tbconvert.conversion.options import ConvertOptions
 from tbconvert.conversion.sources import Origin
+from tbconvert.conversion.summary import Summary
 from tbconvert.reading.discovery import Classification
 from tbconvert.reading.remote import is_remote
 from tbconvert.store.file_heads import Head
@@ -175,16 +178,17 @@ def take_over(
     writer: StoreWriter,
     origin: Origin,
     classification: Classification,
-    *,
-    whole: bool,
-) -> list[Move]:
+    summary: Summary,
+    options: ConvertOptions,
+) -> None:
     """Take over, in the writer's open transaction, the files other sources hold of this
-    logdir (see :func:`plan_moves`); returns what moved."""
+    logdir (see :func:`plan_moves`; all of them unless ``--run`` leaves some out), and say
+    so in the summary."""
     if not nested_sources(writer.conn, origin, classification.logdir):
-        return []
+        return
     writer.lock_runs(_LOCK_SOURCE, [_LOCK_RUN])
     known = writer.file_states_of_source(origin.source)
-    moves = plan_moves(writer.conn, origin, classification, known, whole=whole)
+    moves = plan_moves(writer.conn, origin, classification, known, whole=not options.runs)
     for source, paths in _by_source(moves).items():
         writer.lock_runs(source, paths)
     writer.lock_runs(origin.source, {move.run_path for move in moves})
@@ -205,7 +209,8 @@ def take_over(
             {"source": move.nested.source, "path": move.file.state.path},
         )
     forget_pushes_of_gone_runs(writer, left)
-    return moves
+    summary.files_taken_over += len(moves)
+    summary.taken_over += notices(moves)
 
 
 def dry_run_moves(
@@ -233,6 +238,18 @@ def dry_run_moves(
         if not move.duplicate:
             known[move.path] = move.moved
     return moves
+
+
+def taken_away(writer: StoreWriter, open_file: OpenFile | None) -> bool:
+    """Whether the file read so far is no longer where this conversion put it (another
+    conversion took it over since the last commit)."""
+    if open_file is None:
+        return False
+    state = open_file.state
+    row = writer.statements.one(
+        "SELECT run_id, path FROM event_files WHERE id = :id", {"id": state.id}
+    )
+    return row is None or (int(row[0]), row[1]) != (state.run_id, state.path)
 
 
 def _by_source(moves: Iterable[Move]) -> dict[str, set[str]]:

@@ -174,7 +174,7 @@ def test_a_store_holding_files_twice_is_repaired(
     store = make_store(tmp_path, "twice")
     convert(logs / "sweep", store)
     with monkeypatch.context() as earlier:  # what an earlier version did: read them again
-        earlier.setattr("tbconvert.conversion.job.take_over", lambda *_args, **_kw: [])
+        earlier.setattr("tbconvert.conversion.job.take_over", lambda *_args: None)
         convert(logs, store)
     assert len(sources(store)) == 2
     repaired = convert(logs, store)
@@ -357,3 +357,49 @@ def test_a_taken_over_s3_sweep_is_not_fetched_even_to_classify_it(
     # The heads are the parent's now: a re-run fetches nothing.
     convert(url, store, **options)
     assert s3.counts(reset=True)["object_bytes"] == 0
+
+
+def test_a_parent_converted_while_its_sweep_is_read_takes_over_without_doubling(
+    logs: Path, make_store: StoreFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent's conversion runs whole between two chunks of the sweep's: it takes over
+    the file the sweep was reading and reads it on; the sweep's conversion leaves that file to
+    it, and at its end takes the sweep's files back.  Every file is in one run throughout."""
+    from tbconvert.conversion import job as job_module
+
+    big = logs / "sweep" / "lr_0.001" / "events.out.tfevents.1.host"
+    write_events(big, events("loss", range(200), 3e4))
+    store = make_store(tmp_path, "together")
+    account = job_module.Job._account
+    parent: list[Any] = []
+
+    def account_then_the_parent_converts(job: Any, outcome: Any, advance: Any) -> None:
+        account(job, outcome, advance)
+        if not parent and outcome.task.path == str(big) and not outcome.chunk.done:
+            parent.append(convert(logs, store))
+
+    monkeypatch.setattr(job_module.Job, "_account", account_then_the_parent_converts)
+    child = convert(logs / "sweep", store, chunk_points=40)
+    monkeypatch.undo()
+
+    assert parent and parent[0].files_taken_over >= 1
+    assert child.files_taken_over == 5  # back from the parent, at the child's end
+    assert _each_file_once(store, logs)
+    expected = clean_views(logs, make_store(tmp_path, "clean"))
+    again = convert(logs, store)
+    assert again.files_taken_over == 5 and again.bytes_read == 0
+    assert views(store) == expected
+
+
+def _each_file_once(store: str, logs: Path) -> bool:
+    held = query_rows(
+        store,
+        "SELECT r.logdir, f.path FROM event_files AS f JOIN runs AS r ON r.id = f.run_id",
+    )
+    absolute = [Path(str(logdir)) / str(path) for logdir, path in held]
+    on_disk = [
+        path
+        for path in logs.rglob("*")
+        if path.is_file() and ("tfevents" in path.name or path.name == "hparams.yaml")
+    ]
+    return sorted(absolute) == sorted(on_disk)
