@@ -273,26 +273,6 @@ def test_url_logdirs_nest_by_bucket_and_prefix(
     assert convert(logs / "sweep", store).files_taken_over == 0
 
 
-def test_an_s3_sweep_then_its_parent_reads_only_the_parent_files(
-    logs: Path, make_store: StoreFactory, tmp_path: Path, s3: Any
-) -> None:
-    bucket = s3.bucket(f"nested-{make_store.backend}")
-    url = s3.upload(logs, bucket, "logs")
-    options = {"storage_options": s3.storage_options, "progress": False}
-    expected = views_after(url, make_store(tmp_path, "clean"), options)
-    store = make_store(tmp_path, "nested")
-    convert(f"{url}/sweep", store, **options)
-    s3.counts(reset=True)
-    parent = convert(url, store, **options)
-    fetched = s3.counts(reset=True)
-    assert parent.files_taken_over == 5
-    own = sum(p.stat().st_size for p in (logs / "baseline", logs / "probe") for p in p.iterdir())
-    assert parent.bytes_read == own
-    # Not even the layout's look at their first records: the sweep's were read already.
-    assert fetched["object_bytes"] == own, fetched
-    assert views(store) == expected
-
-
 def views_after(url: str, store: str, options: dict[str, Any]) -> dict:
     convert(url, store, **options)
     return views(store)
@@ -335,8 +315,9 @@ def test_push_marks_follow_the_taken_over_files(
 def test_a_taken_over_s3_sweep_is_not_fetched_even_to_classify_it(
     make_store: StoreFactory, tmp_path: Path, s3: Any
 ) -> None:
-    """PyTorch's ``add_scalars`` directories are told from runs by their first records: the
-    parent classifies the sweep's objects by the heads the sweep's conversion read."""
+    """The parent reads only its own objects: PyTorch's ``add_scalars`` directories are told
+    from runs by their first records, and the parent classifies the sweep's objects by the
+    heads the sweep's conversion read."""
     from tests.support import layouts
 
     local = tmp_path / "logs"
