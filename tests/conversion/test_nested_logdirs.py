@@ -384,3 +384,16 @@ def _each_file_once(store: str, logs: Path) -> bool:
         if path.is_file() and ("tfevents" in path.name or path.name == "hparams.yaml")
     ]
     return sorted(absolute) == sorted(on_disk)
+
+
+def test_a_watch_pass_that_only_took_files_over_says_so(
+    logs: Path, store: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tbconvert.cli.convert import _print_pass
+
+    convert(logs, store)
+    summary = convert(logs / "sweep", store)
+    assert summary.files_read == 0
+    _print_pass(summary)
+    line = capsys.readouterr().err
+    assert "pass: 0 files read, 5 taken over; 0 points (none)" in line
