@@ -280,13 +280,18 @@ class History(RuleBasedStateMachine):
         """Convert a directory of the logdir that holds files, or the directory around the
         logdir, into the same store: the next conversion of the logdir takes their files
         over (issue #44)."""
+        self.convert_nested(self.nested_logdir(data), self.store, mode, crash)
+
+    def nested_logdir(self, data: st.DataObject) -> Path:
+        """A directory of the logdir that holds files, or the one around it."""
         inside = {str(Path(path).parent) for path in self.written} - {"."}
         directory = data.draw(st.sampled_from(["..", *sorted(inside)]))
-        nested = self.root if directory == ".." else self.logdir / directory
+        return self.root if directory == ".." else self.logdir / directory
+
+    @staticmethod
+    def convert_nested(nested: Path, store: str, mode: str, crash: int | None) -> None:
         with crash_after(crash):
-            convert(
-                nested, self.store, chunk_points=CHUNK_POINTS, progress=False, **mode_options(mode)
-            )
+            convert(nested, store, chunk_points=CHUNK_POINTS, progress=False, **mode_options(mode))
 
     @rule(mode=st.sampled_from(MODES))
     def plain_run_equals_a_clean_one(self, mode: str) -> None:
