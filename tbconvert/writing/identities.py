@@ -17,7 +17,7 @@ thousand new files then costs a handful of statements, not thousands.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from tbconvert.rows import SeriesDefinition
@@ -211,6 +211,12 @@ class Identities:
             self.unsummarised.update(made)
         self._ids.update((key, stored[key]) for key in keys)
         self._new_in_transaction.extend(keys)
+
+    def adopt_series(self, run_id: int, context_id: int, series: Iterable[Sequence[Any]]) -> None:
+        """Cache series (id, name, plugin) that a statement moved into (run, context) whole
+        (``writing.moves``): a run this transaction made is not looked up for its series."""
+        for series_id, name, plugin in series:
+            self._remember(("series", run_id, context_id, name, plugin), int(series_id))
 
     def _stored_series(self, where: dict[str, Any]) -> dict[tuple[Any, ...], int]:
         rows = self._statements.all(sql.SERIES_OF, where)

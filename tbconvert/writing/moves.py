@@ -1,8 +1,10 @@
 """A stored event file moved to another (run, context) with its points, nothing read again.
 
-A file's points are keyed by their series, which belongs to the file's (run, context): a move
-points them at the series of the same tags in the new place (made as they were, with the
-metadata the tag's first occurrence gave), renames the file and summarises both sides again.
+A file's points are keyed by their series, which belongs to the file's (run, context).  When
+the file is alone in its place, its series move themselves, points and summaries untouched
+(one statement for a file of any size); otherwise its points are pointed at the series of the
+same tags in the new place (made as they were, with the metadata the tag's first occurrence
+gave) and both sides are summarised again.
 Used when a conversion takes over the files another source (a logdir inside or around its
 own) stored (design §7: one event file in one run of a store).  Push marks follow the
 points, so a push carries on where it was instead of sending them again.
@@ -11,9 +13,11 @@ points, so a push carries on where it was instead of sending them again.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from tbconvert.rows import POINT_TABLES, SeriesDefinition
 from tbconvert.writing import series_summaries
+from tbconvert.writing import statements as sql
 from tbconvert.writing.writer import StoreWriter
 
 _SERIES = (
@@ -37,6 +41,8 @@ def move_file(
         return None
     old_run, old_context = int(row[0]), int(row[1])
     found = statements.all(_SERIES, {"run_id": old_run, "context_id": old_context})
+    whole = _move_whole_series(writer, file_id, (old_run, old_context), (run_id, context_id), found)
+    found = [series for series in found if series[0] not in whole]
     tables = _tables_of(writer, file_id, [int(series[0]) for series in found])
     used = sorted({series_id for ids in tables.values() for series_id in ids})
     definitions = [
@@ -58,11 +64,44 @@ def move_file(
         "WHERE id = :id",
         {"run_id": run_id, "context_id": context_id, "path": path, "id": file_id},
     )
-    _move_push_marks(writer, file_id, (old_run, run_id), mapping, path)
+    marks = {**{series_id: series_id for series_id in whole}, **mapping}
+    _move_push_marks(writer, file_id, (old_run, run_id), marks, path)
     # The summaries it recounts exist now: none of the new series is without one any more.
     writer.identities.unsummarised.clear()
-    series_summaries.recount(statements, writer.engine.dialect.name, [*used, *new_ids])
+    series_summaries.recount(statements, writer.engine.dialect.name, [*used, *new_ids], tables)
     return old_run, old_context
+
+
+def _move_whole_series(
+    writer: StoreWriter,
+    file_id: int,
+    old: tuple[int, int],
+    new: tuple[int, int],
+    found: list[tuple[Any, ...]],
+) -> set[int]:
+    """Move the old place's series themselves, with their ids, points and summaries as they
+    are, when the file is the only one there (every point of theirs is its own) and the new
+    place has no series of their tag: one statement, however many points (the common case:
+    one file per run and context).  Returns their ids."""
+    statements = writer.statements
+    others = statements.one(
+        "SELECT id FROM event_files WHERE run_id = :run_id AND context_id = :context_id "
+        "AND id <> :id LIMIT 1",
+        {"run_id": old[0], "context_id": old[1], "id": file_id},
+    )
+    if others is not None:
+        return set()
+    there = statements.all(sql.SERIES_OF, {"run_id": new[0], "context_id": new[1]})
+    taken = {(name, plugin) for _id, name, plugin in there}
+    moving = [series for series in found if (series[1], series[2]) not in taken]
+    if moving:
+        statements.run(
+            "UPDATE series SET run_id = :run_id, context_id = :context_id "
+            f"WHERE id IN ({_marks(int(series[0]) for series in moving)})",
+            {"run_id": new[0], "context_id": new[1]},
+        )
+        writer.identities.adopt_series(*new, [series[:3] for series in moving])
+    return {int(series[0]) for series in moving}
 
 
 def forget_pushes_of_gone_runs(writer: StoreWriter, run_ids: set[int]) -> None:
