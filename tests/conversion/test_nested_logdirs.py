@@ -397,3 +397,17 @@ def test_a_watch_pass_that_only_took_files_over_says_so(
     _print_pass(summary)
     line = capsys.readouterr().err
     assert "pass: 0 files read, 5 taken over; 0 points (none)" in line
+
+
+def test_a_run_of_several_files_moves_point_by_point(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    """A resumed run (two files in one directory) cannot move its series whole with its
+    first file: the points move to series of the same tags, the summaries are recounted."""
+    resumed = logs / "sweep" / "lr_0.01" / "events.out.tfevents.2.host"
+    write_events(resumed, events("loss", range(10, 30), 2.5e4))
+    store = make_store(tmp_path, "nested")
+    convert(logs / "sweep", store)
+    parent = convert(logs, store)
+    assert parent.files_taken_over == 6 and parent.files_read == 2
+    assert views(store) == clean_views(logs, make_store(tmp_path, "clean"))
