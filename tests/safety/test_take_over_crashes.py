@@ -81,3 +81,32 @@ def test_a_crash_at_every_commit_of_a_take_over_then_a_plain_run_equals_clean(
     # leaves the sweep's source alone (SQLite's "before" moments), any later one the parent's.
     taken = {("logs",)}
     assert sources_at_crash == (taken | {("sweep",)} if make_store.backend == "sqlite" else taken)
+
+
+def test_a_crash_at_every_commit_of_a_child_taking_over_then_a_plain_run_completes_it(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    """``logs`` stored, then ``logs/sweep`` converted and crashed at each commit: a plain run
+    of the sweep leaves the store a whole take-over leaves (the union of the two sources,
+    which ``tests/conversion/test_nested_logdirs.py`` checks against clean conversions)."""
+    whole = make_store(tmp_path, "whole")
+    convert(logs, whole, chunk_points=CHUNK_POINTS)
+    assert convert(logs / "sweep", whole).files_taken_over == 3  # the event files
+    expected_views, expected_files = views(whole), file_rows(whole)
+
+    moments = ("before", "after") if make_store.backend == "sqlite" else ("after",)
+    job = {"logdir": str(logs / "sweep"), "commit": 0, "when": "after", "options": {}}
+    counting = make_store(tmp_path, "count")
+    convert(logs, counting, chunk_points=CHUNK_POINTS)
+    [counted] = crash([{**job, "store": counting}], tmp_path)
+    jobs = []
+    for number in range(1, counted["commits"] + 1):
+        for when in moments:
+            store = make_store(tmp_path, f"child_{number}_{when}")
+            convert(logs, store, chunk_points=CHUNK_POINTS)
+            jobs.append({**job, "store": store, "commit": number, "when": when})
+    for job, result in zip(jobs, crash(jobs, tmp_path), strict=True):
+        assert result["exit"] == CRASHED, job
+        assert convert(logs / "sweep", job["store"]).bytes_read == 0, job
+        assert views(job["store"]) == expected_views, job
+        assert file_rows(job["store"]) == expected_files, job
