@@ -411,3 +411,13 @@ def test_a_run_of_several_files_moves_point_by_point(
     parent = convert(logs, store)
     assert parent.files_taken_over == 6 and parent.files_read == 2
     assert views(store) == clean_views(logs, make_store(tmp_path, "clean"))
+
+
+def test_a_named_source_nests_by_where_it_was_read(
+    logs: Path, make_store: StoreFactory, tmp_path: Path
+) -> None:
+    store = make_store(tmp_path, "named")
+    convert(logs / "sweep", store, source="the-sweep")
+    parent = convert(logs, store, source="the-logs")
+    assert parent.files_taken_over == 5 and parent.files_read == 2
+    assert sources(store) == [("the-logs",)]
