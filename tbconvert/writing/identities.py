@@ -96,9 +96,9 @@ class Identities:
     def prefetch_runs(self, source: str, run_paths: Collection[str]) -> None:
         """Look up the runs of a group at once (cached ones too: another converter may have
         deleted them): those found are cached, and those the store does not hold are made
-        without a look-up of their own.  Under the runs' locks (the
-        writer's, and a server's advisory ones), they stay absent until the transaction
-        ends but for another converter's insert, which ``run_id`` still finds."""
+        without a look-up of their own.  Under the runs' locks (the writer's, and a server's
+        advisory ones), they stay absent until the transaction ends but for another
+        converter's insert, which ``run_id`` still finds."""
         wanted = sorted(set(run_paths))
         for start in range(0, len(wanted), _LOOKUP_BATCH):
             part = wanted[start : start + _LOOKUP_BATCH]
