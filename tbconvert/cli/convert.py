@@ -277,7 +277,9 @@ def _run(
 
 def _print_pass(summary: Any) -> None:
     """One line per --watch pass that changed something: files, and points per plugin."""
-    changed = summary.files_read + summary.files_gone + summary.files_moved
+    changed = (
+        summary.files_read + summary.files_gone + summary.files_moved + summary.files_taken_over
+    )
     if not changed:
         return
     points = ", ".join(f"{plugin} {count}" for plugin, count in sorted(summary.points.items()))
@@ -286,6 +288,8 @@ def _print_pass(summary: Any) -> None:
         parts.append(f"{summary.files_gone} gone")
     if summary.files_moved:
         parts.append(f"{summary.files_moved} moved")
+    if summary.files_taken_over:
+        parts.append(f"{summary.files_taken_over} taken over")
     click.echo(
         f"{time.strftime('%H:%M:%S')} pass: {', '.join(parts)}; "
         f"{summary.total_points} points ({points or 'none'})",

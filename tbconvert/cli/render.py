@@ -263,6 +263,7 @@ def render_summary(summary: Summary) -> str:
             f"  merged:   {summary.runs_merged} {runs} of earlier conversions re-classified "
             "into others (their files moved)"
         )
+    lines.extend(f"  taken:    {line}" for line in summary.taken_over)
     if summary.lossy_records:
         lines.append(
             f"  repaired: {summary.lossy_records} records with invalid UTF-8 "
@@ -291,6 +292,7 @@ def render_plan(summary: Summary) -> str:
             f"  {entry['action']:<9} {entry['run_path']} [{entry['context']}] "
             f"{entry['path']} ({entry['bytes']:,} bytes)"
         )
+    lines.extend(f"  {line.replace('took', 'would take', 1)}" for line in summary.taken_over)
     lines.append(
         f"  {summary.runs} runs, {summary.files_total} files, "
         f"{sum(e['bytes'] for e in summary.plan if e['action'] != 'unchanged'):,} bytes "

@@ -10,7 +10,6 @@ completes.  The chunks of small files share a transaction (``conversion.commits`
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -30,6 +29,7 @@ from tbconvert.conversion.options import ConvertOptions
 from tbconvert.conversion.plan import plan_files, reclassified
 from tbconvert.conversion.sources import Origin, check_source, other_source
 from tbconvert.conversion.summary import FileProblem, Summary, progress_bar
+from tbconvert.conversion.takeover import take_over, taken_away
 from tbconvert.conversion.workers import Decoding
 from tbconvert.reading import discovery
 from tbconvert.reading.chunks import Chunk, FileTask, bytes_to_read
@@ -102,6 +102,7 @@ class Job:
         with self.writer.transaction():
             check_source(self.writer, self.origin, self.summary.store)
             self.writer.move_logdir(self.origin.source, self.classification.logdir)
+            take_over(self.writer, self.origin, self.classification, self.summary, self.options)
             known = self.writer.file_states_of_source(self.origin.source)
             notice = None if known else other_source(self.writer, self.origin, self.classification)
             if notice is not None:
@@ -208,8 +209,11 @@ class Job:
         open_file = position.open_file
         if open_file is not None and open_file.state.path != task.rel_path:
             open_file = None
-        if open_file is None:
+        carried = open_file is not None and open_file is self._position.open_file
+        if open_file is None or (carried and taken_away(self.writer, open_file)):
             try:
+                if open_file is not None:  # taken over since its last commit: read on there
+                    raise ReadElsewhere(task.rel_path)
                 state, outcome.replaced, fresh = self._open_state(task, chunk)
             except ReadElsewhere:
                 # Raised before the file wrote anything: the rest of the group goes on.
@@ -256,27 +260,23 @@ class Job:
         """
         writer = self.writer
         run = self._runs[task.run_path]
-        logdir = self.classification.logdir
-        origin = self.origin
         old_place = None
         if task.moved_from is not None and chunk.restart:
             old_place = writer.delete_file(task.moved_from)
-        run_id = writer.run_id(
-            origin.source,
-            run.run_path,
-            host=origin.host,
-            logdir=logdir,
-            group_path=run.group_path,
-            name=_run_name(logdir, run.run_path),
+        run_id = self.origin.run_id(
+            writer, self.classification.logdir, run.run_path, run.group_path
         )
-        # Read again under the write lock: another converter may have moved the offset.
+        # Read again under the write lock: another converter may have moved the offset, or
+        # taken the file over (a conversion of a logdir inside or around this one).
         state = writer.file_state(run_id, task.rel_path)
-        if state is not None and not chunk.restart and state.offset_consumed != task.offset:
+        stored = state.offset_consumed if state is not None else 0
+        context_id = writer.context_id(task.context)
+        if not chunk.restart and stored != task.offset:
             # It read this file further since the plan: these chunks overlap what it
             # committed (and counted), so the file is left to it.  Nothing was written for
-            # it yet (its run exists, as its state does), so its group carries on.
+            # it yet but maybe its run, now, so its group carries on.
+            writer.drop_empty(run_id, context_id)
             raise ReadElsewhere(task.rel_path)
-        context_id = writer.context_id(task.context)
         replaced = False
         fresh = not chunk.restart  # read on from the offset just checked under the lock
         if state is None:
@@ -373,6 +373,9 @@ class Job:
         present.update(self.classification.orphans)
         reported = {problem.path for problem in self.summary.problems}
         with self.writer.transaction():
+            # A converter of a nested logdir running at the same time may have stored files
+            # of this one since the plan: they are this one's too (its reads stop there).
+            take_over(self.writer, self.origin, self.classification, self.summary, self.options)
             stored = self.writer.files_of_source(self.origin.source)
             gone = [file_id for file_id, path, _status in stored if path not in present]
             if prune:
@@ -393,8 +396,3 @@ class Job:
     def _finish_conversion(self, conversion_id: int) -> None:
         with self.writer.transaction():
             self.writer.finish_conversion(conversion_id, self.summary.to_json())
-
-
-def _run_name(logdir: str, run_path: str) -> str:
-    """A run's display name: its directory's name (the logdir's for the run ".")."""
-    return os.path.basename(logdir) if run_path == "." else run_path.rsplit("/", 1)[-1]

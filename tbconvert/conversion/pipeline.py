@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from tbconvert.conversion import takeover
 from tbconvert.conversion.job import Job
 from tbconvert.conversion.options import CHUNK_POINTS, ConvertOptions
 from tbconvert.conversion.plan import plan_files, reclassified
@@ -137,17 +138,20 @@ def _convert_pass(
     source = options.source
     if source is not None and not source.strip():
         raise UsageError("the source name is empty", hint="give --source a name, or leave it out")
-    known_heads = {}
+    known_heads, nested_heads = {}, {}
     if is_remote(logdir):
         use_storage_options(logdir, options.storage_options)
         known_heads = read_file_heads(url, source or logdir_name(logdir))
+        nested_heads = takeover.nested_heads(
+            url, source or logdir_name(logdir), logdir_name(logdir)
+        )
     classification = discovery.filter_runs(
         discovery.classify(
             logdir,
             layout=options.layout,
             flat=options.flat,
             skip_orphans=options.skip_orphans,
-            known_heads=known_heads,
+            known_heads={**nested_heads, **known_heads},
         ),
         options.runs,
     )
@@ -170,7 +174,7 @@ def _convert_pass(
         source or classification.logdir, explicit=source is not None, host=socket.gethostname()
     )
     if options.dry_run:
-        summary.plan = _dry_run_plan(classification, url, origin.source, options, summary)
+        summary.plan = _dry_run_plan(classification, url, origin, options, summary)
     else:
         check_store_location(url)
         # The layout's reads are written only when they changed: a re-run writes nothing.
@@ -292,13 +296,15 @@ def few_collections() -> Iterator[None]:
 def _dry_run_plan(
     classification: discovery.Classification,
     url: str,
-    source: str,
+    origin: Origin,
     options: ConvertOptions,
     summary: Summary,
 ) -> list[dict[str, Any]]:
     from tbconvert.store.file_states import read_file_states
 
-    known = read_file_states(url, source)
+    known = read_file_states(url, origin.source)
+    moves = takeover.dry_run_moves(url, origin, classification, known, whole=not options.runs)
+    summary.files_taken_over, summary.taken_over = len(moves), takeover.notices(moves)
     summary.orphans_new, summary.runs_merged = reclassified(classification, known)
     return [
         {

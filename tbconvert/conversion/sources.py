@@ -7,6 +7,7 @@ logdir the store holds under another name is pointed out with the ``--source`` t
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 
 from tbconvert.conversion.plan import first_record_digest
@@ -25,6 +26,14 @@ class Origin:
     source: str
     explicit: bool
     host: str
+
+    def run_id(self, writer: StoreWriter, logdir: str, run_path: str, group_path: str) -> int:
+        """Get or make the run ``run_path`` of this source (read from ``logdir``)."""
+        # Its display name: its directory's name (the logdir's for the run ".").
+        name = posixpath.basename(logdir) if run_path == "." else run_path.rsplit("/", 1)[-1]
+        return writer.run_id(
+            self.source, run_path, host=self.host, logdir=logdir, group_path=group_path, name=name
+        )
 
 
 def other_source(writer: StoreWriter, origin: Origin, classification: Classification) -> str | None:

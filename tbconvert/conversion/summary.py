@@ -57,6 +57,8 @@ class Summary:
     files_unchanged: int = 0
     files_replaced: int = 0
     files_moved: int = 0
+    # Files another source stored from a logdir inside or around this one, now this one's.
+    files_taken_over: int = 0
     files_gone: int = 0
     files_partial: int = 0
     bytes_read: int = 0
@@ -73,6 +75,7 @@ class Summary:
     orphans_skipped: bool = False  # --skip-orphans (else they are kept as runs)
     # Runs of earlier passes whose files now belong to other runs (re-classified).
     runs_merged: int = 0
+    taken_over: list[str] = field(default_factory=list)  # one line per source taken from
     warnings: list[str] = field(default_factory=list)
     schema_change: str | None = None
     elapsed: float = 0.0
@@ -98,7 +101,7 @@ class Summary:
                 mine.update(theirs)
             elif isinstance(mine, dict):
                 self.add_counts(mine, Counter(_flatten(theirs)))
-            elif name == "problems":
+            elif name in ("problems", "taken_over"):
                 mine.extend(theirs)
             elif isinstance(mine, list) or mine is None:
                 setattr(self, name, theirs)
@@ -154,6 +157,7 @@ class Summary:
                 "unchanged": self.files_unchanged,
                 "replaced": self.files_replaced,
                 "moved": self.files_moved,
+                "taken_over": self.files_taken_over,
                 "gone": self.files_gone,
                 "partial": self.files_partial,
             },
@@ -167,6 +171,7 @@ class Summary:
             "orphans_new": self.orphans_new,
             "orphans_skipped": self.orphans_skipped,
             "runs_merged": self.runs_merged,
+            "taken_over": self.taken_over,
             "warnings": self.warnings,
             "schema_change": self.schema_change,
             "elapsed_seconds": round(self.elapsed, 3),

@@ -17,7 +17,7 @@ thousand new files then costs a handful of statements, not thousands.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from tbconvert.rows import SeriesDefinition
@@ -94,11 +94,12 @@ class Identities:
         return {key: stored[key] for key in keys}
 
     def prefetch_runs(self, source: str, run_paths: Collection[str]) -> None:
-        """Look up the runs of a group at once: those found are cached, and those the store
-        does not hold are made without a look-up of their own.  Under the runs' locks (the
-        writer's, and a server's advisory ones), they stay absent until the transaction
-        ends but for another converter's insert, which ``run_id`` still finds."""
-        wanted = sorted(path for path in set(run_paths) if ("runs", source, path) not in self._ids)
+        """Look up the runs of a group at once (cached ones too: another converter may have
+        deleted them): those found are cached, and those the store does not hold are made
+        without a look-up of their own.  Under the runs' locks (the writer's, and a server's
+        advisory ones), they stay absent until the transaction ends but for another
+        converter's insert, which ``run_id`` still finds."""
+        wanted = sorted(set(run_paths))
         for start in range(0, len(wanted), _LOOKUP_BATCH):
             part = wanted[start : start + _LOOKUP_BATCH]
             marks = ", ".join(f":p{index}" for index in range(len(part)))
@@ -106,8 +107,14 @@ class Identities:
             params["source"] = source
             found = dict(self._statements.all(sql.RUNS_OF.format(marks=marks), params))
             for path in part:
+                key = ("runs", source, path)
+                cached = self._ids.get(key)
+                if cached is not None and cached != found.get(path):
+                    # Deleted by another converter since (a conversion of a logdir inside or
+                    # around this one took its files over): its ids and its series' are stale.
+                    self.forget(set(), {cached})
                 if path in found:
-                    self._remember(("runs", source, path), int(found[path]))
+                    self._remember(key, int(found[path]))
                 else:
                     self._absent_runs.add((source, path))
 
@@ -204,6 +211,12 @@ class Identities:
             self.unsummarised.update(made)
         self._ids.update((key, stored[key]) for key in keys)
         self._new_in_transaction.extend(keys)
+
+    def adopt_series(self, run_id: int, context_id: int, series: Iterable[Sequence[Any]]) -> None:
+        """Cache series (id, name, plugin) that a statement moved into (run, context) whole
+        (``writing.moves``): a run this transaction made is not looked up for its series."""
+        for series_id, name, plugin in series:
+            self._remember(("series", run_id, context_id, name, plugin), int(series_id))
 
     def _stored_series(self, where: dict[str, Any]) -> dict[tuple[Any, ...], int]:
         rows = self._statements.all(sql.SERIES_OF, where)

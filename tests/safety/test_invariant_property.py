@@ -2,7 +2,8 @@
 store equal to a clean conversion of the logdir as it is now.
 
 Rules grow files by any number of bytes (cutting records anywhere), truncate, replace, touch,
-delete and add files and runs, rename run directories, and convert with random ``--plugins``,
+delete and add files and runs, rename run directories, convert a directory inside the logdir
+or around it into the same store, and convert with random ``--plugins``,
 ``--tag``, ``--exclude-tag``, ``--run``, ``--layout``, ``--flat`` and ``--jobs``, sometimes
 stopped right after a random commit.  The check (a rule, and the end of every history) runs
 one plain conversion in a mode and compares every view, and the state of every present file,
@@ -273,6 +274,24 @@ class History(RuleBasedStateMachine):
                 **mode_options(mode),
                 **selection,
             )
+
+    @rule(data=st.data(), mode=st.sampled_from(MODES), crash=st.none() | st.integers(1, 10))
+    def convert_a_nested_logdir(self, data: st.DataObject, mode: str, crash: int | None) -> None:
+        """Convert a directory of the logdir that holds files, or the directory around the
+        logdir, into the same store: the next conversion of the logdir takes their files
+        over (issue #44)."""
+        self.convert_nested(self.nested_logdir(data), self.store, mode, crash)
+
+    def nested_logdir(self, data: st.DataObject) -> Path:
+        """A directory of the logdir that holds files, or the one around it."""
+        inside = {str(Path(path).parent) for path in self.written} - {"."}
+        directory = data.draw(st.sampled_from(["..", *sorted(inside)]))
+        return self.root if directory == ".." else self.logdir / directory
+
+    @staticmethod
+    def convert_nested(nested: Path, store: str, mode: str, crash: int | None) -> None:
+        with crash_after(crash):
+            convert(nested, store, chunk_points=CHUNK_POINTS, progress=False, **mode_options(mode))
 
     @rule(mode=st.sampled_from(MODES))
     def plain_run_equals_a_clean_one(self, mode: str) -> None:

@@ -123,6 +123,15 @@ class TwoWriters(History):
                     )
         assert tables(self.store) == tables(self.inserting)
 
+    @rule(data=st.data(), mode=st.sampled_from(MODES), crash=st.none() | st.integers(1, 10))
+    def convert_a_nested_logdir(self, data: st.DataObject, mode: str, crash: int | None) -> None:
+        """The same directory inside or around the logdir, converted into both stores."""
+        nested = self.nested_logdir(data)
+        self.convert_nested(nested, self.store, mode, crash)
+        with inserting_at_once():
+            self.convert_nested(nested, self.inserting, mode, crash)
+        assert tables(self.store) == tables(self.inserting)
+
     def _check(self, mode: str) -> None:
         """A plain conversion of both (the check rule, and the end of every history)."""
         self.convert_some_way({}, mode, None, False, True)
