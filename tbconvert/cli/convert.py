@@ -37,7 +37,6 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
     @click.option(
         "--logdir",
         required=True,
-        type=click.Path(file_okay=False, path_type=str),
         help="The TensorBoard log directory to convert: a path, or a URL of an object store "
         "or any fsspec file system (s3://bucket/prefix, gs://, az://, hf://), read by ranges.",
     )

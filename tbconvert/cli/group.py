@@ -53,6 +53,14 @@ def json_option(function: F) -> F:
     )(function)
 
 
+def output_file(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """An ``-o FILE`` value; a directory there is a failure naming it (exit 1, as a missing
+    logdir is: SPEC §2), not click's usage error."""
+    if value and value != "-" and os.path.isdir(os.path.expanduser(os.path.expandvars(value))):
+        raise Failure(f"{value}: is a directory (give the name of the file to write)")
+    return value
+
+
 def run_library(verbose: int, call: Callable[[], Any]) -> Any:
     """Call into the library; its errors become one-line messages unless -vv."""
     try:

@@ -207,6 +207,10 @@ def write_parquet(columns: Sequence[str], data: Iterable[Sequence[Any]], output:
 @contextmanager
 def _replaced_when_done(output: str) -> Iterator[str]:
     # A temporary file beside ``output`` that takes its name only once written.
+    if os.path.isdir(output):
+        raise ConverterError(
+            "is a directory", path=output, hint="give the name of the file to write"
+        )
     directory = os.path.dirname(os.path.abspath(output))
     try:
         handle, temporary = tempfile.mkstemp(prefix=".tbconvert-", dir=directory)
