@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tbconvert.errors import ConverterError, MissingDependency, UsageError
+from tbconvert.errors import ConverterError, MissingDependency, UsageError, install_hint
 from tbconvert.filters import Globs
 from tbconvert.output.image_export import export_images
 from tbconvert.query.groups import Grouping, scalars_grouped
@@ -186,7 +186,7 @@ def write_parquet(columns: Sequence[str], data: Iterable[Sequence[Any]], output:
     except ImportError as error:
         raise MissingDependency(
             "Parquet needs pyarrow, which is not installed",
-            hint="pip install '.[parquet]' (in a tbconvert checkout)",
+            hint=install_hint("parquet"),
         ) from error
     values: list[list[Any]] = [[] for _ in columns]
     for row in data:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tbconvert.errors import MissingDependency, PushError
+from tbconvert.errors import MissingDependency, PushError, install_hint
 from tbconvert.push.source import RunRow
 from tbconvert.urls import redacted
 
@@ -41,7 +41,7 @@ def make_client(tracking_uri: str) -> Any:
     except ImportError as error:
         raise MissingDependency(
             "pushing to MLflow needs mlflow, which is not installed",
-            hint="pip install '.[mlflow]' (in a tbconvert checkout)",
+            hint=install_hint("mlflow"),
         ) from error
     if tracking_uri.startswith(("http://", "https://")):
         _probe(tracking_uri)

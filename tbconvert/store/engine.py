@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 
-from tbconvert.errors import StoreError
+from tbconvert.errors import StoreError, install_hint
 
 DEFAULT_STORE = "tbconvert.db"
 # Alembic's version table under our name: what makes a database a tbconvert store.
@@ -139,14 +139,29 @@ def _read_only_if_unwritable(url: str) -> str:
 
 
 def _server_engine(url: str) -> Engine:
-    # The application name shows in pg_stat_activity: an admin can tell converters apart.
-    connect_args = {"application_name": "tbconvert"} if url.startswith("postgresql") else {}
-    try:
-        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
-    except ModuleNotFoundError as error:
+    if not url.startswith("postgresql"):
+        # SQLAlchemy would open MySQL and others (given their driver), but the bulk writers,
+        # migrations and views exist for SQLite and PostgreSQL only.
+        backend = url.split(":", 1)[0].split("+")[0]
         raise StoreError(
-            f"the database driver for this store is not installed ({error.name})",
-            hint="install PostgreSQL support: pip install '.[postgres]' (in a tbconvert checkout)",
+            f"tbconvert stores runs in SQLite or PostgreSQL, not {backend}",
+            path=store_display(url),
+            hint="give a file path, sqlite:///PATH or postgresql://user@host/db as --store",
+        )
+    try:
+        # The application name shows in pg_stat_activity: an admin can tell converters apart.
+        return create_engine(
+            url, pool_pre_ping=True, connect_args={"application_name": "tbconvert"}
+        )
+    except ModuleNotFoundError as error:
+        # The postgres extra brings psycopg 3; a URL may name another driver (psycopg2).
+        hint = install_hint("postgres")
+        if error.name != "psycopg":
+            hint = "tbconvert uses psycopg 3: write the URL as postgresql://user@host/db"
+        raise StoreError(
+            f"the PostgreSQL driver is not installed ({error.name})",
+            path=store_display(url),
+            hint=hint,
         ) from None
 
 
