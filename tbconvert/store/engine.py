@@ -126,15 +126,27 @@ def create_store_engine(url: str) -> Engine:
 
 def _read_only_if_unwritable(url: str) -> str:
     """A store SQLite cannot write (read-only media, a read-only file or directory) is opened
-    read-only, so that reading it never tries to write (SQLite reads a WAL store without its
-    ``-shm`` file then).  Not ``immutable``: another process with more rights may still be
-    writing it.  Writing through it fails with SQLite's "readonly database", named."""
+    read-only, so that reading it never tries to write.  Writing through it fails with
+    SQLite's "readonly database", named.
+
+    A WAL store read-only still needs its ``-shm`` file, which a read-only directory cannot
+    get: with no ``-wal`` file either, no connection has the store open (the last one to close
+    removes both), and a writer would have to create them in that directory, so the file is
+    read as ``immutable`` (SQLite then takes no locks and needs no ``-shm``).  With a ``-wal``
+    there, it may hold commits the file lacks: read-only, which reads them when ``-shm`` is
+    there too.  Not ``immutable`` whenever the directory is writable: another process may
+    be writing the store while it is read (SPEC §9: a store on read-only media can be read).
+    """
     path = sqlite_path(url)
-    if path is None or not os.path.exists(path) or "mode=" in url:
+    if path is None or not os.path.exists(path) or "immutable=" in url:
         return url
-    directory = os.path.dirname(path) or "."
-    if os.access(path, os.W_OK) and os.access(directory, os.W_OK):
+    if "mode=" in url and "mode=ro" not in url:
         return url
+    directory_writable = os.access(os.path.dirname(path) or ".", os.W_OK)
+    if "mode=ro" not in url and directory_writable and os.access(path, os.W_OK):
+        return url
+    if not directory_writable and not os.path.exists(path + "-wal"):
+        return f"sqlite:///file:{path}?mode=ro&immutable=1&uri=true"
     return f"sqlite:///file:{path}?mode=ro&uri=true"
 
 
