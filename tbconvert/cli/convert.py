@@ -265,13 +265,13 @@ def _run(
             err=True,
         )
         sys.exit(stop.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         click.echo(
             "stopped at once: the transaction under way was rolled back, every one before it "
             "is kept; run the same command again to continue",
             err=True,
         )
-        sys.exit(130)
+        sys.exit(getattr(stop, "exit_code", 130))
 
 
 def _print_pass(summary: Any) -> None:
