@@ -243,7 +243,10 @@ def _run(
     finally:
         gc.freeze()
         gc.enable()
+    from tbconvert.reading.remote import is_remote
+
     quiet = options["notify"] is None
+    remote = is_remote(logdir)
     try:
         with stopping.on_signals():
             if watch:
@@ -256,8 +259,13 @@ def _run(
                         on_pass=None if quiet else _print_pass,
                         **options,
                     ),
+                    quiet_warnings=remote,
                 )
-            return run_library(verbose, lambda: library.convert(logdir, store, **options))
+            return run_library(
+                verbose,
+                lambda: library.convert(logdir, store, **options),
+                quiet_warnings=remote,
+            )
     except stopping.Interrupted as stop:
         click.echo(
             f"{stop} after the current transaction: {stop.kept} is kept; run the same "

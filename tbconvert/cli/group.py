@@ -7,10 +7,13 @@ their own package (which imports them: a cycle ``tests/test_layers.py`` rejects)
 from __future__ import annotations
 
 import atexit
+import contextlib
+import logging
 import os
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -61,16 +64,30 @@ def output_file(_ctx: click.Context, _param: click.Parameter, value: str | None)
     return value
 
 
-def run_library(verbose: int, call: Callable[[], Any]) -> Any:
-    """Call into the library; its errors become one-line messages unless -vv."""
-    try:
-        return call()
-    except UsageError as error:
-        raise click.UsageError(str(error)) from error
-    except ConverterError as error:
-        if verbose >= 2:
-            traceback.print_exc()
-        raise Failure(str(error)) from error
+def run_library(verbose: int, call: Callable[[], Any], *, quiet_warnings: bool = False) -> Any:
+    """Call into the library; its errors become one-line messages unless -vv.
+
+    Other libraries' own logging is silenced unless -v (tbconvert logs nothing itself): gcsfs
+    logs every retry with its traceback, some 50 lines before an unreachable endpoint's
+    one-line error, and MLflow logs the set-up of its database.  ``quiet_warnings`` silences
+    their Python warnings too (object stores' clients, MLflow's).
+    """
+    with contextlib.ExitStack() as quiet:
+        if not verbose:
+            previous = logging.root.manager.disable
+            logging.disable(logging.CRITICAL)
+            quiet.callback(logging.disable, previous)
+            if quiet_warnings:
+                quiet.enter_context(warnings.catch_warnings())
+                warnings.simplefilter("ignore")
+        try:
+            return call()
+        except UsageError as error:
+            raise click.UsageError(str(error)) from error
+        except ConverterError as error:
+            if verbose >= 2:
+                traceback.print_exc()
+            raise Failure(str(error)) from error
 
 
 @click.group(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
