@@ -66,8 +66,8 @@ def _open_database(client_class: Any, tracking_uri: str) -> Any:
     MLflow creates a new tracking database in several hundred statements, not one
     transaction: stopped midway (a first push killed), every later opening fails ("table ...
     already exists", "duplicate column", or an out-of-date schema), and ``mlflow db upgrade``
-    fails the same way.
-    Nothing reached such a database, since its set-up never ended: removing it is the fix.
+    fails the same way.  Nothing reached such a database, since its set-up never ended:
+    removing it is the fix.
     """
     from mlflow.exceptions import MlflowException
     from sqlalchemy.exc import SQLAlchemyError
@@ -76,27 +76,28 @@ def _open_database(client_class: Any, tracking_uri: str) -> Any:
         client = client_class(tracking_uri=tracking_uri)
         client.search_experiments(max_results=1)  # some MLflow versions open it lazily
     except (SQLAlchemyError, MlflowException) as error:
-        message = str(getattr(error, "message", error)).splitlines()[0]
-        where = sqlite_path(tracking_uri) or redacted(tracking_uri)
-        half_made = "already exists" in message or "duplicate column" in message
-        if not half_made and "out-of-date database schema" not in message:
-            raise PushError(
-                f"MLflow cannot open its tracking database ({message})", path=where
-            ) from error
-        if half_made:
-            raise PushError(
-                "MLflow's tracking database is half made: MLflow creates it in many steps, "
-                "and a first push (or other MLflow use) was stopped midway",
-                path=where,
-                hint=_half_made_fix(tracking_uri, upgrade=False),
-            ) from error
-        raise PushError(
-            "MLflow's tracking database has an older schema than this MLflow: an older MLflow "
-            "wrote it, or MLflow's own set-up of it was stopped midway",
-            path=where,
-            hint=_half_made_fix(tracking_uri, upgrade=True),
-        ) from error
+        raise _opening_error(error, tracking_uri) from error
     return client
+
+
+def _opening_error(error: Exception, tracking_uri: str) -> PushError:
+    message = str(getattr(error, "message", error)).splitlines()[0]
+    where = sqlite_path(tracking_uri) or redacted(tracking_uri)
+    if "already exists" in message or "duplicate column" in message:
+        what = (
+            "is half made: MLflow creates it in many steps, and a first push (or other "
+            "MLflow use) was stopped midway"
+        )
+        hint = _half_made_fix(tracking_uri, upgrade=False)
+    elif "out-of-date database schema" in message:
+        what = (
+            "has an older schema than this MLflow: an older MLflow wrote it, or MLflow's own "
+            "set-up of it was stopped midway"
+        )
+        hint = _half_made_fix(tracking_uri, upgrade=True)
+    else:
+        return PushError(f"MLflow cannot open its tracking database ({message})", path=where)
+    return PushError(f"MLflow's tracking database {what}", path=where, hint=hint)
 
 
 def _half_made_fix(tracking_uri: str, *, upgrade: bool) -> str:
