@@ -22,6 +22,10 @@ import pytest
 
 from tests.support.eventfiles import write_tbx_run
 
+# Slow (a command in a subprocess, in a mount namespace, per read): `make test-fast` leaves it
+# out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 READS = [
