@@ -47,6 +47,15 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     return path
 
 
+def hide(package: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``package`` and its submodules fail to import, as when it is not installed (an
+    earlier test may have imported ``datasette.app``, which ``None`` for ``datasette`` alone
+    would not hide)."""
+    for name in [name for name in sys.modules if name.split(".")[0] == package]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, package, None)
+
+
 def test_every_extra_has_a_case() -> None:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     with open(ROOT / "pyproject.toml", "rb") as handle:
@@ -60,7 +69,7 @@ def test_a_missing_extra_is_named_in_one_line_with_the_checkout_command(
     extra: str, store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     module, arguments = CASES[extra]
-    monkeypatch.setitem(sys.modules, module, None)
+    hide(module, monkeypatch)
     arguments = [
         argument.replace("STORE", store).replace("OUT", str(tmp_path)) for argument in arguments
     ]
@@ -72,7 +81,7 @@ def test_a_missing_extra_is_named_in_one_line_with_the_checkout_command(
 
 
 def test_the_python_api_gives_the_same_hint(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pandas", None)
+    hide("pandas", monkeypatch)
     with open_store(store) as opened, pytest.raises(MissingDependency) as error:
         opened.to_pandas("scalars")
     assert "the pandas extra: pip install '.[pandas]'" in str(error.value)
