@@ -77,5 +77,9 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/push_mlflow.py
 
+# README_OUTPUTS: what the README's example commands write when run here (also git-ignored).
+README_OUTPUTS := loss.csv sweep.parquet images curves.png report.html
+
 clean:
-	rm -rf $(VENV) mutants build dist *.egg-info demo.db demo.db-wal demo.db-shm $(DEMO_LOGS) $(REPORT)
+	rm -rf $(VENV) mutants build dist *.egg-info demo.db demo.db-wal demo.db-shm $(DEMO_LOGS) $(REPORT) \
+		$(README_OUTPUTS)

@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 
+def install_hint(extra: str) -> str:
+    """How to install the optional extra ``extra``: the one form every message gives (SPEC §2).
+
+    tbconvert is installed from a checkout (it is on no package index), so the command is the
+    one that works there; naming the extra also tells a user of another installer what to add.
+    """
+    return f"install the {extra} extra: pip install '.[{extra}]' in a tbconvert checkout"
+
+
 class ConverterError(Exception):
     """Base class: a message that names the path (and byte offset) plus a hint with the fix."""
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+import click
+
 # tbconvert makes no BLAS call, but OpenBLAS starts a thread per core when NumPy is imported,
 # and they spin: about 0.1 s of a second core per conversion, more with --jobs.  Set before
 # any command imports NumPy; a value the user set is kept.
@@ -28,9 +30,16 @@ __all__ = ["cli", "convert", "db", "export", "hparams", "main", "plot", "push", 
 
 def main() -> None:
     """The ``tbconvert`` console script and ``python -m tbconvert``: the CLI in a process of
-    its own, which ends as soon as the command does (:func:`end_process`)."""
+    its own, which ends as soon as the command does (:func:`end_process`).  Ctrl-C or SIGTERM
+    at any moment ends it with one line and exit 130 / 143."""
+    from tbconvert.conversion import stopping
+
+    stopping.stop_at_once()
     try:
         cli.main(prog_name="tbconvert")
+    except stopping.Stopped as stop:
+        click.echo(str(stop), err=True)
+        end_process(stop.exit_code)
     except SystemExit as end:
         if end.code is None or isinstance(end.code, int):
             end_process(end.code or 0)

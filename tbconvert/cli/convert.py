@@ -37,7 +37,6 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
     @click.option(
         "--logdir",
         required=True,
-        type=click.Path(file_okay=False, path_type=str),
         help="The TensorBoard log directory to convert: a path, or a URL of an object store "
         "or any fsspec file system (s3://bucket/prefix, gs://, az://, hf://), read by ranges.",
     )
@@ -244,7 +243,10 @@ def _run(
     finally:
         gc.freeze()
         gc.enable()
+    from tbconvert.reading.remote import is_remote
+
     quiet = options["notify"] is None
+    remote = is_remote(logdir)
     try:
         with stopping.on_signals():
             if watch:
@@ -257,8 +259,13 @@ def _run(
                         on_pass=None if quiet else _print_pass,
                         **options,
                     ),
+                    quiet_warnings=remote,
                 )
-            return run_library(verbose, lambda: library.convert(logdir, store, **options))
+            return run_library(
+                verbose,
+                lambda: library.convert(logdir, store, **options),
+                quiet_warnings=remote,
+            )
     except stopping.Interrupted as stop:
         click.echo(
             f"{stop} after the current transaction: {stop.kept} is kept; run the same "
@@ -266,13 +273,13 @@ def _run(
             err=True,
         )
         sys.exit(stop.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         click.echo(
             "stopped at once: the transaction under way was rolled back, every one before it "
             "is kept; run the same command again to continue",
             err=True,
         )
-        sys.exit(130)
+        sys.exit(getattr(stop, "exit_code", 130))
 
 
 def _print_pass(summary: Any) -> None:

@@ -13,6 +13,7 @@ from tbconvert.cli.group import (
     cli,
     grouping_of,
     grouping_options,
+    output_file,
     read_store,
     run_option,
     silence_stdout,
@@ -143,7 +144,7 @@ def export_command(
     default="-",
     show_default=True,
     metavar="FILE",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    callback=output_file,
     help="Write to FILE instead of stdout.",
 )
 def datasette_metadata(store: str, output: str) -> None:

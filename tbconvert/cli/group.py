@@ -7,11 +7,13 @@ their own package (which imports them: a cycle ``tests/test_layers.py`` rejects)
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -54,18 +56,40 @@ def json_option(function: F) -> F:
     )(function)
 
 
-def run_library(verbose: int, call: Callable[[], Any]) -> Any:
-    """Call into the library; its errors become one-line messages unless -vv."""
+def output_file(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """An ``-o FILE`` value; a directory there is a failure naming it (exit 1, as a missing
+    logdir is: SPEC §2), not click's usage error."""
+    if value and value != "-" and os.path.isdir(os.path.expanduser(os.path.expandvars(value))):
+        raise Failure(f"{value}: is a directory (give the name of the file to write)")
+    return value
+
+
+def run_library(verbose: int, call: Callable[[], Any], *, quiet_warnings: bool = False) -> Any:
+    """Call into the library; its errors become one-line messages unless -vv.
+
+    Other libraries' own logging is silenced unless -v (tbconvert logs nothing itself): gcsfs
+    logs every retry with its traceback, some 50 lines before an unreachable endpoint's
+    one-line error, and MLflow logs the set-up of its database.  ``quiet_warnings`` silences
+    their Python warnings too (object stores' clients, MLflow's).
+    """
     if verbose < 2:
         _silence_driver_warnings()
-    try:
-        return call()
-    except UsageError as error:
-        raise click.UsageError(str(error)) from error
-    except ConverterError as error:
-        if verbose >= 2:
-            traceback.print_exc()
-        raise Failure(str(error)) from error
+    with contextlib.ExitStack() as quiet:
+        if not verbose:
+            previous = logging.root.manager.disable
+            logging.disable(logging.CRITICAL)
+            quiet.callback(logging.disable, previous)
+            if quiet_warnings:
+                quiet.enter_context(warnings.catch_warnings())
+                warnings.simplefilter("ignore")
+        try:
+            return call()
+        except UsageError as error:
+            raise click.UsageError(str(error)) from error
+        except ConverterError as error:
+            if verbose >= 2:
+                traceback.print_exc()
+            raise Failure(str(error)) from error
 
 
 def _silence_driver_warnings() -> None:

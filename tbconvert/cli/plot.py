@@ -12,6 +12,7 @@ from tbconvert.cli.group import (
     cli,
     grouping_of,
     grouping_options,
+    output_file,
     read_store,
     run_option,
     store_option,
@@ -83,7 +84,7 @@ resumed_option = click.option(
     "--output",
     required=True,
     metavar="FILE",
-    type=click.Path(dir_okay=False),
+    callback=output_file,
     help="The image to write: .png, .svg or .pdf.",
 )
 def plot(
@@ -152,7 +153,7 @@ def plot(
     "--output",
     required=True,
     metavar="FILE",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    callback=output_file,
     help="The page to write (.html); - for stdout.",
 )
 @grouping_options("Charts of one line per group of runs, as plot draws them")

@@ -81,7 +81,9 @@ def push_mlflow(
     from tbconvert.push.mlflow import push_mlflow as push_runs
 
     summary = run_library(
-        0, lambda: push_runs(store, tracking_uri, experiment, run_globs, tag_globs)
+        0,
+        lambda: push_runs(store, tracking_uri, experiment, run_globs, tag_globs),
+        quiet_warnings=True,
     )
     text = render_push(summary)
     if not quiet:

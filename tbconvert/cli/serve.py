@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Any
 
 import click
@@ -37,6 +39,10 @@ def serve(store: str, host: str, port: int) -> None:
     from tbconvert.output import serve as library
 
     def run(opened: Any) -> None:
+        # Ctrl-C is how a server ends, normally (exit 0): uvicorn shuts down, then raises the
+        # signal again, which Python's own handler makes the KeyboardInterrupt it expects.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         library.serve(opened, host, port, announce=lambda line: click.echo(line, err=True))
 
     read_store(store, run)

@@ -7,6 +7,11 @@ after a chunk commits, while waiting for workers or between ``--watch`` passes) 
 transaction then rolls back.  Either way the store holds whole chunks only (design §7), and the
 next run continues from them.  ``--jobs`` workers ignore SIGINT, which a terminal sends to the
 whole process group: the writer stops them.
+
+Outside a conversion (the command line's start-up, its imports, a command that reads),
+:func:`stop_at_once` makes either signal raise :class:`Stopped`, so that the command ends
+with one line and exit 130 / 143 at any moment (SPEC §2), not with a traceback or click's
+``Aborted!``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,46 @@ class Interrupted(Exception):
         self.kept = "every transaction committed before it"
 
 
+class Stopped(BaseException):
+    """A signal that arrived outside :func:`on_signals` (see :func:`stop_at_once`).
+
+    A BaseException, as ``KeyboardInterrupt`` is, so that no ``except Exception`` swallows it;
+    not a ``KeyboardInterrupt``, which click turns into ``Aborted!`` and exit 1.
+
+    Attributes:
+        signum: The signal; exit_code: 128 + signum (130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        super().__init__(
+            f"stopped by {name}: nothing half-made is kept; run the same command again to continue"
+        )
+        self.signum = signum
+        self.exit_code = 128 + signum
+
+
+class StoppedAtOnce(KeyboardInterrupt):
+    """A second signal during a conversion: it stops at once, rolling back the transaction
+    under way.  ``exit_code`` is the first signal's (130 for SIGINT, 143 for SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__()
+        self.exit_code = 128 + signum
+
+
+def stop_at_once() -> None:
+    """From now on, SIGINT and SIGTERM raise :class:`Stopped` in the main thread (a program's
+    entry point calls this first; a conversion's :func:`on_signals` takes over while it runs
+    and puts this back after)."""
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        raise Stopped(signum)
+
+    for number in _SIGNALS:
+        signal.signal(number, stop)
+
+
 @contextmanager
 def on_signals() -> Iterator[None]:
     """Within, SIGINT and SIGTERM ask for a stop after the current transaction (main thread
@@ -47,7 +92,7 @@ def on_signals() -> Iterator[None]:
 
     def ask(signum: int, _frame: FrameType | None) -> None:
         if _requested:
-            raise KeyboardInterrupt  # asked twice: stop now, rolling back
+            raise StoppedAtOnce(_requested[0])  # asked twice: stop now, rolling back
         _requested.append(signum)
         _event.set()
 

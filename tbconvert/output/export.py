@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tbconvert.errors import ConverterError, MissingDependency, UsageError
+from tbconvert.errors import ConverterError, MissingDependency, UsageError, install_hint
 from tbconvert.filters import Globs
 from tbconvert.output.image_export import export_images
 from tbconvert.query.groups import Grouping, scalars_grouped
@@ -187,7 +187,7 @@ def write_parquet(columns: Sequence[str], data: Iterable[Sequence[Any]], output:
     except ImportError as error:
         raise MissingDependency(
             "Parquet needs pyarrow, which is not installed",
-            hint="pip install '.[parquet]' (in a tbconvert checkout)",
+            hint=install_hint("parquet"),
         ) from error
     values: list[list[Any]] = [[] for _ in columns]
     for row in data:
@@ -208,6 +208,10 @@ def write_parquet(columns: Sequence[str], data: Iterable[Sequence[Any]], output:
 @contextmanager
 def _replaced_when_done(output: str) -> Iterator[str]:
     # A temporary file beside ``output`` that takes its name only once written.
+    if os.path.isdir(output):
+        raise ConverterError(
+            "is a directory", path=output, hint="give the name of the file to write"
+        )
     directory = os.path.dirname(os.path.abspath(output))
     try:
         handle, temporary = tempfile.mkstemp(prefix=".tbconvert-", dir=directory)

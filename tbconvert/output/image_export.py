@@ -64,14 +64,18 @@ def export_images(
         The number of files written.
 
     Raises:
-        UsageError: ``directory`` is ``-`` or an existing file.
-        ConverterError: the directory cannot be created or written.
+        UsageError: ``directory`` is ``-``.
+        ConverterError: ``directory`` is an existing file, or cannot be created or written.
     """
     if directory == "-":
         raise UsageError("images are written as files", hint="give -o DIRECTORY")
     target = os.path.realpath(expand_path(directory))
     if os.path.exists(target) and not os.path.isdir(target):
-        raise UsageError("images go into a directory, and this is a file", path=directory)
+        raise ConverterError(
+            "images go into a directory, and this is a file",
+            path=directory,
+            hint="give a directory: it is made when missing",
+        )
     try:
         os.makedirs(target, exist_ok=True)
     except OSError as error:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tbconvert.errors import MissingDependency, UsageError
+from tbconvert.errors import MissingDependency, UsageError, install_hint
 from tbconvert.filters import Globs, globs
 from tbconvert.output.aggregate import AGGREGATES, BANDS, Band, band
 from tbconvert.output.linestyles import line_style
@@ -173,7 +173,7 @@ def require_matplotlib() -> Any:
     except ImportError as error:
         raise MissingDependency(
             "plotting needs matplotlib, which is not installed",
-            hint="pip install '.[plot]' (in a tbconvert checkout)",
+            hint=install_hint("plot"),
         ) from error
     return Figure
 

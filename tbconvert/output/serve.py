@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tbconvert.errors import MissingDependency, UsageError
+from tbconvert.errors import MissingDependency, UsageError, install_hint
 from tbconvert.output.datasette import database_name, metadata_for
 from tbconvert.store.engine import sqlite_path
 
@@ -35,7 +35,7 @@ def require_datasette() -> Any:
     except ImportError as error:
         raise MissingDependency(
             "serving needs datasette, which is not installed",
-            hint="pip install '.[serve]' (in a tbconvert checkout)",
+            hint=install_hint("serve"),
         ) from error
     return Datasette, uvicorn
 

@@ -8,15 +8,19 @@ name: a crash between creating it and recording its id leaves nothing else to fi
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import sqlite3
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tbconvert.errors import MissingDependency, PushError
+from tbconvert.errors import MissingDependency, PushError, install_hint
 from tbconvert.push.source import RunRow
+from tbconvert.store.engine import sqlite_path
 from tbconvert.urls import redacted
 
 RUN_ID_TAG = "tbconvert.run_id"
@@ -27,6 +31,8 @@ MAX_PARAMS_TAGS_PER_BATCH = 100
 MAX_PARAM_VALUE_LENGTH = 6000
 MAX_TAG_VALUE_LENGTH = 8000
 _PROBE_SECONDS = 10
+# Tracking URIs that name a database MLflow itself creates and migrates (SQLAlchemy URLs).
+_DATABASE_SCHEMES = re.compile(r"(sqlite|postgresql|mysql|mssql)[+a-z0-9]*:", re.IGNORECASE)
 
 
 def make_client(tracking_uri: str) -> Any:
@@ -41,13 +47,81 @@ def make_client(tracking_uri: str) -> Any:
     except ImportError as error:
         raise MissingDependency(
             "pushing to MLflow needs mlflow, which is not installed",
-            hint="pip install '.[mlflow]' (in a tbconvert checkout)",
+            hint=install_hint("mlflow"),
         ) from error
     if tracking_uri.startswith(("http://", "https://")):
         _probe(tracking_uri)
     # Ending a run prints its web address on stdout, which carries data only (--json).
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    if _DATABASE_SCHEMES.match(tracking_uri):
+        return _open_database(MlflowClient, tracking_uri)
     return MlflowClient(tracking_uri=tracking_uri)
+
+
+def _open_database(client_class: Any, tracking_uri: str) -> Any:
+    """A client of MLflow's tracking database, opened now, so that one that MLflow's own
+    set-up left half made is said in one line with its fix, not as a traceback of its
+    migrations.
+
+    MLflow creates a new tracking database in several hundred statements, not one
+    transaction: stopped midway (a first push killed), every later opening fails ("table ...
+    already exists", "duplicate column", or an out-of-date schema), and ``mlflow db upgrade``
+    fails the same way.  Nothing reached such a database, since its set-up never ended:
+    removing it is the fix.
+    """
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        client = client_class(tracking_uri=tracking_uri)
+        client.search_experiments(max_results=1)  # some MLflow versions open it lazily
+    except (SQLAlchemyError, MlflowException) as error:
+        raise _opening_error(error, tracking_uri) from error
+    return client
+
+
+def _opening_error(error: Exception, tracking_uri: str) -> PushError:
+    message = str(getattr(error, "message", error)).splitlines()[0]
+    where = sqlite_path(tracking_uri) or redacted(tracking_uri)
+    if "already exists" in message or "duplicate column" in message:
+        what = (
+            "is half made: MLflow creates it in many steps, and a first push (or other "
+            "MLflow use) was stopped midway"
+        )
+        hint = _half_made_fix(tracking_uri, upgrade=False)
+    elif "out-of-date database schema" in message:
+        what = (
+            "has an older schema than this MLflow: an older MLflow wrote it, or MLflow's own "
+            "set-up of it was stopped midway"
+        )
+        hint = _half_made_fix(tracking_uri, upgrade=True)
+    else:
+        return PushError(f"MLflow cannot open its tracking database ({message})", path=where)
+    return PushError(f"MLflow's tracking database {what}", path=where, hint=hint)
+
+
+def _half_made_fix(tracking_uri: str, *, upgrade: bool) -> str:
+    path = sqlite_path(tracking_uri)
+    empty = path is not None and _holds_no_runs(path)
+    upgrade_it = f"back it up and run mlflow db upgrade {redacted(tracking_uri)}"
+    if not upgrade:
+        if empty:
+            return f"it holds no runs: remove it (rm {path}) and push again"
+        return "restore it from a backup: mlflow db upgrade cannot finish it"
+    if empty:
+        return (
+            f"if its set-up was stopped (no runs in it), remove it (rm {path}); else {upgrade_it}"
+        )
+    return upgrade_it
+
+
+def _holds_no_runs(path: str) -> bool:
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            [(count,)] = db.execute("SELECT count(*) FROM runs").fetchall()
+    except sqlite3.Error:
+        return False
+    return bool(count == 0)
 
 
 def _probe(tracking_uri: str) -> None:

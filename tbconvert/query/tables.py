@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tbconvert.errors import MissingDependency, UsageError
+from tbconvert.errors import MissingDependency, UsageError, install_hint
 from tbconvert.filters import Globs, globs, matches
 from tbconvert.query import inventory, lookups
 from tbconvert.query import metrics as metric_rules
@@ -43,7 +43,7 @@ def require_pandas() -> Any:
     except ImportError as error:
         raise MissingDependency(
             "this needs pandas, which is not installed",
-            hint="pip install '.[pandas]' (from a tbconvert checkout)",
+            hint=install_hint("pandas"),
         ) from error
     return pandas
 

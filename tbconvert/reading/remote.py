@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, BinaryIO, cast
 
-from tbconvert.errors import LogdirError, MissingDependency
+from tbconvert.errors import LogdirError, MissingDependency, install_hint
 from tbconvert.reading.remote_heads import HEAD_BYTES, keep_head, kept_head
 from tbconvert.urls import redacted
 
@@ -99,7 +99,7 @@ def _filesystem(url: str) -> tuple[Any, str]:
         raise MissingDependency(
             f"reading {protocol}:// URLs needs a package that is not installed ({error})",
             path=redacted(url),
-            hint=f"pip install 'tbconvert[{extra}]'",
+            hint=install_hint(extra),
         ) from error
     except ValueError as error:
         if protocol not in fsspec.available_protocols():

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 
-from tbconvert.errors import StoreError
+from tbconvert.errors import StoreError, install_hint
 
 DEFAULT_STORE = "tbconvert.db"
 # Alembic's version table under our name: what makes a database a tbconvert store.
@@ -126,27 +126,54 @@ def create_store_engine(url: str) -> Engine:
 
 def _read_only_if_unwritable(url: str) -> str:
     """A store SQLite cannot write (read-only media, a read-only file or directory) is opened
-    read-only, so that reading it never tries to write (SQLite reads a WAL store without its
-    ``-shm`` file then).  Not ``immutable``: another process with more rights may still be
-    writing it.  Writing through it fails with SQLite's "readonly database", named."""
+    read-only, so that reading it never tries to write.  Writing through it fails with
+    SQLite's "readonly database", named.
+
+    A WAL store read-only still needs its ``-shm`` file, which a read-only directory cannot
+    get: with no ``-wal`` file either, no connection has the store open (the last one to close
+    removes both), and a writer would have to create them in that directory, so the file is
+    read as ``immutable`` (SQLite then takes no locks and needs no ``-shm``).  With a ``-wal``
+    there, it may hold commits the file lacks: read-only, which reads them when ``-shm`` is
+    there too.  Not ``immutable`` whenever the directory is writable: another process may
+    be writing the store while it is read (SPEC §9: a store on read-only media can be read).
+    """
     path = sqlite_path(url)
-    if path is None or not os.path.exists(path) or "mode=" in url:
+    if path is None or not os.path.exists(path) or "immutable=" in url:
         return url
-    directory = os.path.dirname(path) or "."
-    if os.access(path, os.W_OK) and os.access(directory, os.W_OK):
+    if "mode=" in url and "mode=ro" not in url:
         return url
+    directory_writable = os.access(os.path.dirname(path) or ".", os.W_OK)
+    if "mode=ro" not in url and directory_writable and os.access(path, os.W_OK):
+        return url
+    if not directory_writable and not os.path.exists(path + "-wal"):
+        return f"sqlite:///file:{path}?mode=ro&immutable=1&uri=true"
     return f"sqlite:///file:{path}?mode=ro&uri=true"
 
 
 def _server_engine(url: str) -> Engine:
-    # The application name shows in pg_stat_activity: an admin can tell converters apart.
-    connect_args = {"application_name": "tbconvert"} if url.startswith("postgresql") else {}
-    try:
-        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
-    except ModuleNotFoundError as error:
+    if not url.startswith("postgresql"):
+        # SQLAlchemy would open MySQL and others (given their driver), but the bulk writers,
+        # migrations and views exist for SQLite and PostgreSQL only.
+        backend = url.split(":", 1)[0].split("+")[0]
         raise StoreError(
-            f"the database driver for this store is not installed ({error.name})",
-            hint="install PostgreSQL support: pip install '.[postgres]' (in a tbconvert checkout)",
+            f"tbconvert stores runs in SQLite or PostgreSQL, not {backend}",
+            path=store_display(url),
+            hint="give a file path, sqlite:///PATH or postgresql://user@host/db as --store",
+        )
+    try:
+        # The application name shows in pg_stat_activity: an admin can tell converters apart.
+        return create_engine(
+            url, pool_pre_ping=True, connect_args={"application_name": "tbconvert"}
+        )
+    except ModuleNotFoundError as error:
+        # The postgres extra brings psycopg 3; a URL may name another driver (psycopg2).
+        hint = install_hint("postgres")
+        if error.name != "psycopg":
+            hint = "tbconvert uses psycopg 3: write the URL as postgresql://user@host/db"
+        raise StoreError(
+            f"the PostgreSQL driver is not installed ({error.name})",
+            path=store_display(url),
+            hint=hint,
         ) from None
 
 

@@ -244,7 +244,7 @@ def refuse_foreign(conn: Connection, current: str | None, head: str = HEAD_REVIS
             f"the store was written by a newer tbconvert (schema revision {current}, this "
             f"version knows up to {head})",
             path=_display(conn.engine),
-            hint="upgrade tbconvert: pip install -U tbconvert",
+            hint="update the tbconvert checkout (git pull) and install it again: pip install .",
         )
 
 

@@ -13,6 +13,8 @@ import csv
 import io
 import json
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +153,37 @@ CHECKS = [
 def test_a_check_per_command() -> None:
     assert len(CHECKS) == len(commands()) - 1
     assert json.dumps(commands()[-1]).count("serve") == 1
+
+
+def outputs() -> list[str]:
+    """What the README's commands write: their ``-o`` values."""
+    return [line.split(" -o ", 1)[1].split()[0] for line in commands() if " -o " in line]
+
+
+def test_what_the_commands_write_in_the_checkout_is_ignored_and_cleaned() -> None:
+    assert len(outputs()) == 5
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    cleaned = subprocess.run(
+        ["make", "-n", "clean"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    for output in outputs():
+        ignored = subprocess.run(["git", "check-ignore", "-q", output], cwd=ROOT)
+        assert ignored.returncode == 0, f"{output} is not git-ignored"
+        assert output.rstrip("/") in cleaned, f"make clean leaves {output}"
+
+
+def test_the_quick_start_query_tells_every_series_apart(workdir: Path) -> None:
+    """Each row of the Quick start's query names its series (train and validation rows of one
+    tag differ in a column other than step and value)."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    [query] = re.findall(r'^sqlite3 runs\.db "(.+)"$', section, flags=re.MULTILINE)
+    with sqlite3.connect(workdir / "demo.db") as connection:
+        cursor = connection.execute(query)
+        names = [column[0] for column in cursor.description]
+        rows = cursor.fetchall()
+    assert names[-2:] == ["step", "value"] and "context" in names
+    series = [row[:-2] for row in rows]
+    assert len(series) == len(set(series)) > 0
+    assert any(row[names.index("context")] == "validation" for row in rows)

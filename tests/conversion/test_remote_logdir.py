@@ -239,7 +239,7 @@ def test_a_protocol_without_its_package_names_the_extra(
 
     monkeypatch.setitem(sys.modules, "gcsfs", None)
     monkeypatch.delitem(_registry, "gs", raising=False)  # imported by an earlier test
-    with pytest.raises(MissingDependency, match=r"tbconvert\[gcs\]"):
+    with pytest.raises(MissingDependency, match=r"pip install '\.\[gcs\]'"):
         convert("gs://bucket/logs", tmp_path / "runs.db")
     assert not (tmp_path / "runs.db").exists()
 
