@@ -194,6 +194,10 @@ def test_a_flat_switch_moves_files_without_reading_them(
     logdir = tmp_path / "logs"
     _nested_logdir(logdir)
     convert(logdir, store)
+    before = view_rows(store)
+    plan = convert(logdir, store, flat=True, dry_run=True).plan
+    moved = [(entry["then"], entry["bytes"]) for entry in plan if entry["action"] == "moved"]
+    assert moved == [("unchanged", 0)] * 3 and view_rows(store) == before
     flat = convert(logdir, store, flat=True)
     assert (flat.files_moved, flat.files_read, flat.bytes_read) == (3, 0, 0)
     assert flat.total_points == 0 and flat.files_unchanged == 4
@@ -212,8 +216,12 @@ def test_a_moved_file_that_grew_reads_only_its_new_bytes(
     convert(logdir, store)
     size = files["train"].stat().st_size
     append_events(files["train"], events("loss", range(40, 50)))
+    grown = files["train"].stat().st_size - size
+    plan = convert(logdir, store, flat=True, dry_run=True).plan
+    moved = {entry["path"]: (entry["then"], entry["bytes"]) for entry in plan}
+    assert moved[str(files["train"].relative_to(logdir))] == ("append", grown)
     flat = convert(logdir, store, flat=True)
     assert (flat.files_moved, flat.files_read) == (3, 1)
-    assert flat.bytes_read == files["train"].stat().st_size - size
+    assert flat.bytes_read == grown
     assert flat.points == {"scalars": 10}
     assert without_run_ids(view_rows(store)) == _fresh(make_store, tmp_path, logdir, "f", True)
