@@ -288,9 +288,12 @@ def render_plan(summary: Summary) -> str:
     """What a dry run would read."""
     lines = [f"Dry run: {summary.logdir} -> {summary.store} (nothing written)"]
     for entry in summary.plan:
+        # A moved file is read only as it then stands: its new bytes, or whole if replaced.
+        then = entry.get("then", "unchanged")
+        how = f", {then}" if entry["action"] == "moved" and then != "unchanged" else ""
         lines.append(
             f"  {entry['action']:<9} {entry['run_path']} [{entry['context']}] "
-            f"{entry['path']} ({entry['bytes']:,} bytes)"
+            f"{entry['path']} ({entry['bytes']:,} bytes{how})"
         )
     lines.extend(f"  {line.replace('took', 'would take', 1)}" for line in summary.taken_over)
     lines.append(

@@ -1,10 +1,11 @@
 """One conversion into an open store: plan per file, then apply the decoded chunks in order.
 
 What the store keeps per file, and what each file needs, are ``conversion.plan``'s (design
-§7).  Whatever has to go (a replaced file's points, a moved file's old row) goes in the
-transaction of the file's first new chunk; each chunk commits with the file's new state, and
-only the last says "read to the end", so a crash at any moment leaves a store the next run
-completes.  The chunks of small files share a transaction (``conversion.commits``).
+§7).  A file filed elsewhere now moves with its points in the planning transaction
+(``conversion.relocation``); a replaced file's points go in the transaction of its first new
+chunk; each chunk commits with the file's new state, and only the last says "read to the
+end", so a crash at any moment leaves a store the next run completes.  The chunks of small
+files share a transaction (``conversion.commits``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tbconvert.conversion.commits import (
 )
 from tbconvert.conversion.options import ConvertOptions
 from tbconvert.conversion.plan import plan_files, reclassified
+from tbconvert.conversion.relocation import relocate
 from tbconvert.conversion.sources import Origin, check_source, other_source
 from tbconvert.conversion.summary import FileProblem, Summary, progress_bar
 from tbconvert.conversion.takeover import take_over, taken_away
@@ -107,10 +109,14 @@ class Job:
             notice = None if known else other_source(self.writer, self.origin, self.classification)
             if notice is not None:
                 self.summary.warnings.append(notice)
+            self.summary.orphans_new, self.summary.runs_merged = reclassified(
+                self.classification, known
+            )
+            self.summary.files_moved = relocate(
+                self.writer, self.origin, self.classification, known
+            )
+            # After the moves: a moved file's tags are remembered in its new place.
             remembered = self.writer.known_metadata(self.origin.source) if known else {}
-        self.summary.orphans_new, self.summary.runs_merged = reclassified(
-            self.classification, known
-        )
         tasks: list[FileTask] = []
         options = self.options
         for plan in plan_files(self.classification, known, options.full, options.selection):
@@ -122,8 +128,7 @@ class Job:
                 self.summary.files_unchanged += 1
                 continue
             group = (plan.run.run_path, plan.file.context)
-            moved = plan.action == "moved"
-            state = None if moved else plan.state
+            state = plan.state
             tasks.append(
                 FileTask(
                     index=len(tasks),
@@ -138,7 +143,6 @@ class Job:
                     stored_digest=None if state is None else state.head_digest,
                     known_metadata=remembered.setdefault(group, {}),
                     from_start=plan.from_start,
-                    moved_from=plan.state.id if moved and plan.state is not None else None,
                     sidecar=plan.file.sidecar,
                 )
             )
@@ -244,8 +248,6 @@ class Job:
             return
         if outcome.replaced:
             self.summary.files_replaced += 1
-        if task.moved_from is not None and chunk.restart:
-            self.summary.files_moved += 1
         self.committed_points += chunk.points()
         self.summary.add_damage(task.rel_path, chunk.damage)
         advance(max(outcome.file.state.offset_consumed - outcome.before, 0))
@@ -260,9 +262,6 @@ class Job:
         """
         writer = self.writer
         run = self._runs[task.run_path]
-        old_place = None
-        if task.moved_from is not None and chunk.restart:
-            old_place = writer.delete_file(task.moved_from)
         run_id = self.origin.run_id(
             writer, self.classification.logdir, run.run_path, run.group_path
         )
@@ -295,8 +294,6 @@ class Job:
                 first_wall_time=None,
                 last_wall_time=None,
             )
-        if old_place is not None:
-            writer.drop_empty(*old_place)
         state = state.updated(
             size=task.size,
             mtime_ns=task.mtime_ns,

@@ -306,13 +306,17 @@ def _dry_run_plan(
     moves = takeover.dry_run_moves(url, origin, classification, known, whole=not options.runs)
     summary.files_taken_over, summary.taken_over = len(moves), takeover.notices(moves)
     summary.orphans_new, summary.runs_merged = reclassified(classification, known)
+    plans = plan_files(classification, known, options.full, options.selection)
+    summary.files_moved = sum(plan.moved for plan in plans)
     return [
         {
-            "action": plan.action,
+            # A moved file says so; "then" is what reading it does in its new place.
+            "action": "moved" if plan.moved else plan.action,
+            "then": plan.action,
             "run_path": plan.run.run_path,
             "context": plan.file.context,
             "path": plan.file.rel_path,
             "bytes": plan.bytes_to_read,
         }
-        for plan in plan_files(classification, known, options.full, options.selection)
+        for plan in plans
     ]

@@ -5,8 +5,9 @@ mtime, a digest of the first record, the offset read, whether that read reached 
 the selection it was read under (design §7).  Actions:
 
 - ``new``: not in the store.
-- ``moved``: in the store under another (run, context) (``--flat`` switched, a classification
-  that changed): its points and row go, and it is read again into its place.
+- ``moved`` is no action but a flag: a file the store holds under another (run, context)
+  (``--flat`` switched, a classification that changed) moves there with its points before
+  planning (``conversion.relocation``), nothing read again, and is then planned as it stands.
 - ``unchanged``: read to its end under a selection that covers this one, and its size and
   mtime are as stored: not even opened.
 - ``replaced``: it shrank or its first record changed: read again from 0, old points deleted.
@@ -29,7 +30,7 @@ from tbconvert.reading.first_record import head_digest
 from tbconvert.reading.records import open_event_file
 from tbconvert.store.file_states import FileState, KnownFile
 
-ACTIONS = ("new", "moved", "append", "replaced", "reread", "unchanged", "unreadable")
+ACTIONS = ("new", "append", "replaced", "reread", "unchanged", "unreadable")
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,11 @@ class FilePlan:
     Attributes:
         action: One of :data:`ACTIONS`.
         run: The run it belongs to; file, the file itself.
-        state: What the store holds for it (None when new; the old place's when moved).
+        state: What the store holds for it (None when new).
         size, mtime_ns: As stat'ed now (0 when unreadable).
         reason: Why it is unreadable.
+        moved: The store holds it under another (run, context) (``--dry-run`` only: a
+            conversion moves such files before it plans).
     """
 
     action: str
@@ -51,6 +54,7 @@ class FilePlan:
     size: int = 0
     mtime_ns: int = 0
     reason: str | None = None
+    moved: bool = False
 
     @property
     def bytes_to_read(self) -> int:
@@ -64,7 +68,7 @@ class FilePlan:
     @property
     def from_start(self) -> bool:
         """Whether it is read from offset 0 whatever the store holds."""
-        return self.action in ("moved", "reread")
+        return self.action == "reread"
 
 
 def plan_files(
@@ -99,6 +103,24 @@ def reclassified(
     return new_orphans, len(moved - {run.run_path for run in classification.runs})
 
 
+def misplaced(
+    classification: Classification, known: dict[str, KnownFile]
+) -> list[tuple[RunSource, EventFileSource, KnownFile]]:
+    """The stored files the classification files under another (run, context) than the
+    store does, with the run and file as classified now, in the classification's order."""
+    found = []
+    for run in classification.runs:
+        for source in run.files:
+            stored = known.get(source.rel_path)
+            if stored is not None and not _in_place(stored, run, source):
+                found.append((run, source, stored))
+    return found
+
+
+def _in_place(stored: KnownFile, run: RunSource, source: EventFileSource) -> bool:
+    return (stored.run_path, stored.context) == (run.run_path, source.context)
+
+
 def _plan_file(
     run: RunSource,
     source: EventFileSource,
@@ -107,26 +129,21 @@ def _plan_file(
     selection: Selection,
 ) -> FilePlan:
     state = None if known is None else known.state
+    moved = known is not None and not _in_place(known, run, source)
     if source.listed is not None:
         size, mtime_ns = source.listed  # a remote object, as its logdir's listing gave it
     else:
         try:
             stat = os.stat(source.path)
         except OSError as error:
-            return FilePlan("unreadable", run, source, state, reason=unreadable_reason(error))
+            reason = unreadable_reason(error)
+            return FilePlan("unreadable", run, source, state, reason=reason, moved=moved)
         size, mtime_ns = stat.st_size, stat.st_mtime_ns
-    return FilePlan(
-        _action(run, source, known, full, selection, size, mtime_ns),
-        run,
-        source,
-        state,
-        size,
-        mtime_ns,
-    )
+    action = _action(source, known, full, selection, size, mtime_ns)
+    return FilePlan(action, run, source, state, size, mtime_ns, moved=moved)
 
 
 def _action(
-    run: RunSource,
     source: EventFileSource,
     known: KnownFile | None,
     full: bool,
@@ -136,9 +153,8 @@ def _action(
 ) -> str:
     if known is None:
         return "new"
+    # Where it is stored does not matter: a moved file is planned as it stands in its place.
     state = known.state
-    if (known.run_path, known.context) != (run.run_path, source.context):
-        return "moved"
     if full:
         return "reread"
     covered = Selection.from_canonical(state.selection).covers(selection)

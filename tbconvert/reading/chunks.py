@@ -73,9 +73,7 @@ class FileTask:
         offset: The stored offset read to (0 when new).
         stored_size, stored_digest: The stored size and first-record digest (None when new).
         known_metadata: Tag metadata the store remembers for this (run, context).
-        from_start: Read from 0 whatever the store holds (stored under a narrower selection,
-            or moved from another (run, context)).
-        moved_from: The id of the file's row in its old (run, context), which goes.
+        from_start: Read from 0 whatever the store holds (stored under a narrower selection).
         sidecar: A sidecar of params (``reading.sidecars``), not an event file.
     """
 
@@ -91,7 +89,6 @@ class FileTask:
     stored_digest: str | None
     known_metadata: dict[str, TagMetadata]
     from_start: bool = False
-    moved_from: int | None = None
     sidecar: bool = False
 
 

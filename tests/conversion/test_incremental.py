@@ -11,7 +11,13 @@ import pytest
 
 from tbconvert import convert
 from tests.support.eventfiles import append_events, simple_value, summary_event, write_events
-from tests.support.snapshots import StoreFactory, file_states, point_count, view_rows
+from tests.support.snapshots import (
+    StoreFactory,
+    file_states,
+    point_count,
+    view_rows,
+    without_run_ids,
+)
 
 Clean = Callable[[Path], dict]  # logdir -> the views of a clean conversion of it
 
@@ -158,3 +164,64 @@ def test_sequence_of_changes_matches_a_clean_run(logdir: Path, store: str, clean
         change()
         convert(logdir, store)
         assert view_rows(store) == clean(logdir)
+
+
+def _nested_logdir(root: Path) -> dict[str, Path]:
+    """Runs whose subdirectories are contexts, or runs of their own under ``--flat``: one
+    file alone in its place, two sharing a place and a tag, and a run with its own file."""
+    files = {
+        "train": root / "group" / "run" / "train" / "events.out.tfevents.1.host",
+        "eval_1": root / "group" / "run" / "eval" / "events.out.tfevents.1.host",
+        "eval_2": root / "group" / "run" / "eval" / "events.out.tfevents.2.host",
+        "own": root / "solo" / "events.out.tfevents.1.host",
+    }
+    write_events(files["train"], events("loss", range(40)))
+    write_events(files["eval_1"], events("loss", range(0, 40, 10), scale=2.0))
+    write_events(files["eval_2"], events("loss", range(40, 60, 10), base=5000.0, scale=2.0))
+    write_events(files["own"], events("acc", range(5)))
+    return files
+
+
+def _fresh(make_store: StoreFactory, tmp_path: Path, logdir: Path, name: str, flat: bool) -> dict:
+    fresh = make_store(tmp_path, name)
+    convert(logdir, fresh, flat=flat)
+    return without_run_ids(view_rows(fresh))
+
+
+def test_a_flat_switch_moves_files_without_reading_them(
+    tmp_path: Path, store: str, make_store: StoreFactory
+) -> None:
+    logdir = tmp_path / "logs"
+    _nested_logdir(logdir)
+    convert(logdir, store)
+    before = view_rows(store)
+    plan = convert(logdir, store, flat=True, dry_run=True).plan
+    moved = [(entry["then"], entry["bytes"]) for entry in plan if entry["action"] == "moved"]
+    assert moved == [("unchanged", 0)] * 3 and view_rows(store) == before
+    flat = convert(logdir, store, flat=True)
+    assert (flat.files_moved, flat.files_read, flat.bytes_read) == (3, 0, 0)
+    assert flat.total_points == 0 and flat.files_unchanged == 4
+    assert without_run_ids(view_rows(store)) == _fresh(make_store, tmp_path, logdir, "f", True)
+    # And back: the two runs merge into group/run again, still without a byte read.
+    back = convert(logdir, store)
+    assert (back.files_moved, back.bytes_read, back.runs_merged) == (3, 0, 2)
+    assert without_run_ids(view_rows(store)) == _fresh(make_store, tmp_path, logdir, "n", False)
+
+
+def test_a_moved_file_that_grew_reads_only_its_new_bytes(
+    tmp_path: Path, store: str, make_store: StoreFactory
+) -> None:
+    logdir = tmp_path / "logs"
+    files = _nested_logdir(logdir)
+    convert(logdir, store)
+    size = files["train"].stat().st_size
+    append_events(files["train"], events("loss", range(40, 50)))
+    grown = files["train"].stat().st_size - size
+    plan = convert(logdir, store, flat=True, dry_run=True).plan
+    moved = {entry["path"]: (entry["then"], entry["bytes"]) for entry in plan}
+    assert moved[str(files["train"].relative_to(logdir))] == ("append", grown)
+    flat = convert(logdir, store, flat=True)
+    assert (flat.files_moved, flat.files_read) == (3, 1)
+    assert flat.bytes_read == grown
+    assert flat.points == {"scalars": 10}
+    assert without_run_ids(view_rows(store)) == _fresh(make_store, tmp_path, logdir, "f", True)

@@ -226,11 +226,6 @@ def test_a_store_of_the_previous_rules_is_reclassified_by_the_next_plain_run(
     assert without_run_ids(views_without_gone(store)) == without_run_ids(view_rows(clean))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a file whose (run, context) changed is deleted and read again from 0 "
-    "(conversion.job), not moved with its points: SPEC §3 and §7 say nothing is read twice",
-)
 def test_a_reclassified_file_is_moved_without_being_read_again(
     tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -78,7 +78,9 @@ def test_moved_replaced_and_gone_files_are_counted(tmp_path: Path) -> None:
     # --flat: train and eval become runs of their own, group/run their group.
     flat = convert(logs, store, flat=True)
     assert flat.files_moved == 2 and flat.files_replaced == 0
-    assert flat.runs_created == 2 and flat.files_read == 2 and flat.files_unchanged == 1
+    # They move with their points: none is read again (each counts as unchanged too).
+    assert flat.runs_created == 2 and flat.files_read == 0 and flat.files_unchanged == 3
+    assert flat.bytes_read == 0
     runs = sqlite_rows(store, "SELECT run_path, group_path, name FROM runs ORDER BY run_path")
     assert runs == [
         ("group/run/eval", "group/run", "eval"),

@@ -40,15 +40,18 @@ def test_a_file_that_cannot_be_opened_is_one_last_chunk_with_the_reason(tmp_path
 
 
 @pytest.mark.mutant_gap
-def test_a_moved_file_read_in_several_chunks_is_one_move(tmp_path: Path) -> None:
-    # --flat makes group/run/train a run of its own: its file moves there, and is read again
-    # from its start in three chunks of 10 points; only the first one says so.
+def test_a_moved_and_replaced_file_read_in_several_chunks_is_one_of_each(tmp_path: Path) -> None:
+    # --flat makes group/run/train a run of its own: its file moves there with its points;
+    # rewritten with another first record, it is then read again from its start in three
+    # chunks of 10 points, and only the first one says it replaced the stored points.
     logs, store = tmp_path / "logs", tmp_path / "s.db"
-    write_events(
-        logs / "group" / "run" / "train" / "events.out.tfevents.1.h",
-        [summary_event(step, 1e9 + step, [simple_value("loss", 0.5)]) for step in range(30)],
-    )
+    path = logs / "group" / "run" / "train" / "events.out.tfevents.1.h"
+    write_events(path, [summary_event(1, 1e9, [simple_value("loss", 0.5)])])
     convert(logs, store, chunk_points=10)
+    write_events(
+        path, [summary_event(step, 2e9 + step, [simple_value("loss", 0.5)]) for step in range(30)]
+    )
     flat = convert(logs, store, flat=True, chunk_points=10)
-    assert (flat.files_moved, flat.files_read, flat.records_read) == (1, 1, 31)
+    assert (flat.files_moved, flat.files_replaced, flat.files_read) == (1, 1, 1)
+    assert flat.records_read == 31 and flat.bytes_read == path.stat().st_size
     assert flat.points == {"scalars": 30}
