@@ -213,8 +213,12 @@ def _check_workers(workers: Sequence[Any]) -> None:
 
 
 def _worker_process(parent: int, *work: Any) -> None:
-    """A worker process's body: :func:`_work`, for as long as the writer (``parent``) lives."""
+    """A worker process's body: :func:`_work`, for as long as the writer (``parent``) lives,
+    at a lower priority than the writer and leaving signals to it."""
     end_with_parent(parent)
+    stopping.ignore_in_worker()
+    if hasattr(os, "nice"):
+        os.nice(_WORKER_NICENESS)
     _work(*work)
 
 
@@ -226,9 +230,6 @@ def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
     Without the time bound a few files of mixed plugins (tens of milliseconds each, few
     points) made one parcel, and --jobs 2 decoded them all before the writer saw the first.
     """
-    stopping.ignore_in_worker()
-    if hasattr(os, "nice"):
-        os.nice(_WORKER_NICENESS)
     carried: KnownMetadataByContext = {}
     parcel: list[Any] = []
     points = size = 0
