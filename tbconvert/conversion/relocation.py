@@ -44,15 +44,42 @@ def relocate(
             # Filed there by a converter that classifies otherwise since the lock was
             # taken: the next conversion settles it, as this one cannot hold it in order.
             continue
-        run_id = origin.run_id(writer, classification.logdir, run.run_path, run.group_path)
-        context_id = writer.context_id(source.context)
-        place = move_file(writer, stored.state.id or 0, run_id, context_id, source.rel_path)
-        if place is None:
+        target = file_into(
+            writer,
+            origin,
+            classification.logdir,
+            stored.state.id or 0,
+            (run.run_path, run.group_path, source.context, source.rel_path),
+            left,
+        )
+        if target is None:
             continue
-        writer.drop_empty(*place)
-        left.add(place[0])
+        run_id, context_id = target
         state = stored.state.updated(run_id=run_id, context_id=context_id)
         known[source.rel_path] = KnownFile(state, run.run_path, source.context)
         moved += 1
     forget_pushes_of_gone_runs(writer, left)
     return moved
+
+
+def file_into(
+    writer: StoreWriter,
+    origin: Origin,
+    logdir: str,
+    file_id: int,
+    place: tuple[str, str, str, str],
+    left: set[int],
+) -> tuple[int, int] | None:
+    """Move the stored file ``file_id`` to ``place``, this conversion's (run path, group path,
+    context, file path relative to ``logdir``), dropping what it leaves empty and adding the
+    run it left to ``left`` (whose push records go once all moves are done).  Returns the
+    (run, context) ids it went to; None when another converter took it away first."""
+    run_path, group_path, context, path = place
+    run_id = origin.run_id(writer, logdir, run_path, group_path)
+    context_id = writer.context_id(context)
+    old_place = move_file(writer, file_id, run_id, context_id, path)
+    if old_place is None:
+        return None
+    writer.drop_empty(*old_place)
+    left.add(old_place[0])
+    return run_id, context_id

@@ -24,13 +24,14 @@ from sqlalchemy.engine import Connection
 
 from tbconvert.conversion.commits import OpenFile
 from tbconvert.conversion.options import ConvertOptions
+from tbconvert.conversion.relocation import file_into
 from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
 from tbconvert.reading.discovery import Classification
 from tbconvert.reading.remote import is_remote
 from tbconvert.store.file_heads import Head
 from tbconvert.store.file_states import KnownFile, select_file_states
-from tbconvert.writing.moves import forget_pushes_of_gone_runs, move_file
+from tbconvert.writing.moves import forget_pushes_of_gone_runs
 from tbconvert.writing.writer import StoreWriter
 
 # Take-overs on a server wait on each other whole (an advisory lock of this made-up run)
@@ -195,15 +196,13 @@ def take_over(
     left: set[int] = set()
     for move in moves:
         file_id = move.file.state.id or 0
-        if move.duplicate:
-            place = writer.delete_file(file_id)
-        else:
+        if not move.duplicate:
             group = posixpath.dirname(move.run_path)
-            target = origin.run_id(writer, classification.logdir, move.run_path, group)
-            place = move_file(writer, file_id, target, writer.context_id(move.context), move.path)
-        if place is not None:
-            writer.drop_empty(*place)
-            left.add(place[0])
+            place = (move.run_path, group, move.context, move.path)
+            file_into(writer, origin, classification.logdir, file_id, place, left)
+        elif (gone := writer.delete_file(file_id)) is not None:
+            writer.drop_empty(*gone)
+            left.add(gone[0])
         writer.statements.run(
             "DELETE FROM file_heads WHERE source = :source AND path = :path",
             {"source": move.nested.source, "path": move.file.state.path},
