@@ -1,4 +1,5 @@
-"""The ``tbconvert`` group and what its commands share: options, error translation, output.
+"""The ``tbconvert`` app (the click group every command is registered on) and what its commands
+share: options, error translation, output.
 
 Kept apart from ``tbconvert/cli/__init__.py`` so the command modules import it without importing
 their own package (which imports them: a cycle ``tests/test_layers.py`` rejects).
