@@ -21,6 +21,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from tbconvert.errors import ConverterError, UsageError
+from tbconvert.output.choices import RESUMED, RESUMED_DEFAULT
 from tbconvert.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -204,6 +205,18 @@ def grouping_options(what: str) -> Callable[[F], F]:
         )(function)
 
     return decorate
+
+
+def resumed_option(function: F) -> F:
+    """``--resumed current|all``: which points of a resumed run's scalar series are read."""
+    return click.option(
+        "--resumed",
+        type=click.Choice(RESUMED),
+        default=RESUMED_DEFAULT,
+        show_default=True,
+        help="Scalars: each series as its last attempt left it (a resumed run's earlier points "
+        "at or after the step it went back to left out), or every record in write order.",
+    )(function)
 
 
 def grouping_of(group_by: tuple[str, ...], aggregate_over: tuple[str, ...]) -> Any:

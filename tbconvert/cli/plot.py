@@ -14,24 +14,11 @@ from tbconvert.cli.app import (
     grouping_options,
     output_file,
     read_store,
+    resumed_option,
     run_option,
     store_option,
 )
-
-# Kept in step with tbconvert.output.plot.X_AXES and output.aggregate's choices by a test
-# (imported lazily, for start-up time).
-X_AXES = ("step", "relative", "wall")
-AGGREGATES = ("mean", "median")
-RESUMED = ("current", "all")
-BANDS = ("std", "sem", "ci95", "minmax", "none")
-resumed_option = click.option(
-    "--resumed",
-    type=click.Choice(RESUMED),
-    default="current",
-    show_default=True,
-    help="Each series as its last attempt left it, or every record in write order (a resumed "
-    "run's zigzag).",
-)
+from tbconvert.output.choices import AGGREGATES, BANDS, X_AXES
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)

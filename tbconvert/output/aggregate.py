@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-AGGREGATES = ("mean", "median")
-BANDS = ("std", "sem", "ci95", "minmax", "none")
 # Student's t at 0.975 for 1..30 degrees of freedom (the band's half width is t * sem).
 _T975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,

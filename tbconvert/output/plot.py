@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tbconvert.errors import MissingDependency, UsageError, install_hint
 from tbconvert.filters import Globs, globs
-from tbconvert.output.aggregate import AGGREGATES, BANDS, Band, band
+from tbconvert.output.aggregate import Band, band
+from tbconvert.output.choices import AGGREGATES, BANDS, RESUMED_DEFAULT, X_AXES
 from tbconvert.output.linestyles import line_style
 from tbconvert.store.engine import expand_path
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from tbconvert.query.results import SeriesRef
     from tbconvert.query.store import Store
 
-X_AXES = ("step", "relative", "wall")
 IMAGE_FORMATS = ("png", "svg", "pdf")
 
 
@@ -80,7 +80,7 @@ def select_curves(
     run: Globs = None,
     tag: Globs = None,
     context: str | None = None,
-    resumed: str = "current",
+    resumed: str = RESUMED_DEFAULT,
 ) -> list[Curve]:
     """The scalar series matching the filters, as curves.
 
@@ -106,7 +106,9 @@ def select_curves(
     return curves_of(store, chosen, resumed)
 
 
-def curves_of(store: Store, chosen: Sequence[SeriesRef], resumed: str = "current") -> list[Curve]:
+def curves_of(
+    store: Store, chosen: Sequence[SeriesRef], resumed: str = RESUMED_DEFAULT
+) -> list[Curve]:
     """Read the points of scalar series as curves, in the series' order: by default each as
     its last attempt left it (``resumed="all"``: every record in write order, a resumed run's
     zigzag)."""
@@ -198,7 +200,7 @@ def plot(
     grouping: Grouping | None = None,
     aggregate: str = "mean",
     band: str = "std",
-    resumed: str = "current",
+    resumed: str = RESUMED_DEFAULT,
 ) -> Drawn:
     """Draw the selected learning curves into ``output`` (.png, .svg or .pdf).
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
+from tbconvert.output.choices import RESUMED_DEFAULT
 from tbconvert.output.export import open_output
 from tbconvert.output.linestyles import DISTINCT_STYLES, LineStyle, crowded_warning, line_style
 from tbconvert.output.plot import Curve, curves_of, grouped_lines
@@ -72,7 +73,7 @@ def report(
     run: Globs = None,
     tag: Globs = None,
     grouping: Grouping | None = None,
-    resumed: str = "current",
+    resumed: str = RESUMED_DEFAULT,
 ) -> dict[str, int]:
     """Write the report page of the selected runs and tags to ``output`` (``-``: stdout).
 

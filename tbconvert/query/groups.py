@@ -24,6 +24,7 @@ from tbconvert.errors import UsageError
 from tbconvert.filters import Globs, globs, matches
 from tbconvert.query import lookups
 from tbconvert.query.results import Connectable
+from tbconvert.query.resumed import RESUMED_DEFAULT
 
 STAT_COLUMNS = ("context", "tag", "step", "runs", "nan", "mean", "std", "min", "max")
 _RUN_PREFIX = "run:"
@@ -91,7 +92,7 @@ def scalars_grouped(
     run: Globs = None,
     tag: Globs = None,
     context: Globs = None,
-    resumed: str = "all",
+    resumed: str = RESUMED_DEFAULT,
 ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
     """Scalars aggregated over the runs of each group: the key columns then
     :data:`STAT_COLUMNS`, one row per (group, context, tag, step), sorted."""
