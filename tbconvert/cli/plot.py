@@ -97,9 +97,9 @@ def plot(
       tbconvert plot --run 'sweep/*' --tag loss --tag accuracy --smooth 0.6 --log-y -o sweep.svg
       tbconvert plot --tag loss --aggregate-over seed --band ci95 -o over_seeds.png
 
-    With --group-by or --aggregate-over, each group's runs are smoothed, put on the union of
-    their steps (interpolated between their points, none past their ends) and drawn as one
-    line with a band.
+    With --group-by or --aggregate-over, each group's runs are smoothed and drawn as one line
+    with a band: at each step, over the runs that logged it (with --smooth 0, the numbers of
+    export scalars with the same grouping).
     """
     from tbconvert.output import plot as library
 
