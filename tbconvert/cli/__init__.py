@@ -1,10 +1,10 @@
 """The ``tbconvert`` command line: parse, call the library, render.  Nothing else lives here.
 
-The group and the options commands share are in ``group``; each command family has a module
-named after it: ``convert`` (tf, tensorboard), ``runs`` (runs, show), ``hparams``, ``export``
-(export, datasette-metadata), ``plot`` (plot, report), ``serve``, ``db`` and ``push``
-(push mlflow).  All text rendering is in ``render``.  Library modules are imported inside
-commands, so ``--help`` starts fast.
+The app (the click group) and the options commands share are in ``app``; each command
+family has a module named after it: ``convert`` (tf, tensorboard), ``runs`` (runs, show),
+``hparams``, ``export`` (export, datasette-metadata), ``plot`` (plot, report), ``serve``,
+``db`` and ``push`` (push mlflow).  All text rendering is in ``render``.  Library modules
+are imported inside commands, so ``--help`` starts fast.
 
 Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error, 3 finished but damaged
 records or unreadable files were skipped.
@@ -21,9 +21,9 @@ import click
 # any command imports NumPy; a value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-# Importing a command module registers its commands on the group.
+# Importing a command module registers its commands on the app.
 from tbconvert.cli import convert, db, export, hparams, plot, push, runs, serve
-from tbconvert.cli.group import cli, end_process
+from tbconvert.cli.app import cli, end_process
 
 __all__ = ["cli", "convert", "db", "export", "hparams", "main", "plot", "push", "runs", "serve"]
 

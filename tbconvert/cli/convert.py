@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from tbconvert.cli.group import (
+from tbconvert.cli.app import (
     CONTEXT_SETTINGS,
     EXIT_CODES_EPILOG,
     cli,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tbconvert.cli.group import CONTEXT_SETTINGS, cli, run_library, store_option
+from tbconvert.cli.app import CONTEXT_SETTINGS, cli, run_library, store_option
 
 
 @cli.group(context_settings=CONTEXT_SETTINGS)

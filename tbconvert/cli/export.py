@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from tbconvert.cli.group import (
+from tbconvert.cli.app import (
     CONTEXT_SETTINGS,
     EXIT_CODES_EPILOG,
     cli,
@@ -15,16 +15,13 @@ from tbconvert.cli.group import (
     grouping_options,
     output_file,
     read_store,
+    resumed_option,
     run_option,
     silence_stdout,
     store_option,
 )
 from tbconvert.cli.hparams import metric_options
-
-# Kept in step with tbconvert.output.export.KINDS and FORMATS by a test (the library is
-# imported lazily, for start-up time).
-EXPORT_KINDS = ("scalars", "params", "texts", "hparams", "images")
-EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet")
+from tbconvert.output.choices import EXPORT_FORMATS, EXPORT_KINDS
 
 
 @cli.command("export", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -51,14 +48,7 @@ EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet")
     help="Scalars as a step x series table: step, then one column per run_path/context/tag.",
 )
 @grouping_options("Scalars aggregated step by step over a group's runs")
-@click.option(
-    "--resumed",
-    type=click.Choice(("all", "current")),
-    default="all",
-    show_default=True,
-    help="Scalars: every record, or each series as its last attempt left it (a resumed "
-    "run's earlier points at or after the step it went back to left out).",
-)
+@resumed_option
 @metric_options
 @click.option(
     "--format",

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from tbconvert.cli.group import (
+from tbconvert.cli.app import (
     CONTEXT_SETTINGS,
     EXIT_CODES_EPILOG,
     cli,
@@ -14,24 +14,11 @@ from tbconvert.cli.group import (
     grouping_options,
     output_file,
     read_store,
+    resumed_option,
     run_option,
     store_option,
 )
-
-# Kept in step with tbconvert.output.plot.X_AXES and output.aggregate's choices by a test
-# (imported lazily, for start-up time).
-X_AXES = ("step", "relative", "wall")
-AGGREGATES = ("mean", "median")
-RESUMED = ("current", "all")
-BANDS = ("std", "sem", "ci95", "minmax", "none")
-resumed_option = click.option(
-    "--resumed",
-    type=click.Choice(RESUMED),
-    default="current",
-    show_default=True,
-    help="Each series as its last attempt left it, or every record in write order (a resumed "
-    "run's zigzag).",
-)
+from tbconvert.output.choices import AGGREGATES, BANDS, X_AXES
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -110,9 +97,9 @@ def plot(
       tbconvert plot --run 'sweep/*' --tag loss --tag accuracy --smooth 0.6 --log-y -o sweep.svg
       tbconvert plot --tag loss --aggregate-over seed --band ci95 -o over_seeds.png
 
-    With --group-by or --aggregate-over, each group's runs are smoothed, put on the union of
-    their steps (interpolated between their points, none past their ends) and drawn as one
-    line with a band.
+    With --group-by or --aggregate-over, each group's runs are smoothed and drawn as one line
+    with a band: at each step, over the runs that logged it (with --smooth 0, the numbers of
+    export scalars with the same grouping).
     """
     from tbconvert.output import plot as library
 

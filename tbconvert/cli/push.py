@@ -7,7 +7,7 @@ import json
 
 import click
 
-from tbconvert.cli.group import (
+from tbconvert.cli.app import (
     CONTEXT_SETTINGS,
     EXIT_CODES_EPILOG,
     cli,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tbconvert.cli.group import (
+from tbconvert.cli.app import (
     CONTEXT_SETTINGS,
     EXIT_CODES_EPILOG,
     cli,

@@ -25,6 +25,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tbconvert.errors import ConverterError, MissingDependency, UsageError, install_hint
 from tbconvert.filters import Globs
+from tbconvert.output.choices import EXPORT_FORMATS as FORMATS
+from tbconvert.output.choices import EXPORT_KINDS as KINDS
+from tbconvert.output.choices import RESUMED_DEFAULT
 from tbconvert.output.image_export import export_images
 from tbconvert.query.groups import Grouping, scalars_grouped
 from tbconvert.query.metrics import Metric, column_name
@@ -34,8 +37,6 @@ from tbconvert.store.engine import expand_path
 if TYPE_CHECKING:
     from tbconvert.query.store import Store
 
-KINDS = ("scalars", "params", "texts", "hparams", "images")
-FORMATS = ("csv", "json", "jsonl", "parquet")
 TEXT_FORMATS = ("csv", "json", "jsonl")
 EXTENSIONS = {
     ".csv": "csv",
@@ -245,7 +246,7 @@ def table_of(
     metrics: Sequence[Metric] = (),
     agg: str = "last",
     grouping: Grouping | None = None,
-    resumed: str = "all",
+    resumed: str = RESUMED_DEFAULT,
 ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
     """The columns and rows an export of ``kind`` writes (see :func:`export`).
 
@@ -278,7 +279,7 @@ def wide_scalars(
     run: Globs = None,
     tag: Globs = None,
     context: Globs = None,
-    resumed: str = "all",
+    resumed: str = RESUMED_DEFAULT,
 ) -> tuple[list[str], list[list[Any]]]:
     """Scalars as a step x series table: ``step``, then one column per ``run_path/context/tag``.
 
@@ -319,7 +320,7 @@ def export(
     metrics: Sequence[Metric] = (),
     agg: str = "last",
     grouping: Grouping | None = None,
-    resumed: str = "all",
+    resumed: str = RESUMED_DEFAULT,
 ) -> int:
     """Export one kind of rows to a file or standard output (``-``).
 
@@ -340,8 +341,8 @@ def export(
         agg: For hparams: ``last``, ``min`` or ``max`` of each metric.
         grouping: Scalars aggregated over the runs of each group
             (:func:`~tbconvert.query.groups.scalars_grouped`).
-        resumed: ``all`` (every record) or ``current``: each scalar series as its last
-            attempt left it (``v_scalars_current``).
+        resumed: ``current`` (the default): each scalar series as its last attempt left it
+            (``v_scalars_current``), or ``all``: every record.
 
     Returns:
         The number of rows (images) written.

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tbconvert.errors import MissingDependency, UsageError, install_hint
 from tbconvert.filters import Globs, globs
-from tbconvert.output.aggregate import AGGREGATES, BANDS, Band, band
+from tbconvert.output.choices import AGGREGATES, BANDS, RESUMED_DEFAULT, X_AXES
 from tbconvert.output.linestyles import line_style
 from tbconvert.store.engine import expand_path
 
 if TYPE_CHECKING:
+    from tbconvert.query.aggregation import RunCurve
     from tbconvert.query.groups import Grouping
     from tbconvert.query.results import SeriesRef
     from tbconvert.query.store import Store
 
-X_AXES = ("step", "relative", "wall")
 IMAGE_FORMATS = ("png", "svg", "pdf")
 
 
@@ -80,7 +80,7 @@ def select_curves(
     run: Globs = None,
     tag: Globs = None,
     context: str | None = None,
-    resumed: str = "current",
+    resumed: str = RESUMED_DEFAULT,
 ) -> list[Curve]:
     """The scalar series matching the filters, as curves.
 
@@ -106,7 +106,9 @@ def select_curves(
     return curves_of(store, chosen, resumed)
 
 
-def curves_of(store: Store, chosen: Sequence[SeriesRef], resumed: str = "current") -> list[Curve]:
+def curves_of(
+    store: Store, chosen: Sequence[SeriesRef], resumed: str = RESUMED_DEFAULT
+) -> list[Curve]:
     """Read the points of scalar series as curves, in the series' order: by default each as
     its last attempt left it (``resumed="all"``: every record in write order, a resumed run's
     zigzag)."""
@@ -198,7 +200,7 @@ def plot(
     grouping: Grouping | None = None,
     aggregate: str = "mean",
     band: str = "std",
-    resumed: str = "current",
+    resumed: str = RESUMED_DEFAULT,
 ) -> Drawn:
     """Draw the selected learning curves into ``output`` (.png, .svg or .pdf).
 
@@ -213,7 +215,8 @@ def plot(
         log_y: A logarithmic y axis.
         grouping: One line per group of runs (and context): their ``aggregate`` (``mean`` or
             ``median``) with a ``band`` (``std``, ``sem``, ``ci95``, ``minmax`` or
-            ``none``), each run smoothed first, put on a common grid (``output.aggregate``).
+            ``none``), each run smoothed first, at the steps the runs logged
+            (:mod:`tbconvert.query.aggregation`, the grouped export's rule).
         resumed: ``current`` (each series as its last attempt left it) or ``all``.
 
     Returns:
@@ -261,7 +264,9 @@ class PlotLine:
     label: str
     xs: list[Any]
     values: list[float]
-    band: Band | None  # a group's band, drawn around the line
+    band: tuple[list[float], list[float]] | None  # a group's band (low, high) around the line
+    context: str = ""
+    group: tuple[Any, ...] = ()  # a group's values of the grouping's keys
 
 
 def grouped_lines(
@@ -274,26 +279,32 @@ def grouped_lines(
     kind: str,
 ) -> list[PlotLine]:
     """One line per group of runs and context, per tag: the runs' ``aggregate`` with a
-    ``kind`` of band, each run smoothed first (``output.aggregate``)."""
-    from tbconvert.query.groups import run_groups
+    ``kind`` of band, each run smoothed first, at the steps they logged: with no smoothing,
+    the numbers of ``export scalars`` with the same grouping
+    (:func:`tbconvert.query.groups.group_statistics`)."""
+    from tbconvert.query.groups import group_statistics, run_groups
 
     keys, groups = run_groups(store, grouping, run)
-    members: dict[tuple[str, str, tuple[Any, ...]], list[tuple[list[int], list[float]]]] = {}
+    members: dict[tuple[Any, ...], list[RunCurve]] = {}
     for curve in curves:
         group = groups.get(curve.run_id)
         if group is None:
             continue
         values = smooth(curve.values, smoothing) if smoothing > 0 else curve.values
-        members.setdefault((curve.tag, curve.context, group), []).append((curve.steps, values))
+        members.setdefault((group, curve.context, curve.tag), []).append((curve.steps, values))
     # Labels name the keys whose values tell the groups apart (all of them if none does).
-    varying = [i for i in range(len(keys)) if len({group[i] for *_, group in members}) > 1]
+    varying = [i for i in range(len(keys)) if len({group[i] for group, *_ in members}) > 1]
     shown = varying or list(range(len(keys)))
     lines = []
-    for (tag, context, group), runs in sorted(members.items(), key=lambda item: repr(item[0])):
+    for (group, context, tag), statistics in group_statistics(members):
         name = ", ".join(f"{keys[i]}={group[i]}" for i in shown)
         label = f"{name} [{context}]" if context else name
-        line = band(runs, aggregate, kind)
-        lines.append(PlotLine(tag, f"{label} ({len(runs)} runs)", line.steps, line.center, line))
+        runs = len(members[(group, context, tag)])
+        center = statistics.median if aggregate == "median" else statistics.mean
+        band = statistics.band(kind, center)
+        lines.append(
+            PlotLine(tag, f"{label} ({runs} runs)", statistics.steps, center, band, context, group)
+        )
     return lines
 
 
@@ -314,8 +325,7 @@ def _draw(figure_class: Any, lines: list[PlotLine], x: str, smoothing: float, lo
         for line in (item for item in lines if item.tag == tag):
             colour, style = styles[line.label]
             if line.band is not None:
-                axis.fill_between(line.xs, line.band.low, line.band.high, color=colour, alpha=0.2,
-                                  linewidth=0)  # fmt: skip
+                axis.fill_between(line.xs, *line.band, color=colour, alpha=0.2, linewidth=0)
             elif smoothing > 0:
                 axis.plot(line.xs, line.values, color=colour, linestyle=style, alpha=0.25,
                           linewidth=1)  # fmt: skip

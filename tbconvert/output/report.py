@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
+from tbconvert.output.choices import RESUMED_DEFAULT
 from tbconvert.output.export import open_output
 from tbconvert.output.linestyles import DISTINCT_STYLES, LineStyle, crowded_warning, line_style
-from tbconvert.output.plot import Curve, curves_of, grouped_lines
+from tbconvert.output.plot import Curve, PlotLine, curves_of, grouped_lines
 from tbconvert.output.svgchart import Line, dash_array, line_chart
 from tbconvert.query.metrics import Owner, metric_columns
 
@@ -72,7 +73,7 @@ def report(
     run: Globs = None,
     tag: Globs = None,
     grouping: Grouping | None = None,
-    resumed: str = "current",
+    resumed: str = RESUMED_DEFAULT,
 ) -> dict[str, int]:
     """Write the report page of the selected runs and tags to ``output`` (``-``: stdout).
 
@@ -82,7 +83,7 @@ def report(
         run: Globs on run paths.
         tag: Globs on tags (scalars, images and texts alike).
         grouping: Charts of one line per group of runs, their mean with a band of one
-            standard deviation (as ``tbconvert plot --group-by`` draws them).
+            standard deviation (:func:`grouped_charts`).
         resumed: ``current`` (each series as its last attempt left it) or ``all`` (every
             point in write order: a resumed run's line goes back, as in TensorBoard).
 
@@ -106,8 +107,7 @@ def report(
         charts, single = _curve_charts(curves, _styles(curves))
         title, note = "Scalars", crowded_warning(_fullest(charts), "chart") or ""
     else:
-        lines = grouped_lines(store, curves, grouping, run, 0.0, "mean", "std")
-        charts, single = _group_charts(lines)
+        charts, single = grouped_charts(store, curves, grouping, run)
         title = "Scalars, by group"
         note = "Each line is the mean of a group's runs, the band one standard deviation."
     body = [
@@ -249,7 +249,23 @@ def _curve_charts(
     return charts, single
 
 
-def _group_charts(lines: Sequence[Any]) -> tuple[dict[str, list[Line]], list[str]]:
+def grouped_charts(
+    store: Store, curves: Sequence[Curve], grouping: Grouping, run: Globs = None
+) -> tuple[dict[str, list[Line]], list[str]]:
+    """Per tag, a chart of one line per group of runs and context: the mean of the runs at
+    each step they logged, with a band of one standard deviation (the numbers of ``plot``
+    and ``export scalars`` with the same grouping); and the tags of one point per group.
+
+    Args:
+        store: An open store.
+        curves: The selected runs' scalar curves (:func:`~tbconvert.output.plot.curves_of`).
+        grouping: How the runs form groups.
+        run: The globs the runs were chosen by.
+    """
+    return _group_charts(grouped_lines(store, list(curves), grouping, run, 0.0, "mean", "std"))
+
+
+def _group_charts(lines: Sequence[PlotLine]) -> tuple[dict[str, list[Line]], list[str]]:
     """As :func:`_curve_charts`, for groups of runs (``plot.grouped_lines``) with bands."""
     labels = sorted({line.label for line in lines})
     styles = {label: line_style(index) for index, label in enumerate(labels)}
@@ -266,7 +282,7 @@ def _group_charts(lines: Sequence[Any]) -> tuple[dict[str, list[Line]], list[str
                 styles[line.label].colour,
                 line.xs,
                 line.values,
-                (line.band.low, line.band.high),
+                line.band,
                 styles[line.label].dashes,
             )
             for line in chosen

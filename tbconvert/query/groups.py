@@ -5,9 +5,8 @@ A group key is a hyper-parameter key (runs with equal values of it form a group)
 ``aggregate_over`` names keys to aggregate over: the runs are grouped by every other key of
 their params (the usual "over seeds").  A run's params are those of all its sessions.
 
-Aggregated rows: one per (group, context, tag, step), steps exact (a step only some runs
-logged aggregates those runs).  A run that logged a step twice (a resumed run) counts with the
-value it wrote last.  NaN points are left out of the statistics and counted in ``nan``;
+Aggregated rows: one per (group, context, tag, step), by the one rule of
+:mod:`tbconvert.query.aggregation` (steps exact, NaN points left out and counted in ``nan``);
 ``runs`` is the number of values aggregated, ``std`` the sample standard deviation (ddof=1),
 None when ``runs`` is 1; ``mean``, ``min``, ``max`` are None when ``runs`` is 0.
 """
@@ -16,14 +15,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs, globs, matches
 from tbconvert.query import lookups
+from tbconvert.query.aggregation import RunCurve, Statistics, aggregate
 from tbconvert.query.results import Connectable
+from tbconvert.query.resumed import RESUMED_DEFAULT
 
 STAT_COLUMNS = ("context", "tag", "step", "runs", "nan", "mean", "std", "min", "max")
 _RUN_PREFIX = "run:"
@@ -91,7 +92,7 @@ def scalars_grouped(
     run: Globs = None,
     tag: Globs = None,
     context: Globs = None,
-    resumed: str = "all",
+    resumed: str = RESUMED_DEFAULT,
 ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
     """Scalars aggregated over the runs of each group: the key columns then
     :data:`STAT_COLUMNS`, one row per (group, context, tag, step), sorted."""
@@ -102,30 +103,37 @@ def scalars_grouped(
             for series in lookups.series(conn, run, tag, context, plugin="scalars")
             if series.run_id in groups
         ]
-    # (group, context, tag) -> step -> run -> the value it wrote last at that step.
-    cells: dict[tuple[Any, ...], dict[int, dict[int, float]]] = {}
+    # (group, context, tag) -> run -> its steps and values, in step then write order.
+    members: dict[tuple[Any, ...], dict[int, tuple[list[int], list[float]]]] = {}
     points = lookups.points(store, "scalars", chosen, resumed)  # one snapshot, all series
     for run_id, _path, series_context, series_tag, step, _wall, value in points:
-        at = cells.setdefault((groups[run_id], series_context, series_tag), {})
-        at.setdefault(step, {})[run_id] = math.nan if value is None else value
-    return [*keys, *STAT_COLUMNS], _aggregated(cells)
+        at = members.setdefault((groups[run_id], series_context, series_tag), {})
+        steps, values = at.setdefault(run_id, ([], []))
+        steps.append(step)
+        values.append(math.nan if value is None else value)
+    return [*keys, *STAT_COLUMNS], _export_rows(members)
 
 
-def _aggregated(
-    cells: dict[tuple[Any, ...], dict[int, dict[int, float]]],
+def group_statistics(
+    members: Mapping[tuple[Any, ...], Iterable[RunCurve]],
+) -> list[tuple[tuple[Any, ...], Statistics]]:
+    """Each group's statistics (:func:`~tbconvert.query.aggregation.aggregate`), keyed by
+    ``(group, context, tag)`` with its runs' curves, in the order the grouped export writes
+    them: by group (values of any type), then context, then tag."""
+    return [
+        (key, aggregate(list(curves)))
+        for key, curves in sorted(members.items(), key=lambda item: _order(item[0]))
+    ]
+
+
+def _export_rows(
+    members: dict[tuple[Any, ...], dict[int, tuple[list[int], list[float]]]],
 ) -> Iterator[tuple[Any, ...]]:
-    import numpy as np
-
-    for (group, context, tag), by_step in sorted(cells.items(), key=lambda item: _order(item[0])):
-        for step in sorted(by_step):
-            values = np.fromiter(by_step[step].values(), dtype=np.float64)
-            kept = values[~np.isnan(values)]
-            stats: tuple[Any, ...] = (None, None, None, None)
-            if len(kept):
-                with np.errstate(invalid="ignore", over="ignore"):  # infinities: IEEE's answer
-                    std = float(kept.std(ddof=1)) if len(kept) > 1 else None
-                    stats = (float(kept.mean()), std, float(kept.min()), float(kept.max()))
-            yield (*group, context, tag, step, len(kept), len(values) - len(kept), *stats)
+    for (group, context, tag), statistics in group_statistics(
+        {key: runs.values() for key, runs in members.items()}
+    ):
+        for row in statistics.rows():
+            yield (*group, context, tag, *row)
 
 
 def _order(key: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-RESUMED = ("all", "current")
+RESUMED = ("current", "all")
+# What plot, report and export read unless told: each series as its run ended, as TensorBoard
+# shows a restarted run (docs/cli.md#resumed-runs says why export agrees).
+RESUMED_DEFAULT = "current"
 # Points of one series in write order: (step, wall_time, value, path, offset, index).
 WRITE_ORDER_SQL = (
     "SELECT p.step, p.wall_time, p.value, f.path, p.record_offset, p.value_index "

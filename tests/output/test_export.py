@@ -24,7 +24,6 @@ from tensorboardX import SummaryWriter
 import tbconvert
 from tbconvert import convert
 from tbconvert.cli import cli
-from tbconvert.cli.export import EXPORT_FORMATS, EXPORT_KINDS
 from tbconvert.output import export
 from tests.support.snapshots import StoreFactory, query_rows
 from tests.support.sweep import STEPS, SWEEP, build_store
@@ -41,10 +40,6 @@ def invoke(*args: str) -> Result:
 
 def csv_rows(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
-
-
-def test_cli_choices_follow_the_library() -> None:
-    assert EXPORT_KINDS == export.KINDS and EXPORT_FORMATS == export.FORMATS
 
 
 # --------------------------------------------------------------------------- runs
@@ -142,7 +137,9 @@ def test_read_commands_without_a_store_exit_1(tmp_path: Path) -> None:
 
 
 def test_export_scalars_csv_on_stdout_equals_the_view(store_path: str) -> None:
-    result = invoke("export", "scalars", "--store", str(store_path), "--run", "run_1")
+    result = invoke(
+        "export", "scalars", "--store", str(store_path), "--run", "run_1", "--resumed", "all"
+    )
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
     rows = csv_rows(result.stdout)
@@ -334,7 +331,9 @@ def test_format_for() -> None:
 
 def test_export_function_returns_the_row_count(store_path: str, tmp_path: Path) -> None:
     with tbconvert.open_store(store_path) as opened:
-        count = export.export(opened, "scalars", str(tmp_path / "loss.csv"), tag="loss")
+        count = export.export(
+            opened, "scalars", str(tmp_path / "loss.csv"), tag="loss", resumed="all"
+        )
     (expected,) = query_rows(store_path, "SELECT count(*) FROM v_scalars WHERE tag = 'loss'")[0]
     assert count == expected
     assert len((tmp_path / "loss.csv").read_text().splitlines()) == expected + 1

@@ -58,7 +58,10 @@ def same(left: object, right: object) -> bool:
 
 def test_json_is_one_array_with_the_views_rows(store_path: str, tmp_path: Path) -> None:
     target = tmp_path / "loss.json"
-    result = invoke("export", "scalars", "--store", store_path, "--tag", "loss", "-o", str(target))
+    result = invoke(
+        "export", "scalars", "--store", store_path, "--tag", "loss", "--resumed", "all",
+        "-o", str(target),
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     rows = json.loads(target.read_text())
     assert isinstance(rows, list)
@@ -77,7 +80,10 @@ def test_parquet_holds_the_views_rows(store_path: str, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     target = tmp_path / "loss.parquet"
-    result = invoke("export", "scalars", "--store", store_path, "--tag", "loss", "-o", str(target))
+    result = invoke(
+        "export", "scalars", "--store", store_path, "--tag", "loss", "--resumed", "all",
+        "-o", str(target),
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     table = pq.read_table(target)
     assert table.column_names == list(export.COLUMNS["scalars"])
@@ -113,7 +119,7 @@ def test_format_option_overrides_the_extension(store_path: str, tmp_path: Path) 
     target = tmp_path / "loss.txt"
     result = invoke(
         "export", "scalars", "--store", store_path, "--tag", "loss", "--format", "jsonl",
-        "-o", str(target),
+        "--resumed", "all", "-o", str(target),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert len(target.read_text().splitlines()) == len(scalar_rows(store_path, "loss"))

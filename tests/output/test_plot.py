@@ -15,11 +15,8 @@ from PIL import Image
 
 import tbconvert
 from tbconvert.cli import cli
-from tbconvert.cli.plot import AGGREGATES, BANDS, RESUMED, X_AXES
 from tbconvert.errors import UsageError
-from tbconvert.output import aggregate
 from tbconvert.output import plot as library
-from tbconvert.query.resumed import RESUMED as tables_resumed
 from tests.support.resumed_run import TAG, write_resumed_run
 from tests.support.snapshots import StoreFactory
 from tests.support.sweep import build_store
@@ -35,12 +32,6 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def invoke(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args))
-
-
-def test_cli_choices_follow_the_library() -> None:
-    assert X_AXES == library.X_AXES
-    assert (AGGREGATES, BANDS) == (aggregate.AGGREGATES, aggregate.BANDS)
-    assert set(RESUMED) == set(tables_resumed)
 
 
 def test_smoothing_is_tensorboards_debiased_moving_average() -> None:

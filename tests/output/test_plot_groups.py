@@ -14,23 +14,25 @@ from click.testing import CliRunner
 from tbconvert import convert, open_store
 from tbconvert.cli import cli
 from tbconvert.output import plot as library
-from tbconvert.output.aggregate import band, on_grid, t975
+from tbconvert.query.aggregation import aggregate, t975
 
 pytest.importorskip("matplotlib")
 
 
-def test_runs_go_on_the_union_of_their_steps_within_their_own_ranges() -> None:
-    grid, values = on_grid([([0, 10, 20], [0.0, 1.0, 2.0]), ([5, 15, 15], [9.0, 3.0, 4.0])])
-    assert grid.tolist() == [0, 5, 10, 15, 20]
-    assert values[0].tolist() == [0.0, 0.5, 1.0, 1.5, 2.0]  # interpolated between its points
-    # Outside its first..last step a run does not count; a step logged twice: the last value.
-    assert np.isnan(values[1][[0, 4]]).all() and values[1][1:4].tolist() == [9.0, 6.5, 4.0]
+def test_a_group_s_steps_are_exact_and_a_step_logged_twice_counts_its_last_value() -> None:
+    statistics = aggregate([([0, 10, 20], [0.0, 1.0, 2.0]), ([5, 15, 15], [9.0, 3.0, 4.0])])
+    assert statistics.steps == [0, 5, 10, 15, 20]
+    # Nothing is interpolated: at each step, only the run that logged it counts.
+    assert statistics.runs == [1, 1, 1, 1, 1] and statistics.nan == [0] * 5
+    assert statistics.mean == [0.0, 9.0, 1.0, 4.0, 2.0]
+    assert all(math.isnan(std) for std in statistics.std)  # one value: no sample deviation
 
 
 @pytest.mark.parametrize("kind", ["std", "sem", "ci95", "minmax", "none"])
 def test_the_band_is_numpy_s_over_the_runs_at_each_step(kind: str) -> None:
     runs = [([0, 1, 2], [1.0, 2.0, 3.0]), ([0, 1, 2], [2.0, 2.5, math.nan]), ([0, 1], [4.0, 0.5])]
-    result = band(runs, "mean", kind)
+    statistics = aggregate(runs)
+    low, high = statistics.band(kind, statistics.mean)
     at0 = np.array([1.0, 2.0, 4.0])
     mean, std = at0.mean(), at0.std(ddof=1)
     half = {
@@ -39,16 +41,16 @@ def test_the_band_is_numpy_s_over_the_runs_at_each_step(kind: str) -> None:
         "ci95": 4.303 * std / math.sqrt(3),  # Student's t, 2 degrees of freedom
         "none": 0.0,
     }
-    assert result.steps == [0, 1, 2] and result.runs == [3, 3, 1]
-    assert result.center[0] == pytest.approx(mean)
+    assert statistics.steps == [0, 1, 2] and statistics.runs == [3, 3, 1]
+    assert statistics.mean[0] == pytest.approx(mean)
     if kind == "minmax":
-        assert (result.low[0], result.high[0]) == (1.0, 4.0)
+        assert (low[0], high[0]) == (1.0, 4.0)
     else:
-        assert result.low[0] == pytest.approx(mean - half[kind])
-        assert result.high[0] == pytest.approx(mean + half[kind])
+        assert low[0] == pytest.approx(mean - half[kind])
+        assert high[0] == pytest.approx(mean + half[kind])
     # One run at step 2 (the other's NaN left out): the line is its value.
-    assert result.center[2] == 3.0
-    assert band(runs, "median", "none").center[0] == 2.0
+    assert statistics.mean[2] == 3.0 and statistics.nan == [0, 0, 1]
+    assert statistics.median[0] == 2.0
 
 
 def test_t_quantiles() -> None:

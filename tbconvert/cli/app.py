@@ -1,4 +1,5 @@
-"""The ``tbconvert`` group and what its commands share: options, error translation, output.
+"""The ``tbconvert`` app (the click group every command is registered on) and what its commands
+share: options, error translation, output.
 
 Kept apart from ``tbconvert/cli/__init__.py`` so the command modules import it without importing
 their own package (which imports them: a cycle ``tests/test_layers.py`` rejects).
@@ -20,6 +21,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from tbconvert.errors import ConverterError, UsageError
+from tbconvert.output.choices import RESUMED, RESUMED_DEFAULT
 from tbconvert.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -203,6 +205,18 @@ def grouping_options(what: str) -> Callable[[F], F]:
         )(function)
 
     return decorate
+
+
+def resumed_option(function: F) -> F:
+    """``--resumed current|all``: which points of a resumed run's scalar series are read."""
+    return click.option(
+        "--resumed",
+        type=click.Choice(RESUMED),
+        default=RESUMED_DEFAULT,
+        show_default=True,
+        help="Scalars: each series as its last attempt left it (a resumed run's earlier points "
+        "at or after the step it went back to left out), or every record in write order.",
+    )(function)
 
 
 def grouping_of(group_by: tuple[str, ...], aggregate_over: tuple[str, ...]) -> Any:
