@@ -1,5 +1,5 @@
-"""Look-ups over one read connection that the read API's modules share: runs by path or id,
-series by globs, typed params by session, and long-format points.
+"""Look-ups over one read connection that the read API's modules share: runs by path, id or
+globs (with their params), series by globs, params by session, and long-format points.
 
 Everything here takes a connection, or a ``Connectable`` (``results``; a ``Store`` is one),
 so that ``store``, ``inventory`` and ``tables`` call down into it and nothing calls back up
@@ -81,14 +81,38 @@ def series(
     ]
 
 
+def runs(
+    conn: Connection, run: Globs = None, *, with_params: bool = False, typed: bool = True
+) -> list[dict[str, Any]]:
+    """The ``v_runs`` rows of every run, or of those whose path matches ``run``, sorted by
+    logdir, path and id.
+
+    Args:
+        conn: A read connection.
+        run: Globs on run paths.
+        with_params: Add ``params`` to each row: ``{context: {key: value}}``, one entry per
+            hparams session (:func:`param_sessions`).
+        typed: The params as Python values; False: as the text ``v_params`` shows.
+    """
+    chosen = globs(run)
+    found = [row for row in query(conn, RUNS_SQL) if matches(row["run_path"], chosen)]
+    found.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
+    if with_params:
+        sessions = param_sessions(conn, typed=typed)
+        for row in found:
+            row["params"] = sessions.get(row["run_id"], {})
+    return found
+
+
 def param_sessions(
-    conn: Connection, run_id: int | None = None
+    conn: Connection, run_id: int | None = None, *, typed: bool = True
 ) -> dict[int, dict[str, dict[str, Any]]]:
-    """Typed params of every run (or one) as ``{run_id: {context: {key: value}}}``.
+    """Params of every run (or one) as ``{run_id: {context: {key: value}}}``.
 
     Each context holds one hparams session, as every writer lays them out; should one
     hold several, the last written value of a key wins.  The rows are those ``v_params``
-    shows (``store.params_rule``).
+    shows (``store.params_rule``); a value is typed (:func:`~tbconvert.query.results
+    .typed_param`), or with ``typed=False`` the text ``v_params`` shows.
     """
     sql = (
         "SELECT s.run_id, c.name, p.key, p.value, p.value_num, p.value_type "
@@ -102,7 +126,7 @@ def param_sessions(
         text(sql), {"run": run_id}
     ):
         session = result.setdefault(owner, {}).setdefault(context, {})
-        session[key] = typed_param(value, value_num, value_type)
+        session[key] = typed_param(value, value_num, value_type) if typed else value
     return result
 
 

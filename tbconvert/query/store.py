@@ -23,6 +23,7 @@ from tbconvert.query import groups, inventory, lookups, tables
 from tbconvert.query.results import SeriesRef, StoredImage
 from tbconvert.store.engine import (
     create_store_engine,
+    default_store,
     require_existing,
     store_display,
     store_url,
@@ -285,35 +286,51 @@ def _same(first: Any, second: Any) -> bool:
     return bool(first == second) or (first != first and second != second)
 
 
-def open_store(store: str | os.PathLike[str] | None = None) -> Store:
-    """Open an existing store for reading (never creates or upgrades it).
+def open_store(store: str | os.PathLike[str] | None = None, *, upgrade: bool = False) -> Store:
+    """Open an existing store for reading; never creates a SQLite file.
 
     Args:
         store: A SQLite file or a SQLAlchemy URL; default ``$TBCONVERT_STORE``, else
-            ``./tbconvert.db``.
+            ``./tbconvert.db`` (:func:`tbconvert.store.engine.default_store`).
+        upgrade: Bring an older schema to this version's first, as ``tbconvert tf`` does
+            (a SQLite file after a backup; :func:`tbconvert.store.migrate.ensure_schema`).
+            False: refuse it, naming the command that upgrades it.
 
     Raises:
-        StoreError: there is no store there, or its schema is not this version's.
+        StoreError: there is no store there, its schema is not this version's (and
+            ``upgrade`` is False), or it cannot be upgraded.
     """
-    from tbconvert.store.migrate import HEAD_REVISION, current_revision
-
-    url = store_url(
-        store if store is not None else os.environ.get("TBCONVERT_STORE", "tbconvert.db")
-    )
+    url = store_url(store if store is not None else default_store())
     display = store_display(url)
     require_existing(url)
     engine = create_store_engine(url)
-    with translate_errors(display), engine.connect() as conn:
+    try:
+        with translate_errors(display):
+            if upgrade:
+                from tbconvert.store.migrate import ensure_schema
+
+                ensure_schema(engine)
+            else:
+                _require_current(engine, display)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Store(engine, display)
+
+
+def _require_current(engine: Engine, display: str) -> None:
+    from tbconvert.store.migrate import HEAD_REVISION, current_revision
+
+    with engine.connect() as conn:
         current = current_revision(conn)
     # The constant, not the scripts: importing Alembic is most of `tbconvert runs`'s time.
     head = HEAD_REVISION
-    if current != head:
-        engine.dispose()
-        if current is None:
-            raise StoreError("not a tbconvert store", path=display, hint="check --store")
-        raise StoreError(
-            f"the store is at schema revision {current}, this version reads {head}",
-            path=display,
-            hint="run 'tbconvert db upgrade' (or upgrade tbconvert if the store is newer)",
-        )
-    return Store(engine, display)
+    if current == head:
+        return
+    if current is None:
+        raise StoreError("not a tbconvert store", path=display, hint="check --store")
+    raise StoreError(
+        f"the store is at schema revision {current}, this version reads {head}",
+        path=display,
+        hint="run 'tbconvert db upgrade' (or upgrade tbconvert if the store is newer)",
+    )
