@@ -145,6 +145,19 @@ def points(
     ``written`` (scalars, ``all``) in the order they were written, so that a resumed run's
     steps go back where it was resumed, as TensorBoard draws them.
     """
+    for _series, rows in points_by_series(store, table, chosen, resumed, written):
+        yield from rows
+
+
+def points_by_series(
+    store: Connectable,
+    table: str,
+    chosen: Sequence[SeriesRef],
+    resumed: str = "all",
+    written: bool = False,
+) -> Iterator[tuple[SeriesRef, list[tuple[Any, ...]]]]:
+    """Each chosen series, in order, with its rows as :func:`points` gives them, all from
+    one snapshot of the store."""
     if resumed not in RESUMED:
         raise UsageError(f"unknown --resumed {resumed!r}", hint="all or current")
     with store.connect() as conn:
@@ -164,15 +177,13 @@ def points(
                     )
                     if is_start(data)
                 ]
-                for row in last_attempt(found, starts):
-                    yield (*owner, *row[:3])
-                continue
-            if written and table == "scalars":
-                for row in conn.execute(text(WRITE_ORDER_SQL), {"id": one.id}):
-                    yield (*owner, *row[:3])
-                continue
-            for row in conn.execute(text(POINT_SQL[table]), {"id": one.id}):
-                yield (*owner, *row)
+                yield one, [(*owner, *row[:3]) for row in last_attempt(found, starts)]
+            elif written and table == "scalars":
+                found = conn.execute(text(WRITE_ORDER_SQL), {"id": one.id}).all()
+                yield one, [(*owner, *row[:3]) for row in found]
+            else:
+                found = conn.execute(text(POINT_SQL[table]), {"id": one.id}).all()
+                yield one, [(*owner, *row) for row in found]
 
 
 def resolve_run(conn: Connection, run: str | int, display: str) -> dict[str, Any]:

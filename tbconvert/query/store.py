@@ -42,6 +42,7 @@ class Store:
         """Wrap an engine whose schema is current."""
         self.engine = engine
         self.display = display
+        self._pinned: Connection | None = None  # the connection of an open snapshot()
 
     def __repr__(self) -> str:
         """Name the store, as errors do."""
@@ -61,9 +62,32 @@ class Store:
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        """A read connection (one snapshot), with driver errors turned into StoreError."""
+        """A read connection (one snapshot), with driver errors turned into StoreError;
+        inside :meth:`snapshot`, the snapshot's connection."""
+        if self._pinned is not None:
+            yield self._pinned
+            return
         with translate_errors(self.display), self.engine.connect() as conn:
             yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Store]:
+        """A block whose reads of this store all see one snapshot of it (one connection and
+        transaction), however many calls they take: a command reads its runs, series and
+        points consistently while a conversion writes.  Not for sharing between threads.
+        """
+        if self._pinned is not None:
+            yield self
+            return
+        with self.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                # Read committed, PostgreSQL's default, takes a snapshot per statement.
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            self._pinned = conn
+            try:
+                yield self
+            finally:
+                self._pinned = None
 
     def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run one SQL statement (named ``:parameters``) and return its rows as dicts."""
@@ -220,9 +244,13 @@ class Store:
             + ("" if step is None else " AND step = :step")
             + f" ORDER BY step, {lookups.WRITTEN}, idx"
         )
-        for series in self.series(run=run, tag=tag, context=context, plugin="images"):
-            with self.connect() as conn:
-                rows = conn.execute(text(sql), {"id": series.id, "step": step}).all()
+        with self.connect() as conn:
+            chosen = lookups.series(conn, run, tag, context, plugin="images")
+            found = [
+                (series, conn.execute(text(sql), {"id": series.id, "step": step}).all())
+                for series in chosen
+            ]
+        for series, rows in found:
             for point_step, wall_time, idx, encoding, width, height, blob_id in rows:
                 yield StoredImage(
                     series.run_id,
@@ -247,6 +275,13 @@ class Store:
         each scalar series as its last attempt left it; ``written``: each series' scalars in
         write order, not by step."""
         return lookups.points(self, table, chosen, resumed, written)
+
+    def points_by_series(
+        self, table: str, chosen: Sequence[SeriesRef], resumed: str = "all", written: bool = False
+    ) -> Iterator[tuple[SeriesRef, list[tuple[Any, ...]]]]:
+        """Each chosen series with its rows as :meth:`points` gives them (none for a series
+        without points), in the order chosen, all from one snapshot of the store."""
+        return lookups.points_by_series(self, table, chosen, resumed, written)
 
     def to_pandas(self, kind: str = "scalars", **filters: Any) -> pandas.DataFrame:
         """A pandas DataFrame; see :func:`tbconvert.query.tables.to_pandas` for kinds and filters.
