@@ -9,7 +9,8 @@ into ``Store``.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import text
@@ -145,8 +146,9 @@ def points(
     ``written`` (scalars, ``all``) in the order they were written, so that a resumed run's
     steps go back where it was resumed, as TensorBoard draws them.
     """
-    for _series, rows in points_by_series(store, table, chosen, resumed, written):
-        yield from rows
+    with _series_reader(store, table, resumed, written) as read:
+        for one in chosen:
+            yield from read(one)
 
 
 def points_by_series(
@@ -158,6 +160,16 @@ def points_by_series(
 ) -> Iterator[tuple[SeriesRef, list[tuple[Any, ...]]]]:
     """Each chosen series, in order, with its rows as :func:`points` gives them, all from
     one snapshot of the store."""
+    with _series_reader(store, table, resumed, written) as read:
+        for one in chosen:
+            yield one, list(read(one))
+
+
+@contextmanager
+def _series_reader(
+    store: Connectable, table: str, resumed: str, written: bool
+) -> Iterator[Callable[[SeriesRef], Iterator[tuple[Any, ...]]]]:
+    """A function streaming one series' long-format rows, over one connection."""
     if resumed not in RESUMED:
         raise UsageError(f"unknown --resumed {resumed!r}", hint="all or current")
     with store.connect() as conn:
@@ -165,7 +177,8 @@ def points_by_series(
         current = resumed == "current" and table == "scalars"
         logged = current and conn.execute(text(ANY_SESSION_LOG_SQL)).first() is not None
         conn = conn.execution_options(stream_results=True)  # PostgreSQL: server cursor
-        for one in chosen:
+
+        def read(one: SeriesRef) -> Iterator[tuple[Any, ...]]:
             owner: tuple[Any, ...] = (one.run_id, one.run_path, one.context)
             owner += () if table == "params" else (one.tag,)
             if current:
@@ -177,13 +190,16 @@ def points_by_series(
                     )
                     if is_start(data)
                 ]
-                yield one, [(*owner, *row[:3]) for row in last_attempt(found, starts)]
+                for row in last_attempt(found, starts):
+                    yield (*owner, *row[:3])
             elif written and table == "scalars":
-                found = conn.execute(text(WRITE_ORDER_SQL), {"id": one.id}).all()
-                yield one, [(*owner, *row[:3]) for row in found]
+                for row in conn.execute(text(WRITE_ORDER_SQL), {"id": one.id}):
+                    yield (*owner, *row[:3])
             else:
-                found = conn.execute(text(POINT_SQL[table]), {"id": one.id}).all()
-                yield one, [(*owner, *row) for row in found]
+                for row in conn.execute(text(POINT_SQL[table]), {"id": one.id}):
+                    yield (*owner, *row)
+
+        yield read
 
 
 def resolve_run(conn: Connection, run: str | int, display: str) -> dict[str, Any]:
