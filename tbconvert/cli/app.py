@@ -22,6 +22,7 @@ import click
 
 from tbconvert.errors import ConverterError, UsageError
 from tbconvert.output.choices import RESUMED, RESUMED_DEFAULT
+from tbconvert.store.engine import DEFAULT_STORE, STORE_ENV
 from tbconvert.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,8 +44,8 @@ def store_option(function: F) -> F:
     """``--store``, shared by every command that opens a store."""
     return click.option(
         "--store",
-        envvar="TBCONVERT_STORE",
-        default="tbconvert.db",
+        envvar=STORE_ENV,
+        default=DEFAULT_STORE,
         show_default=True,
         metavar="PATH|URL",
         help="SQLite file, or a SQLAlchemy URL such as postgresql+psycopg://user@host/db.",

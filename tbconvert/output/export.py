@@ -296,8 +296,8 @@ def wide_scalars(
     ]
     index = {s.id: position for position, s in enumerate(chosen)}
     by_step: dict[int, list[Any]] = {}
-    for series in chosen:
-        for _, _, _, _, step, _, value in store.points("scalars", [series], resumed):
+    for series, points in store.points_by_series("scalars", chosen, resumed):
+        for _, _, _, _, step, _, value in points:
             cells = by_step.setdefault(step, [None] * len(chosen))
             cells[index[series.id]] = math.nan if value is None else value
     return ["step", *names], [[step, *by_step[step]] for step in sorted(by_step)]
@@ -357,19 +357,20 @@ def export(
     chosen = format_for(output, fmt)
     if chosen == "parquet" and output == "-":
         raise UsageError("Parquet is not written to standard output", hint="give -o FILE.parquet")
-    columns, data = table_of(
-        store,
-        kind,
-        run,
-        tag,
-        context,
-        wide=wide,
-        metrics=metrics,
-        agg=agg,
-        grouping=grouping,
-        resumed=resumed,
-    )
-    if chosen == "parquet":
-        return write_parquet(columns, data, output)
-    with open_output(output) as out:
-        return write_rows(columns, data, out, chosen, omit_missing=wide)
+    with store.snapshot():  # every row as of one moment, however many reads it takes
+        columns, data = table_of(
+            store,
+            kind,
+            run,
+            tag,
+            context,
+            wide=wide,
+            metrics=metrics,
+            agg=agg,
+            grouping=grouping,
+            resumed=resumed,
+        )
+        if chosen == "parquet":
+            return write_parquet(columns, data, output)
+        with open_output(output) as out:
+            return write_rows(columns, data, out, chosen, omit_missing=wide)

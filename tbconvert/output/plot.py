@@ -109,24 +109,21 @@ def select_curves(
 def curves_of(
     store: Store, chosen: Sequence[SeriesRef], resumed: str = RESUMED_DEFAULT
 ) -> list[Curve]:
-    """Read the points of scalar series as curves, in the series' order: by default each as
-    its last attempt left it (``resumed="all"``: every record in write order, a resumed run's
-    zigzag)."""
-    curves = []
-    for series in chosen:
-        points = list(store.points("scalars", [series], resumed, written=True))
-        curves.append(
-            Curve(
-                series.run_path,
-                series.context,
-                series.tag,
-                [row[4] for row in points],
-                [math.nan if row[5] is None else row[5] for row in points],
-                [math.nan if row[6] is None else row[6] for row in points],
-                series.run_id,
-            )
+    """Read the points of scalar series as curves, in the series' order, from one snapshot
+    of the store: by default each as its last attempt left it (``resumed="all"``: every
+    record in write order, a resumed run's zigzag)."""
+    return [
+        Curve(
+            series.run_path,
+            series.context,
+            series.tag,
+            [row[4] for row in points],
+            [math.nan if row[5] is None else row[5] for row in points],
+            [math.nan if row[6] is None else row[6] for row in points],
+            series.run_id,
         )
-    return curves
+        for series, points in store.points_by_series("scalars", chosen, resumed, written=True)
+    ]
 
 
 def _some(names: Sequence[str], limit: int = 12) -> str:
@@ -238,12 +235,13 @@ def plot(
         raise UsageError("groups of runs are drawn over steps", hint="leave --x out")
     smooth([0.0, 1.0], smoothing)  # checks the weight before anything is read
     figure_class = require_matplotlib()
-    curves = select_curves(store, run, tag, context, resumed)
-    if grouping is None:
-        lines = [PlotLine(c.tag, c.label, x_values(c, x), c.values, None) for c in curves]
-    else:
-        lines = grouped_lines(store, curves, grouping, run, smoothing, aggregate, band)
-        smoothing = 0.0  # each run was smoothed before aggregating
+    with store.snapshot():  # the runs' groups and their curves as of one moment
+        curves = select_curves(store, run, tag, context, resumed)
+        if grouping is None:
+            lines = [PlotLine(c.tag, c.label, x_values(c, x), c.values, None) for c in curves]
+        else:
+            lines = grouped_lines(store, curves, grouping, run, smoothing, aggregate, band)
+            smoothing = 0.0  # each run was smoothed before aggregating
     figure = _draw(figure_class, lines, x, smoothing, log_y)
     figure.savefig(expand_path(output), format=fmt, dpi=110)
     return Drawn(len(lines), max(Counter(line.tag for line in lines).values()))

@@ -96,33 +96,34 @@ def report(
     """
     if output != "-" and os.path.splitext(output)[1].lower() not in (".html", ".htm"):
         raise UsageError(f"a report is an HTML page: {output!r}", hint="name it *.html")
-    runs = store.runs(run)
-    if not runs:
-        everything = ", ".join(r["run_path"] for r in store.runs()[:12]) or "(none)"
-        raise UsageError("no run matches --run", path=store.display, hint=f"runs: {everything}")
-    curves = curves_of(store, store.series(run=run, tag=tag, plugin="scalars"), resumed)
-    images = _last_step_images(store.images(run=run, tag=tag))
-    texts = _last_texts(store, run, tag)
-    if grouping is None:
-        charts, single = _curve_charts(curves, _styles(curves))
-        title, note = "Scalars", crowded_warning(_fullest(charts), "chart") or ""
-    else:
-        charts, single = grouped_charts(store, curves, grouping, run)
-        title = "Scalars, by group"
-        note = "Each line is the mean of a group's runs, the band one standard deviation."
-    body = [
-        _header(store, runs, curves),
-        _runs_section(runs, curves),
-        _charts_section(charts, single, title, note.removeprefix("warning: ")),
-        _images_section(images),
-        _texts_section(texts),
-    ]
-    page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_text('Runs of ' + os.path.basename(store.display))}</title>"
-        f"<style>{_STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
-    )
+    with store.snapshot():  # runs, curves, images and texts as of one moment
+        runs = store.runs(run)
+        if not runs:
+            everything = ", ".join(r["run_path"] for r in store.runs()[:12]) or "(none)"
+            raise UsageError("no run matches --run", path=store.display, hint=f"runs: {everything}")
+        curves = curves_of(store, store.series(run=run, tag=tag, plugin="scalars"), resumed)
+        images = _last_step_images(store.images(run=run, tag=tag))
+        texts = _last_texts(store, run, tag)
+        if grouping is None:
+            charts, single = _curve_charts(curves, _styles(curves))
+            title, note = "Scalars", crowded_warning(_fullest(charts), "chart") or ""
+        else:
+            charts, single = grouped_charts(store, curves, grouping, run)
+            title = "Scalars, by group"
+            note = "Each line is the mean of a group's runs, the band one standard deviation."
+        body = [
+            _header(store, runs, curves),
+            _runs_section(runs, curves),
+            _charts_section(charts, single, title, note.removeprefix("warning: ")),
+            _images_section(images),
+            _texts_section(texts),
+        ]
+        page = (
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{_text('Runs of ' + os.path.basename(store.display))}</title>"
+            f"<style>{_STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+        )
     with open_output(output) as out:
         out.write(page)
     return {
@@ -369,11 +370,9 @@ def _images_section(images: Sequence[StoredImage]) -> str:
 
 
 def _last_texts(store: Store, run: Globs, tag: Globs) -> list[tuple[Any, ...]]:
-    last: dict[int, tuple[Any, ...]] = {}
-    for series in store.series(run=run, tag=tag, plugin="text"):
-        for row in store.points("texts", [series]):
-            last[series.id] = row  # in step order: the last row is the last text
-    return list(last.values())
+    chosen = store.series(run=run, tag=tag, plugin="text")
+    # In step order: the last row is the last text.
+    return [rows[-1] for _series, rows in store.points_by_series("texts", chosen) if rows]
 
 
 def _texts_section(texts: Sequence[tuple[Any, ...]]) -> str:

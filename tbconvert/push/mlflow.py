@@ -31,8 +31,9 @@ from tbconvert.push.metrics import (
     send_points,
     timestamp_ms,
 )
-from tbconvert.push.source import RunRow, chosen_runs, open_for_push
+from tbconvert.push.source import RunRow, chosen_runs
 from tbconvert.push.state import Point, destination, new_scalars, remote_run, save_run
+from tbconvert.query.store import open_store
 from tbconvert.urls import redacted
 
 DEFAULT_EXPERIMENT = "tbconvert"
@@ -91,13 +92,14 @@ def push_mlflow(
     if not 1 <= batch_size <= remote.MAX_METRICS_PER_BATCH:
         raise UsageError(f"batch size {batch_size}", hint="1 to 1000 (MLflow's limit)")
     # The store first: a wrong --store must not leave an MLflow database created behind it.
-    engine, display = open_for_push(store)
+    opened = open_store(store, upgrade=True)
+    engine, display = opened.engine, opened.display
     try:
         client = remote.make_client(tracking_uri)
         experiment_id = remote.experiment_id(client, experiment)
         summary = PushSummary(redacted(tracking_uri), experiment, experiment_id)
         where = destination("mlflow", tracking_uri, experiment_id)
-        with engine.connect() as conn:
+        with opened.connect() as conn:
             runs = chosen_runs(conn, run, tag)
         pusher = _RunPusher(client, engine, where, experiment_id, display, batch_size)
         # MLflow's file and SQLite stores in this process take one writer at a time.
@@ -109,7 +111,7 @@ def push_mlflow(
             summary.warnings.extend(warnings)
         return summary
     finally:
-        engine.dispose()
+        opened.close()
 
 
 class _RunPusher:

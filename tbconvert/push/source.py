@@ -1,27 +1,19 @@
 """What a push reads from the store: the runs chosen, their series and their params.
 
-Read with plain SQL on the public views and the series table; the marks are read by
+Read through the read API's look-ups (:mod:`tbconvert.query.lookups`); the marks are read by
 :mod:`tbconvert.push.state`.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from sqlalchemy import text
-from sqlalchemy.engine import Connection, Engine
+from tbconvert.filters import Globs
+from tbconvert.query import lookups
 
-from tbconvert.filters import Globs, globs, matches
-from tbconvert.store.engine import (
-    create_store_engine,
-    require_existing,
-    store_display,
-    store_url,
-)
-from tbconvert.store.errors import translate_errors
-from tbconvert.store.migrate import ensure_schema
-from tbconvert.store.params_rule import shown_params
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 
 @dataclass(frozen=True)
@@ -51,64 +43,25 @@ class RunRow:
     params: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
 
-def open_for_push(store: str | os.PathLike[str]) -> tuple[Engine, str]:
-    """An engine on an existing store whose schema is brought to this version's (a SQLite
-    file is upgraded after a backup, as ``tbconvert tf`` does).
-
-    Raises:
-        StoreError: there is no store there, or it cannot be upgraded.
-    """
-    url = store_url(store)
-    display = store_display(url)
-    require_existing(url)
-    engine = create_store_engine(url)
-    try:
-        with translate_errors(display):
-            ensure_schema(engine)
-    except BaseException:
-        engine.dispose()
-        raise
-    return engine, display
-
-
 def chosen_runs(conn: Connection, run: Globs = None, tag: Globs = None) -> list[RunRow]:
-    """The runs whose path matches ``run``, each with its series whose tag matches ``tag``
-    and its params, by logdir and path."""
-    runs = {
-        row.run_id: RunRow(
-            row.run_id,
-            row.source,
-            row.logdir,
-            row.run_path,
-            row.group_path,
-            row.first_wall_time,
-            row.last_wall_time,
+    """The runs whose path matches ``run`` (:func:`tbconvert.query.lookups.runs`), each with
+    its series whose tag matches ``tag`` and its params, by logdir and path."""
+    chosen = {
+        row["run_id"]: RunRow(
+            row["run_id"],
+            row["source"],
+            row["logdir"],
+            row["run_path"],
+            row["group_path"],
+            row["first_wall_time"],
+            row["last_wall_time"],
+            params=row["params"],
         )
-        for row in conn.execute(
-            text(
-                "SELECT run_id, source, logdir, run_path, group_path, first_wall_time, "
-                "last_wall_time FROM v_runs"
-            )
-        )
-        if matches(row.run_path, globs(run))
+        for row in lookups.runs(conn, run, with_params=True, typed=False)
     }
-    tags = globs(tag)
-    for series_id, run_id, context, name, plugin in conn.execute(
-        text(
-            "SELECT s.id, s.run_id, c.name, s.name, s.plugin FROM series AS s "
-            "JOIN contexts AS c ON c.id = s.context_id ORDER BY s.id"
-        )
-    ):
-        if run_id in runs and matches(name, tags, name.removesuffix("/text_summary")):
-            runs[run_id].series.append(SeriesRow(series_id, context, name, plugin))
-    for run_id, context, key, value in conn.execute(
-        text(
-            "SELECT s.run_id, c.name, p.key, p.value FROM params AS p "
-            "JOIN series AS s ON s.id = p.series_id JOIN contexts AS c ON c.id = s.context_id "
-            f"WHERE {shown_params()} "
-            "ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key"
-        )
-    ):
-        if run_id in runs:
-            runs[run_id].params.setdefault(context, {})[key] = value
-    return sorted(runs.values(), key=lambda r: (r.logdir, r.run_path, r.run_id))
+    for series in sorted(lookups.series(conn, tag=tag), key=lambda series: series.id):
+        if series.run_id in chosen:
+            chosen[series.run_id].series.append(
+                SeriesRow(series.id, series.context, series.tag, series.plugin)
+            )
+    return list(chosen.values())

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tbconvert.errors import UsageError
-from tbconvert.filters import Globs, globs, matches
+from tbconvert.filters import Globs
 from tbconvert.query import lookups
 from tbconvert.query.aggregation import RunCurve, Statistics, aggregate
 from tbconvert.query.results import Connectable
@@ -146,16 +146,15 @@ def _chosen_runs(store: Connectable, run: Globs) -> dict[int, tuple[str, dict[st
     """Each chosen run's path and params, all its sessions together (a later session's
     value wins)."""
     with store.connect() as conn:
-        sessions = lookups.param_sessions(conn)
-        runs = lookups.query(conn, lookups.RUNS_SQL)
-    chosen: dict[int, tuple[str, dict[str, Any]]] = {}
-    for row in runs:
-        if matches(row["run_path"], globs(run)):
-            by_context = sessions.get(row["run_id"], {})
-            params = {
+        chosen = lookups.runs(conn, run, with_params=True)
+    return {
+        row["run_id"]: (
+            row["run_path"],
+            {
                 key: value
-                for context in sorted(by_context)
-                for key, value in by_context[context].items()
-            }
-            chosen[row["run_id"]] = (row["run_path"], params)
-    return chosen
+                for context in sorted(row["params"])
+                for key, value in row["params"][context].items()
+            },
+        )
+        for row in chosen
+    }

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from tbconvert.filters import Globs, globs, matches
+from tbconvert.filters import Globs
 from tbconvert.query import lookups
 from tbconvert.rows import POINT_TABLES
 
@@ -48,9 +48,7 @@ def list_runs(conn: Connection, run: Globs = None) -> list[dict[str, Any]]:
         (``{context: {key: value}}``: one entry per hparams session) and ``file_problems``
         (files that are not whole, by status: ``damaged``, ``invalid``, ``partial``).
     """
-    rows = lookups.query(conn, lookups.RUNS_SQL)
-    rows = [row for row in rows if matches(row["run_path"], globs(run))]
-    rows.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
+    rows = lookups.runs(conn, run, with_params=True)
     counts = _counts(conn, "s.run_id")
     series: dict[int, int] = {
         row[0]: row[1]
@@ -61,7 +59,6 @@ def list_runs(conn: Connection, run: Globs = None) -> list[dict[str, Any]]:
         contexts.setdefault(run_id, []).append(name)
     for names in contexts.values():
         names.sort()
-    params = lookups.param_sessions(conn)
     trouble: dict[int, dict[str, int]] = {}
     for run_id, status, count in conn.execute(text(_FILE_TROUBLE_SQL)):
         trouble.setdefault(run_id, {})[status] = count
@@ -73,7 +70,7 @@ def list_runs(conn: Connection, run: Globs = None) -> list[dict[str, Any]]:
             table: by_run[run_id][0] for table, by_run in counts.items() if run_id in by_run
         }
         row["scalar_points"] = row["points"].get("scalars", 0)
-        row["params"] = params.get(run_id, {})
+        row["params"] = row.pop("params")  # after the counts, as the listing shows them
         row["file_problems"] = trouble.get(run_id, {})
     return rows
 

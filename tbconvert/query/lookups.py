@@ -1,5 +1,5 @@
-"""Look-ups over one read connection that the read API's modules share: runs by path or id,
-series by globs, typed params by session, and long-format points.
+"""Look-ups over one read connection that the read API's modules share: runs by path, id or
+globs (with their params), series by globs, params by session, and long-format points.
 
 Everything here takes a connection, or a ``Connectable`` (``results``; a ``Store`` is one),
 so that ``store``, ``inventory`` and ``tables`` call down into it and nothing calls back up
@@ -9,7 +9,8 @@ into ``Store``.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import text
@@ -81,14 +82,38 @@ def series(
     ]
 
 
+def runs(
+    conn: Connection, run: Globs = None, *, with_params: bool = False, typed: bool = True
+) -> list[dict[str, Any]]:
+    """The ``v_runs`` rows of every run, or of those whose path matches ``run``, sorted by
+    logdir, path and id.
+
+    Args:
+        conn: A read connection.
+        run: Globs on run paths.
+        with_params: Add ``params`` to each row: ``{context: {key: value}}``, one entry per
+            hparams session (:func:`param_sessions`).
+        typed: The params as Python values; False: as the text ``v_params`` shows.
+    """
+    chosen = globs(run)
+    found = [row for row in query(conn, RUNS_SQL) if matches(row["run_path"], chosen)]
+    found.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
+    if with_params:
+        sessions = param_sessions(conn, typed=typed)
+        for row in found:
+            row["params"] = sessions.get(row["run_id"], {})
+    return found
+
+
 def param_sessions(
-    conn: Connection, run_id: int | None = None
+    conn: Connection, run_id: int | None = None, *, typed: bool = True
 ) -> dict[int, dict[str, dict[str, Any]]]:
-    """Typed params of every run (or one) as ``{run_id: {context: {key: value}}}``.
+    """Params of every run (or one) as ``{run_id: {context: {key: value}}}``.
 
     Each context holds one hparams session, as every writer lays them out; should one
     hold several, the last written value of a key wins.  The rows are those ``v_params``
-    shows (``store.params_rule``).
+    shows (``store.params_rule``); a value is typed (:func:`~tbconvert.query.results
+    .typed_param`), or with ``typed=False`` the text ``v_params`` shows.
     """
     sql = (
         "SELECT s.run_id, c.name, p.key, p.value, p.value_num, p.value_type "
@@ -102,7 +127,7 @@ def param_sessions(
         text(sql), {"run": run_id}
     ):
         session = result.setdefault(owner, {}).setdefault(context, {})
-        session[key] = typed_param(value, value_num, value_type)
+        session[key] = typed_param(value, value_num, value_type) if typed else value
     return result
 
 
@@ -121,6 +146,30 @@ def points(
     ``written`` (scalars, ``all``) in the order they were written, so that a resumed run's
     steps go back where it was resumed, as TensorBoard draws them.
     """
+    with _series_reader(store, table, resumed, written) as read:
+        for one in chosen:
+            yield from read(one)
+
+
+def points_by_series(
+    store: Connectable,
+    table: str,
+    chosen: Sequence[SeriesRef],
+    resumed: str = "all",
+    written: bool = False,
+) -> Iterator[tuple[SeriesRef, list[tuple[Any, ...]]]]:
+    """Each chosen series, in order, with its rows as :func:`points` gives them, all from
+    one snapshot of the store."""
+    with _series_reader(store, table, resumed, written) as read:
+        for one in chosen:
+            yield one, list(read(one))
+
+
+@contextmanager
+def _series_reader(
+    store: Connectable, table: str, resumed: str, written: bool
+) -> Iterator[Callable[[SeriesRef], Iterator[tuple[Any, ...]]]]:
+    """A function streaming one series' long-format rows, over one connection."""
     if resumed not in RESUMED:
         raise UsageError(f"unknown --resumed {resumed!r}", hint="all or current")
     with store.connect() as conn:
@@ -128,7 +177,8 @@ def points(
         current = resumed == "current" and table == "scalars"
         logged = current and conn.execute(text(ANY_SESSION_LOG_SQL)).first() is not None
         conn = conn.execution_options(stream_results=True)  # PostgreSQL: server cursor
-        for one in chosen:
+
+        def read(one: SeriesRef) -> Iterator[tuple[Any, ...]]:
             owner: tuple[Any, ...] = (one.run_id, one.run_path, one.context)
             owner += () if table == "params" else (one.tag,)
             if current:
@@ -142,13 +192,14 @@ def points(
                 ]
                 for row in last_attempt(found, starts):
                     yield (*owner, *row[:3])
-                continue
-            if written and table == "scalars":
+            elif written and table == "scalars":
                 for row in conn.execute(text(WRITE_ORDER_SQL), {"id": one.id}):
                     yield (*owner, *row[:3])
-                continue
-            for row in conn.execute(text(POINT_SQL[table]), {"id": one.id}):
-                yield (*owner, *row)
+            else:
+                for row in conn.execute(text(POINT_SQL[table]), {"id": one.id}):
+                    yield (*owner, *row)
+
+        yield read
 
 
 def resolve_run(conn: Connection, run: str | int, display: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from tbconvert.query import groups, inventory, lookups, tables
 from tbconvert.query.results import SeriesRef, StoredImage
 from tbconvert.store.engine import (
     create_store_engine,
+    default_store,
     require_existing,
     store_display,
     store_url,
@@ -41,6 +42,7 @@ class Store:
         """Wrap an engine whose schema is current."""
         self.engine = engine
         self.display = display
+        self._pinned: Connection | None = None  # the connection of an open snapshot()
 
     def __repr__(self) -> str:
         """Name the store, as errors do."""
@@ -60,9 +62,32 @@ class Store:
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        """A read connection (one snapshot), with driver errors turned into StoreError."""
+        """A read connection (one snapshot), with driver errors turned into StoreError;
+        inside :meth:`snapshot`, the snapshot's connection."""
+        if self._pinned is not None:
+            yield self._pinned
+            return
         with translate_errors(self.display), self.engine.connect() as conn:
             yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Store]:
+        """A block whose reads of this store all see one snapshot of it (one connection and
+        transaction), however many calls they take: a command reads its runs, series and
+        points consistently while a conversion writes.  Not for sharing between threads.
+        """
+        if self._pinned is not None:
+            yield self
+            return
+        with self.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                # Read committed, PostgreSQL's default, takes a snapshot per statement.
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            self._pinned = conn
+            try:
+                yield self
+            finally:
+                self._pinned = None
 
     def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run one SQL statement (named ``:parameters``) and return its rows as dicts."""
@@ -219,9 +244,13 @@ class Store:
             + ("" if step is None else " AND step = :step")
             + f" ORDER BY step, {lookups.WRITTEN}, idx"
         )
-        for series in self.series(run=run, tag=tag, context=context, plugin="images"):
-            with self.connect() as conn:
-                rows = conn.execute(text(sql), {"id": series.id, "step": step}).all()
+        with self.connect() as conn:
+            chosen = lookups.series(conn, run, tag, context, plugin="images")
+            found = [
+                (series, conn.execute(text(sql), {"id": series.id, "step": step}).all())
+                for series in chosen
+            ]
+        for series, rows in found:
             for point_step, wall_time, idx, encoding, width, height, blob_id in rows:
                 yield StoredImage(
                     series.run_id,
@@ -246,6 +275,13 @@ class Store:
         each scalar series as its last attempt left it; ``written``: each series' scalars in
         write order, not by step."""
         return lookups.points(self, table, chosen, resumed, written)
+
+    def points_by_series(
+        self, table: str, chosen: Sequence[SeriesRef], resumed: str = "all", written: bool = False
+    ) -> Iterator[tuple[SeriesRef, list[tuple[Any, ...]]]]:
+        """Each chosen series with its rows as :meth:`points` gives them (none for a series
+        without points), in the order chosen, all from one snapshot of the store."""
+        return lookups.points_by_series(self, table, chosen, resumed, written)
 
     def to_pandas(self, kind: str = "scalars", **filters: Any) -> pandas.DataFrame:
         """A pandas DataFrame; see :func:`tbconvert.query.tables.to_pandas` for kinds and filters.
@@ -285,35 +321,51 @@ def _same(first: Any, second: Any) -> bool:
     return bool(first == second) or (first != first and second != second)
 
 
-def open_store(store: str | os.PathLike[str] | None = None) -> Store:
-    """Open an existing store for reading (never creates or upgrades it).
+def open_store(store: str | os.PathLike[str] | None = None, *, upgrade: bool = False) -> Store:
+    """Open an existing store for reading; never creates a SQLite file.
 
     Args:
         store: A SQLite file or a SQLAlchemy URL; default ``$TBCONVERT_STORE``, else
-            ``./tbconvert.db``.
+            ``./tbconvert.db`` (:func:`tbconvert.store.engine.default_store`).
+        upgrade: Bring an older schema to this version's first, as ``tbconvert tf`` does
+            (a SQLite file after a backup; :func:`tbconvert.store.migrate.ensure_schema`).
+            False: refuse it, naming the command that upgrades it.
 
     Raises:
-        StoreError: there is no store there, or its schema is not this version's.
+        StoreError: there is no store there, its schema is not this version's (and
+            ``upgrade`` is False), or it cannot be upgraded.
     """
-    from tbconvert.store.migrate import HEAD_REVISION, current_revision
-
-    url = store_url(
-        store if store is not None else os.environ.get("TBCONVERT_STORE", "tbconvert.db")
-    )
+    url = store_url(store if store is not None else default_store())
     display = store_display(url)
     require_existing(url)
     engine = create_store_engine(url)
-    with translate_errors(display), engine.connect() as conn:
+    try:
+        with translate_errors(display):
+            if upgrade:
+                from tbconvert.store.migrate import ensure_schema
+
+                ensure_schema(engine)
+            else:
+                _require_current(engine, display)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Store(engine, display)
+
+
+def _require_current(engine: Engine, display: str) -> None:
+    from tbconvert.store.migrate import HEAD_REVISION, current_revision
+
+    with engine.connect() as conn:
         current = current_revision(conn)
     # The constant, not the scripts: importing Alembic is most of `tbconvert runs`'s time.
     head = HEAD_REVISION
-    if current != head:
-        engine.dispose()
-        if current is None:
-            raise StoreError("not a tbconvert store", path=display, hint="check --store")
-        raise StoreError(
-            f"the store is at schema revision {current}, this version reads {head}",
-            path=display,
-            hint="run 'tbconvert db upgrade' (or upgrade tbconvert if the store is newer)",
-        )
-    return Store(engine, display)
+    if current == head:
+        return
+    if current is None:
+        raise StoreError("not a tbconvert store", path=display, hint="check --store")
+    raise StoreError(
+        f"the store is at schema revision {current}, this version reads {head}",
+        path=display,
+        hint="run 'tbconvert db upgrade' (or upgrade tbconvert if the store is newer)",
+    )

@@ -124,18 +124,13 @@ def hparams_table(
     if agg not in AGGREGATES:
         raise UsageError(f"unknown aggregate {agg!r}", hint=f"choose from {', '.join(AGGREGATES)}")
     with store.connect() as conn:
-        sessions = lookups.param_sessions(conn)
-        listed = lookups.query(conn, "SELECT run_id, run_path, logdir FROM v_runs")
+        runs = lookups.runs(conn, run, with_params=True)
     tags = metric_rules.scalar_tags(store) if metrics else set()
     chosen = [metric_rules.parse_metric(metric, tags) for metric in metrics]
-    runs = sorted(
-        (run_row for run_row in listed if matches(run_row["run_path"], globs(run))),
-        key=lambda run_row: (run_row["logdir"], run_row["run_path"], run_row["run_id"]),
-    )
     table = []
     owners = []
     for entry in runs:
-        by_context = sessions.get(entry["run_id"], {})
+        by_context = entry["params"]
         for context in sorted(by_context):
             table.append((entry["run_id"], entry["run_path"], context, by_context[context]))
             # The run's other sessions' values are in their own rows.

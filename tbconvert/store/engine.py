@@ -6,14 +6,16 @@ import contextlib
 import hashlib
 import os
 import sqlite3
-from typing import Any
-
-from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Any
 
 from tbconvert.errors import StoreError, install_hint
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+# The store a command or API call uses when given none: ``$TBCONVERT_STORE``, else this file.
 DEFAULT_STORE = "tbconvert.db"
+STORE_ENV = "TBCONVERT_STORE"
 # Alembic's version table under our name: what makes a database a tbconvert store.
 VERSION_TABLE = "tbconvert_alembic_version"
 BUSY_TIMEOUT_MS = 60_000
@@ -26,6 +28,11 @@ PAGE_CACHE_KIB = 32 << 10
 def expand_path(path: str | os.PathLike[str]) -> str:
     """A path as a shell would give it: ``~`` and ``$VARIABLES`` expanded (design §2)."""
     return os.path.expanduser(os.path.expandvars(os.fspath(path)))
+
+
+def default_store() -> str:
+    """The store to use when none is given: ``$TBCONVERT_STORE``, else ``./tbconvert.db``."""
+    return os.environ.get(STORE_ENV, DEFAULT_STORE)
 
 
 def store_url(store: str | os.PathLike[str]) -> str:
@@ -112,6 +119,10 @@ def create_store_engine(url: str) -> Engine:
     execution option ``sqlite_begin="IMMEDIATE"`` takes the write lock when it begins, so two
     writers queue on the busy timeout instead of failing to upgrade a read lock.
     """
+    # SQLAlchemy is imported here, not at the top: the CLI reads this module's names at
+    # start-up, before any command needs a database.
+    from sqlalchemy import create_engine, event
+
     if not url.startswith("sqlite"):
         return _server_engine(url)
     url = _read_only_if_unwritable(url)
@@ -151,6 +162,8 @@ def _read_only_if_unwritable(url: str) -> str:
 
 
 def _server_engine(url: str) -> Engine:
+    from sqlalchemy import create_engine
+
     if not url.startswith("postgresql"):
         # SQLAlchemy would open MySQL and others (given their driver), but the bulk writers,
         # migrations and views exist for SQLite and PostgreSQL only.

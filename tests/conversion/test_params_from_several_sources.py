@@ -72,14 +72,8 @@ def test_a_lightning_version_has_one_row_per_key_the_event_file_s_where_both_hol
 def test_push_sends_the_value_v_params_shows(tmp_path: Path, store: str) -> None:
     lightning_version(tmp_path / "logs")
     convert(tmp_path / "logs", store, progress=False)
-    from tbconvert.push.source import open_for_push
-
-    engine, _display = open_for_push(store)
-    try:
-        with engine.connect() as conn:
-            (run,) = chosen_runs(conn)
-    finally:
-        engine.dispose()
+    with open_store(store, upgrade=True) as opened, opened.connect() as conn:
+        (run,) = chosen_runs(conn)
     shown = {(key, value) for key, value, _num, _type in params_rows(store)}
     assert {(key, value) for key, value in run.params[""].items()} == shown
 
