@@ -1,4 +1,4 @@
-"""Groups committed in a thread of their own on a server store (``groups.Committer``).
+"""Groups committed in a thread of their own on a server store (``commits.Committer``).
 
 The next group decodes while the server takes the one before; the store must go through the
 same commits as in line: one group at a time, in order, a failed commit raised in the
