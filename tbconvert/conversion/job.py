@@ -29,7 +29,7 @@ from tbconvert.conversion.commits import (
 from tbconvert.conversion.options import ConvertOptions
 from tbconvert.conversion.plan import plan_files, reclassified
 from tbconvert.conversion.relocation import relocate
-from tbconvert.conversion.sources import Origin, check_source, other_source
+from tbconvert.conversion.sources import Origin, check_source, known_metadata, other_source
 from tbconvert.conversion.summary import FileProblem, Summary, progress_bar
 from tbconvert.conversion.takeover import take_over, taken_away
 from tbconvert.conversion.workers import Decoding
@@ -39,6 +39,7 @@ from tbconvert.rows import remap_to_store_ids
 from tbconvert.store.file_states import FileState
 from tbconvert.version import __version__
 from tbconvert.writing.bulk import is_transient
+from tbconvert.writing.conversions import finish_conversion, start_conversion
 from tbconvert.writing.writer import StoreWriter
 
 # A group chosen as a server's deadlock victim is rolled back whole and applied again.
@@ -93,19 +94,21 @@ class Job:
             raise
         self._settle_files(prune)
         self.summary.contexts = len(self.contexts)
-        self.summary.runs_created = len(self.writer.created_runs)
-        self.summary.runs_extended = len(self.touched_runs - self.writer.created_runs)
-        self.summary.series_created = len(self.writer.created_series)
-        self.summary.series_extended = len(self.touched_series - self.writer.created_series)
+        self.summary.runs_created = len(self.writer.identities.created_runs)
+        self.summary.runs_extended = len(self.touched_runs - self.writer.identities.created_runs)
+        self.summary.series_created = len(self.writer.identities.created_series)
+        self.summary.series_extended = len(
+            self.touched_series - self.writer.identities.created_series
+        )
         self.summary.warnings += self.writer.notices()
         self._finish_conversion(conversion_id)
 
     def _plan(self) -> list[FileTask]:
         with self.writer.transaction():
             check_source(self.writer, self.origin, self.summary.store)
-            self.writer.move_logdir(self.origin.source, self.classification.logdir)
+            self.writer.files.move_logdir(self.origin.source, self.classification.logdir)
             take_over(self.writer, self.origin, self.classification, self.summary, self.options)
-            known = self.writer.file_states_of_source(self.origin.source)
+            known = self.writer.files.states_of_source(self.origin.source)
             notice = None if known else other_source(self.writer, self.origin, self.classification)
             if notice is not None:
                 self.summary.warnings.append(notice)
@@ -116,7 +119,7 @@ class Job:
                 self.writer, self.origin, self.classification, known
             )
             # After the moves: a moved file's tags are remembered in its new place.
-            remembered = self.writer.known_metadata(self.origin.source) if known else {}
+            remembered = known_metadata(self.writer, self.origin.source) if known else {}
         tasks: list[FileTask] = []
         options = self.options
         for plan in plan_files(self.classification, known, options.full, options.selection):
@@ -267,23 +270,23 @@ class Job:
         )
         # Read again under the write lock: another converter may have moved the offset, or
         # taken the file over (a conversion of a logdir inside or around this one).
-        state = writer.file_state(run_id, task.rel_path)
+        state = writer.files.state(run_id, task.rel_path)
         stored = state.offset_consumed if state is not None else 0
-        context_id = writer.context_id(task.context)
+        context_id = writer.identities.context_id(task.context)
         if not chunk.restart and stored != task.offset:
             # It read this file further since the plan: these chunks overlap what it
             # committed (and counted), so the file is left to it.  Nothing was written for
             # it yet but maybe its run, now, so its group carries on.
-            writer.drop_empty(run_id, context_id)
+            writer.files.drop_empty(run_id, context_id)
             raise ReadElsewhere(task.rel_path)
         replaced = False
         fresh = not chunk.restart  # read on from the offset just checked under the lock
         if state is None:
-            state = writer.save_file(FileState(None, run_id, context_id, task.rel_path))
+            state = writer.files.save(FileState(None, run_id, context_id, task.rel_path))
             fresh = True
         elif chunk.restart:
             if chunk.replaces:
-                writer.delete_file_points(state.id or 0)
+                writer.files.delete_points(state.id or 0)
                 replaced = not self.options.full
                 fresh = True
             state = state.updated(
@@ -306,7 +309,9 @@ class Job:
         writer = self.writer
         state, ids, base_records = open_file.state, open_file.ids, open_file.base_records
         if chunk.new_series:
-            ids.extend(writer.series_ids(state.run_id, state.context_id, chunk.new_series))
+            ids.extend(
+                writer.identities.series_ids(state.run_id, state.context_id, chunk.new_series)
+            )
         writer.insert_blobs(chunk.blobs)
         file_id = state.id
         assert file_id is not None  # the file's row was saved when its first chunk began
@@ -322,7 +327,7 @@ class Job:
             and base_records + chunk.records == 0
             and any(region.offset == 0 for region in chunk.damage)
         )
-        return writer.save_file(
+        return writer.files.save(
             state.updated(
                 offset_consumed=chunk.consumed,
                 records=base_records + chunk.records,
@@ -373,10 +378,10 @@ class Job:
             # A converter of a nested logdir running at the same time may have stored files
             # of this one since the plan: they are this one's too (its reads stop there).
             take_over(self.writer, self.origin, self.classification, self.summary, self.options)
-            stored = self.writer.files_of_source(self.origin.source)
+            stored = self.writer.files.of_source(self.origin.source)
             gone = [file_id for file_id, path, _status in stored if path not in present]
             if prune:
-                self.writer.mark_gone(gone)
+                self.writer.files.mark_gone(gone)
         self.summary.files_gone = len(gone) if prune else 0
         self.summary.still_damaged = sorted(
             path
@@ -388,8 +393,10 @@ class Job:
         options = self.options.logged(self.origin.source, self.classification.flat)
         with self.writer.transaction():
             logdir = self.classification.logdir
-            return self.writer.start_conversion(logdir, __version__, json.dumps(options))
+            return start_conversion(
+                self.writer.statements, logdir, __version__, json.dumps(options)
+            )
 
     def _finish_conversion(self, conversion_id: int) -> None:
         with self.writer.transaction():
-            self.writer.finish_conversion(conversion_id, self.summary.to_json())
+            finish_conversion(self.writer.statements, conversion_id, self.summary.to_json())

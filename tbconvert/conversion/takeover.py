@@ -188,7 +188,7 @@ def take_over(
     if not nested_sources(writer.conn, origin, classification.logdir):
         return
     writer.lock_runs(_LOCK_SOURCE, [_LOCK_RUN])
-    known = writer.file_states_of_source(origin.source)
+    known = writer.files.states_of_source(origin.source)
     moves = plan_moves(writer.conn, origin, classification, known, whole=not options.runs)
     for source, paths in _by_source(moves).items():
         writer.lock_runs(source, paths)
@@ -200,8 +200,8 @@ def take_over(
             group = posixpath.dirname(move.run_path)
             place = (move.run_path, group, move.context, move.path)
             file_into(writer, origin, classification.logdir, file_id, place, left)
-        elif (gone := writer.delete_file(file_id)) is not None:
-            writer.drop_empty(*gone)
+        elif (gone := writer.files.delete(file_id)) is not None:
+            writer.files.drop_empty(*gone)
             left.add(gone[0])
         writer.statements.run(
             "DELETE FROM file_heads WHERE source = :source AND path = :path",
