@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from tbconvert.conversion.commits import OpenFile
 from tbconvert.conversion.options import ConvertOptions
 from tbconvert.conversion.relocation import file_into
 from tbconvert.conversion.sources import Origin
@@ -237,18 +236,6 @@ def dry_run_moves(
         if not move.duplicate:
             known[move.path] = move.moved
     return moves
-
-
-def taken_away(writer: StoreWriter, open_file: OpenFile | None) -> bool:
-    """Whether the file read so far is no longer where this conversion put it (another
-    conversion took it over since the last commit)."""
-    if open_file is None:
-        return False
-    state = open_file.state
-    row = writer.statements.one(
-        "SELECT run_id, path FROM event_files WHERE id = :id", {"id": state.id}
-    )
-    return row is None or (int(row[0]), row[1]) != (state.run_id, state.path)
 
 
 def _by_source(moves: Iterable[Move]) -> dict[str, set[str]]:
