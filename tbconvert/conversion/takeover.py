@@ -196,8 +196,8 @@ def take_over(
     for move in moves:
         file_id = move.file.state.id or 0
         if not move.duplicate:
-            group = posixpath.dirname(move.run_path)
-            place = (move.run_path, group, move.context, move.path)
+            group_path = posixpath.dirname(move.run_path)
+            place = (move.run_path, group_path, move.context, move.path)
             file_into(writer, origin, classification.logdir, file_id, place, left)
         elif (gone := writer.files.delete(file_id)) is not None:
             writer.files.drop_empty(*gone)
