@@ -113,15 +113,15 @@ def pack_rows(
     return table.tobytes()
 
 
-def packed_runs(runs: Sequence[tuple[bytes, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Packed runs of several files, each with its file's id, as one array of packed rows
-    (``packed_dtype``) and each row's file id."""
+def join_packed(parts: Sequence[tuple[bytes, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Packed parts of several files, each with its file's id, joined as one array of packed
+    rows (``packed_dtype``) and each row's file id."""
     import numpy as np
 
-    rows = np.frombuffer(b"".join(packed for packed, _ in runs), dtype=packed_dtype())
+    rows = np.frombuffer(b"".join(packed for packed, _ in parts), dtype=packed_dtype())
     files = np.repeat(
-        np.array([file_id for _, file_id in runs], dtype=np.int64),
-        [len(packed) // PACKED_ROW.size for packed, _ in runs],
+        np.array([file_id for _, file_id in parts], dtype=np.int64),
+        [len(packed) // PACKED_ROW.size for packed, _ in parts],
     )
     return rows, files
 
@@ -144,16 +144,16 @@ def packed_columns(packed: bytes | np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 class FileRows:
-    """One file's rows of one table, in record order: row tuples, and (scalars) runs of
+    """One file's rows of one table, in record order: row tuples, and (scalars) stretches of
     packed rows from the block path.
 
     Decoded, the rows name series by local numbers and file 0; :meth:`with_store_ids` gives
-    them the store's ids: packed runs are rewritten at once by NumPy, tuples are mapped only
+    them the store's ids: packed parts are rewritten at once by NumPy, tuples are mapped only
     as they are consumed (a group holds thousands of files' rows until it commits, and
     mapped copies held that long cost the garbage collector more than the mapping itself).
-    Iterating makes the row tuples one at a time, so no list of them is built; packed runs
+    Iterating makes the row tuples one at a time, so no list of them is built; packed parts
     are what workers send to the writer (bytes pickle cheaply).  Iterable any number of
-    times.  A writer takes :meth:`general_rows` and the narrower :meth:`block_rows` instead.
+    times.  A writer takes :meth:`general_rows` and the narrower :meth:`packed_rows` instead.
     """
 
     __slots__ = ("_count", "_ids", "_parts", "file_id")
@@ -165,7 +165,7 @@ class FileRows:
         file_id: int = 0,
         series_ids: Sequence[int] | None = None,
     ) -> None:
-        """Args: row tuples and packed runs in record order, their total, the file id, and
+        """Args: row tuples and packed parts in record order, their total, the file id, and
         the store id of each local series number when the tuples are still to be mapped."""
         self._parts = parts
         self._count = count
@@ -179,7 +179,7 @@ class FileRows:
 
     @classmethod
     def merge(cls, tuples: list[Row], packed: Sequence[tuple[int, bytes]]) -> FileRows:
-        """The general path's row tuples with packed runs, each ``(position, bytes)``
+        """The general path's row tuples with packed parts, each ``(position, bytes)``
         belonging before the tuple at ``position``."""
         parts: list[list[Row] | bytes] = []
         done = 0
@@ -235,7 +235,7 @@ class FileRows:
         return f"FileRows({list(self)!r})"
 
     def parts(self) -> list[list[Row] | bytes]:
-        """Row tuples (as decoded: see :meth:`tuple_parts`) and packed runs (see
+        """Row tuples (as decoded: see :meth:`tuple_parts`) and packed parts (see
         :func:`packed_columns`), in record order."""
         return self._parts
 
@@ -250,16 +250,16 @@ class FileRows:
             self._tuples(part) for part in self._parts if isinstance(part, list)
         )
 
-    def block_count(self) -> int:
-        """How many rows :meth:`block_rows` yields."""
+    def packed_count(self) -> int:
+        """How many rows :meth:`packed_rows` yields."""
         return sum(len(part) for part in self._parts if isinstance(part, bytes)) // PACKED_ROW.size
 
-    def block_rows(self) -> Iterator[Row]:
+    def packed_rows(self) -> Iterator[Row]:
         """The other rows in key order (see :func:`in_key_order`), as ``(series_id, step,
         record_offset, wall_time, value)``."""
         return PACKED_ROW.iter_unpack(in_key_order(self._packed()).tobytes())
 
-    def block_table(self) -> np.ndarray:
+    def packed_table(self) -> np.ndarray:
         """The other rows in key order, whole, as one NumPy table (fields in column order)."""
         return in_key_order(_with_file(self._packed(), self.file_id, value_index=True))
 
@@ -312,23 +312,23 @@ class RowBatch:
         """The rows made as tuples (whole rows), of every file."""
         return chain.from_iterable(part.general_rows() for part in self.parts)
 
-    def block_count(self) -> int:
-        """How many rows :meth:`block_rows` yields."""
-        return sum(part.block_count() for part in self.parts)
+    def packed_count(self) -> int:
+        """How many rows :meth:`packed_rows` yields."""
+        return sum(part.packed_count() for part in self.parts)
 
-    def block_rows(self) -> Iterator[Row]:
+    def packed_rows(self) -> Iterator[Row]:
         """The other rows in key order (see :func:`in_key_order`), as ``(series_id, step,
         file_id, record_offset, wall_time, value)``: unlike one file's, they do not share a
         file id."""
         # One widening for the whole group, not one per file: a sweep's files are small.
-        widened = in_key_order(_with_file(*packed_runs(self._runs())))
+        widened = in_key_order(_with_file(*join_packed(self._packed_parts())))
         return _BATCH_ROW.iter_unpack(widened.tobytes())
 
-    def block_table(self) -> np.ndarray:
+    def packed_table(self) -> np.ndarray:
         """The other rows in key order, whole, as one NumPy table (fields in column order)."""
-        return in_key_order(_with_file(*packed_runs(self._runs()), value_index=True))
+        return in_key_order(_with_file(*join_packed(self._packed_parts()), value_index=True))
 
-    def _runs(self) -> list[tuple[bytes, int]]:
+    def _packed_parts(self) -> list[tuple[bytes, int]]:
         return [
             (packed, part.file_id)
             for part in self.parts

@@ -3,7 +3,7 @@ made inside functions, and imports only go down the pipeline.
 
 Read from the source with ``ast``: a lazy import (inside a function, for start-up time) is
 still a dependency, and plain import-time checks would miss it.  Imports under
-``if TYPE_CHECKING:`` are annotations only and do not count.
+``if TYPE_CHECKING:`` count too: an annotation is a dependency a reader must follow.
 """
 
 from __future__ import annotations
@@ -174,10 +174,17 @@ def test_the_reading_side_never_touches_a_database() -> None:
                 )
 
 
-def test_modules_stay_under_400_lines() -> None:
+# Lines past which a module is due a review (see the test below).
+REVIEW_LINES = 500
+
+
+def test_modules_stay_under_the_review_prompt() -> None:
+    """A module over ``REVIEW_LINES`` lines fails.  The number is a prompt to review the
+    module and split it along a seam (one role, one stage, one reason to change), not a
+    budget: never compress prose or code to get under it."""
     long = {
         module_name(path): count
         for path in FILES
-        if (count := len(path.read_text(encoding="utf-8").splitlines())) > 400
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > REVIEW_LINES
     }
     assert not long, long

@@ -80,7 +80,9 @@ TESTS = {
     "tbconvert.reading.decoder": [*_DECODING, "test_by_record.py", "test_scalar_keys.py"],
     "tbconvert.reading.fast.template": ["test_scalar_keys.py", "test_oracle.py"],
     "tbconvert.writing.writer": _CONVERSION,
+    "tbconvert.writing.file_states": _CONVERSION,
     "tbconvert.conversion.job": _CONVERSION,
+    "tbconvert.conversion.applying": _CONVERSION,
     "tbconvert.conversion.commits": _CONVERSION,
 }
 

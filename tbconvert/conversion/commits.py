@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tbconvert.reading.chunks import Chunk, FileTask
-from tbconvert.store.file_states import FileState
 
 # Blob bytes (images, audio) that close a group: a group is held in memory until it commits.
 _GROUP_BLOB_BYTES = 8 << 20
@@ -37,7 +36,7 @@ _GROUP_FILES = 1000
 
 
 @dataclass
-class Group:
+class CommitGroup:
     """Chunks collected for one transaction, in arrival order.
 
     Attributes:
@@ -93,7 +92,7 @@ class Committer:
     scalars 3.23 -> 3.17 s (means of 16; the server's COPY is most of it).
     """
 
-    def __init__(self, commit: Callable[[Group], None], in_thread: bool) -> None:
+    def __init__(self, commit: Callable[[CommitGroup], None], in_thread: bool) -> None:
         """Args: what commits a group; whether to commit in a thread."""
         self._commit = commit
         self._in_thread = in_thread
@@ -105,7 +104,7 @@ class Committer:
         """The commit thread hands the server work it then waits for: submit() returns."""
         self._handed_over.set()
 
-    def submit(self, group: Group) -> None:
+    def submit(self, group: CommitGroup) -> None:
         """Commit ``group`` after the one before (whose error, if any, is raised here);
         in a thread, return once it waits on the server or is done."""
         self.wait()
@@ -132,80 +131,10 @@ class Committer:
             self._thread.join()
             self._thread = None
 
-    def _run(self, group: Group) -> None:
+    def _run(self, group: CommitGroup) -> None:
         try:
             self._commit(group)
         except BaseException as error:  # raised in the submitting thread by wait()
             self._error = error
         finally:
             self._handed_over.set()
-
-
-@dataclass
-class OpenFile:
-    """The file whose chunks are being applied: its state, store ids of its series,
-    whether none of its rows read now can be stored yet (so a server may skip the check),
-    and the offset this read began at (only its first chunk says whether it restarted)."""
-
-    state: FileState
-    ids: list[int]
-    base_records: int
-    fresh: bool = False
-    read_from: int = 0
-
-
-@dataclass
-class Applied:
-    """What applying one chunk did, for the bookkeeping after its group commits.
-
-    Attributes:
-        task, chunk: The chunk.
-        before: The file's offset before the chunk (None: not applied, see ``elsewhere``).
-        file: The file's state after it.
-        replaced: Its old points were deleted (a replaced file, not ``--full``).
-        elsewhere: Another converter read the file further since it was planned.
-    """
-
-    task: FileTask
-    chunk: Chunk
-    before: int | None = None
-    file: OpenFile | None = None
-    replaced: bool = False
-    elsewhere: bool = False
-
-
-@dataclass
-class Position:
-    """Where the chunk stream stands between commits (a group restarts from it on retry).
-
-    Attributes:
-        open_file: The file read so far by committed chunks, not yet to its end.
-        left_to_another: The task whose file another converter is reading (-1: none).
-    """
-
-    open_file: OpenFile | None = None
-    left_to_another: int = -1
-
-
-class ReadElsewhere(Exception):
-    """Another converter read the file further since it was planned."""
-
-
-def extreme(
-    pick: Callable[[float, float], float], old: float | None, new: float | None
-) -> float | None:
-    """``pick`` of two optional values (None when both are)."""
-    if old is None:
-        return new
-    return old if new is None else pick(old, new)
-
-
-def file_status(chunk: Chunk, invalid: bool, damaged: int) -> str:
-    """A file's status after a chunk (see ``FileState.status``)."""
-    if not chunk.done:
-        return "reading"  # never skipped as unchanged: the next run reads on
-    if invalid:
-        return "invalid"
-    if chunk.torn:
-        return "partial"
-    return "damaged" if damaged else "ok"

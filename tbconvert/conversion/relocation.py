@@ -36,7 +36,7 @@ def relocate(
     places.update(run.run_path for run, _file, _stored in found)
     writer.lock_runs(origin.source, places)
     known.clear()
-    known.update(writer.file_states_of_source(origin.source))
+    known.update(writer.files.states_of_source(origin.source))
     left: set[int] = set()
     moved = 0
     for run, source, stored in misplaced(classification, known):
@@ -76,10 +76,10 @@ def file_into(
     (run, context) ids it went to; None when another converter took it away first."""
     run_path, group_path, context, path = place
     run_id = origin.run_id(writer, logdir, run_path, group_path)
-    context_id = writer.context_id(context)
+    context_id = writer.identities.context_id(context)
     old_place = move_file(writer, file_id, run_id, context_id, path)
     if old_place is None:
         return None
-    writer.drop_empty(*old_place)
+    writer.files.drop_empty(*old_place)
     left.add(old_place[0])
     return run_id, context_id

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from tbconvert.conversion.commits import OpenFile
 from tbconvert.conversion.options import ConvertOptions
 from tbconvert.conversion.relocation import file_into
 from tbconvert.conversion.sources import Origin
@@ -188,7 +187,7 @@ def take_over(
     if not nested_sources(writer.conn, origin, classification.logdir):
         return
     writer.lock_runs(_LOCK_SOURCE, [_LOCK_RUN])
-    known = writer.file_states_of_source(origin.source)
+    known = writer.files.states_of_source(origin.source)
     moves = plan_moves(writer.conn, origin, classification, known, whole=not options.runs)
     for source, paths in _by_source(moves).items():
         writer.lock_runs(source, paths)
@@ -197,11 +196,11 @@ def take_over(
     for move in moves:
         file_id = move.file.state.id or 0
         if not move.duplicate:
-            group = posixpath.dirname(move.run_path)
-            place = (move.run_path, group, move.context, move.path)
+            group_path = posixpath.dirname(move.run_path)
+            place = (move.run_path, group_path, move.context, move.path)
             file_into(writer, origin, classification.logdir, file_id, place, left)
-        elif (gone := writer.delete_file(file_id)) is not None:
-            writer.drop_empty(*gone)
+        elif (gone := writer.files.delete(file_id)) is not None:
+            writer.files.drop_empty(*gone)
             left.add(gone[0])
         writer.statements.run(
             "DELETE FROM file_heads WHERE source = :source AND path = :path",
@@ -237,18 +236,6 @@ def dry_run_moves(
         if not move.duplicate:
             known[move.path] = move.moved
     return moves
-
-
-def taken_away(writer: StoreWriter, open_file: OpenFile | None) -> bool:
-    """Whether the file read so far is no longer where this conversion put it (another
-    conversion took it over since the last commit)."""
-    if open_file is None:
-        return False
-    state = open_file.state
-    row = writer.statements.one(
-        "SELECT run_id, path FROM event_files WHERE id = :id", {"id": state.id}
-    )
-    return row is None or (int(row[0]), row[1]) != (state.run_id, state.path)
 
 
 def _by_source(moves: Iterable[Move]) -> dict[str, set[str]]:

@@ -1,7 +1,7 @@
 """The layout's cache of a remote logdir's file heads (``file_heads``, migration 0011): the
 tags of a file's first records, by its size and time, so that a re-run over unchanged
 objects fetches nothing (design §4).  Read here, before the writer opens; written by
-``StoreWriter.save_file_heads``."""
+``writing.file_heads.save_file_heads``."""
 
 from __future__ import annotations
 

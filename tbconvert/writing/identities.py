@@ -68,6 +68,11 @@ class Identities:
         self._made_runs.clear()
         self._absent_runs.clear()
 
+    def summaries_recounted(self) -> None:
+        """Every series the open transaction made has a summary row now (recounted, or made
+        with one): from here on each is looked up like any other."""
+        self.unsummarised.clear()
+
     def new_file_id(self) -> int | None:
         """The id of a new event file's row, or None: its insert numbers it."""
         return None
@@ -118,9 +123,19 @@ class Identities:
                 else:
                     self._absent_runs.add((source, path))
 
-    def run_id(self, params: dict[str, Any]) -> int:
-        """Get or create the run of ``params`` (source, run_path and the other columns)."""
-        key = ("runs", params["source"], params["run_path"])
+    def run_id(
+        self, source: str, run_path: str, *, host: str, logdir: str, group_path: str, name: str
+    ) -> int:
+        """Get or create the run (``source``, ``run_path``), made with the other columns."""
+        params = {
+            "source": source,
+            "host": host,
+            "logdir": logdir,
+            "run_path": run_path,
+            "group_path": group_path,
+            "name": name,
+        }
+        key = ("runs", source, run_path)
         cached = self._ids.get(key)
         if cached is not None:
             return cached

@@ -30,7 +30,7 @@ def move_file(
     writer: StoreWriter, file_id: int, run_id: int, context_id: int, path: str
 ) -> tuple[int, int] | None:
     """Move the file ``file_id``, its points and push marks, to (``run_id``, ``context_id``)
-    under ``path``; returns the (run, context) it left (for ``StoreWriter.drop_empty``),
+    under ``path``; returns the (run, context) it left (for ``FileStates.drop_empty``),
     None when another converter took it away first."""
     writer.flush()
     statements = writer.statements
@@ -50,7 +50,7 @@ def move_file(
         for index, series in enumerate(found)
         if series[0] in used
     ]
-    new_ids = writer.series_ids(run_id, context_id, definitions) if definitions else []
+    new_ids = writer.identities.series_ids(run_id, context_id, definitions) if definitions else []
     writer.flush()  # the new series exist before points refer to them
     mapping = dict(zip(used, new_ids, strict=True))
     for table, ids in tables.items():
@@ -66,8 +66,7 @@ def move_file(
     )
     marks = {**{series_id: series_id for series_id in whole}, **mapping}
     _move_push_marks(writer, file_id, (old_run, run_id), marks, path)
-    # The summaries it recounts exist now: none of the new series is without one any more.
-    writer.identities.unsummarised.clear()
+    writer.identities.summaries_recounted()
     series_summaries.recount(statements, writer.engine.dialect.name, [*used, *new_ids], tables)
     return old_run, old_context
 

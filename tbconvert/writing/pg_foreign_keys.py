@@ -103,7 +103,7 @@ def _distinct(table: str, rows: InsertRows, column: str) -> set[int]:
     for file in rows.files():
         if column == "file_id":
             found.add(int(file.file_id))
-        elif file.block_count():
+        elif file.packed_count():
             found |= _distinct_in(file.general_rows(), position)
             for part in file.parts():
                 if isinstance(part, bytes):

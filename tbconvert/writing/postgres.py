@@ -84,14 +84,14 @@ class PostgresBulk:
         columns, types = POINT_COLUMNS[table], pg_copy.POINT_TYPES[table]
         texts = [index for index, kind in enumerate(types) if kind == "text"]
         data: Iterable[Row] | pg_copy.Stream = rows
-        if rows.block_count():
+        if rows.packed_count():
             # The packed ones in key order, as on SQLite: the key's index takes them faster;
             # as one COPY stream written by NumPy where every field is of a fixed width.
             stream = _binary_stream(rows, types)
             data = (
                 stream
                 if stream is not None
-                else chain(rows.general_rows(), rows.block_table().tolist())
+                else chain(rows.general_rows(), rows.packed_table().tolist())
             )
         elif texts:
             data = (_without_nul(row, texts) for row in rows)
@@ -137,7 +137,7 @@ def _binary_stream(rows: InsertRows, types: Sequence[str]) -> pg_copy.Stream | N
     :mod:`tbconvert.writing.pg_copy`); None when some field does not fit a fixed width."""
     import numpy as np
 
-    table = rows.block_table()
+    table = rows.packed_table()
     general = list(rows.general_rows())
     if general:
         try:

@@ -34,8 +34,8 @@ from tbconvert.rows import (
     POINT_TABLES,
     InsertRows,
     Row,
+    join_packed,
     packed_columns,
-    packed_runs,
 )
 from tbconvert.writing.statements import Insert, Statements
 
@@ -311,18 +311,18 @@ def _columns(table: str, rows: InsertRows) -> tuple[Any, ...]:
     tuples: list[list[Row]] = []
     local: list[tuple[list[Row], Sequence[int], int]] = []  # still in local series numbers
     parts: list[tuple[np.ndarray, ...]] = []
-    runs: list[tuple[bytes, int]] = []  # packed, of every file at once
+    packed_parts: list[tuple[bytes, int]] = []  # of every file at once
     for rows_of_file in rows.files():
         for part, ids in rows_of_file.tuple_parts():
             if ids is None:
                 tuples.append(part)
             else:
                 local.append((part, ids, rows_of_file.file_id))
-        runs.extend(
+        packed_parts.extend(
             (part, rows_of_file.file_id) for part in rows_of_file.parts() if isinstance(part, bytes)
         )
-    if runs:
-        packed, file = packed_runs(runs)
+    if packed_parts:
+        packed, file = join_packed(packed_parts)
         series, step, offset, index, wall, value = packed_columns(packed)
         parts.append((series, step, file, offset, index, wall, value))
     if any(tuples):

@@ -92,13 +92,13 @@ class SqliteBulk:
         whole: Iterable[Row] = rows
         count = len(rows)
         inserted = 0
-        if blocks := rows.block_count():
+        if packed := rows.packed_count():
             # The block path's rows, (series_id, step, [file_id,] record_offset, wall_time,
             # value): value index 0, and one file's id, are literals of the statement.
             file_id = str(int(rows.file_id)) if isinstance(rows, FileRows) else "?"
             values = f"(?, ?, {file_id}, ?, 0, ?, ?)"
-            inserted = insert_many(dbapi, into, values, rows.block_rows(), blocks)
-            whole, count = rows.general_rows(), count - blocks
+            inserted = insert_many(dbapi, into, values, rows.packed_rows(), packed)
+            whole, count = rows.general_rows(), count - packed
         if not count:
             return inserted
         marks = ", ".join(["?"] * len(POINT_COLUMNS[table]))

@@ -1,5 +1,6 @@
-"""The writer's statements, run on the driver's own cursor: every write of the writer goes
-through here (SQLAlchemy is left for engines, schema and reads).
+"""The writer's statements, run on the driver's own cursor: every statement of the writer's
+transactions goes through here, reads and writes (SQLAlchemy is left for engines, schema, and
+the reads a read-only connection shares: ``store.file_states``, ``conversion.takeover``).
 
 A conversion of many small files runs a dozen small statements per file (look up or create
 its run and series, read and save its state).  Through SQLAlchemy each ``text()`` is built,

@@ -351,7 +351,7 @@ def test_a_parent_converted_while_its_sweep_is_read_takes_over_without_doubling(
     big = logs / "sweep" / "lr_0.001" / "events.out.tfevents.1.host"
     write_events(big, events("loss", range(200), 3e4))
     store = make_store(tmp_path, "together")
-    account = job_module.Job._account
+    account = job_module.Job.account
     parent: list[Any] = []
 
     def account_then_the_parent_converts(job: Any, outcome: Any, advance: Any) -> None:
@@ -359,7 +359,7 @@ def test_a_parent_converted_while_its_sweep_is_read_takes_over_without_doubling(
         if not parent and outcome.task.path == str(big) and not outcome.chunk.done:
             parent.append(convert(logs, store))
 
-    monkeypatch.setattr(job_module.Job, "_account", account_then_the_parent_converts)
+    monkeypatch.setattr(job_module.Job, "account", account_then_the_parent_converts)
     child = convert(logs / "sweep", store, chunk_points=40)
     monkeypatch.undo()
 

@@ -2,7 +2,7 @@
 
 Two converters that lock rows in different orders can make PostgreSQL abort one transaction
 (SQLSTATE 40P01 or 40001).  The job then applies the same group of chunks (one transaction,
-``conversion.groups``) again from its start, up to five attempts: the failures here are
+``conversion.commits``) again from its start, up to five attempts: the failures here are
 injected into the bulk insert (the server cannot be made to choose a victim on demand), and
 the store must come out equal to a conversion that never failed.
 """

@@ -4,7 +4,7 @@ clean conversion, view for view and file state for file state (design §7, issue
 The crashes are injected from outside the product (``tests/support/crashpoints.py`` wraps the
 writer's transactions in a forked child that ends itself with ``os._exit(9)``), right before
 and right after each commit of a multi-chunk, multi-file conversion: between the chunks of
-big files, and around groups of small files that commit together (``conversion.groups``).
+big files, and around groups of small files that commit together (``conversion.commits``).
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ HELD_AFTER_A_COMMIT = textwrap.dedent("""
     from tbconvert.conversion import job, stopping
 
     held, arguments = Path(sys.argv[1]), sys.argv[2:]
-    commit = job.Job._commit_group
+    commit = job.Job.commit_group
 
     def commit_then_hold(self, group, advance):
         commit(self, group, advance)
@@ -69,7 +69,7 @@ HELD_AFTER_A_COMMIT = textwrap.dedent("""
             while not stopping.requested():
                 time.sleep(0.01)
 
-    job.Job._commit_group = commit_then_hold
+    job.Job.commit_group = commit_then_hold
     cli(arguments)
 """)
 

@@ -164,17 +164,17 @@ def test_inserts_reach_a_server_as_positional_parameters() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(keys=st.lists(st.tuples(_keys, st.sampled_from(_FILES)), unique=True, max_size=200))
-def test_block_rows_reach_sqlite_in_the_order_of_the_key(keys: list[tuple[_Key, int]]) -> None:
+def test_packed_rows_reach_sqlite_in_the_order_of_the_key(keys: list[tuple[_Key, int]]) -> None:
     """One file's packed rows and a group's come out as Python sorts their keys (series,
     step, file, offset): the order SQLite inserts fastest, whatever order they were read in."""
     one_file = [key for key, file_id in keys if file_id == _FILES[0]]
-    rows = list(_packed(one_file, 0, _FILES[0]).block_rows())
+    rows = list(_packed(one_file, 0, _FILES[0]).packed_rows())
     assert [(row[0], row[1], row[2]) for row in rows] == sorted(one_file)
 
     batch = RowBatch([_packed([key], 0, file_id) for key, file_id in keys])
-    got = [(row[0], row[1], row[2], row[3]) for row in batch.block_rows()]
+    got = [(row[0], row[1], row[2], row[3]) for row in batch.packed_rows()]
     assert got == sorted((s, p, file_id, o) for (s, p, o), file_id in keys)
     # Whole rows (a server's COPY takes them): every row of the batch, in the same order.
-    assert batch.block_table().tolist() == sorted(batch)
-    whole_of_one = _packed(one_file, 0, _FILES[0]).block_table().tolist()
+    assert batch.packed_table().tolist() == sorted(batch)
+    whole_of_one = _packed(one_file, 0, _FILES[0]).packed_table().tolist()
     assert whole_of_one == sorted(_packed(one_file, 0, _FILES[0]))

@@ -84,7 +84,7 @@ def test_the_writer_asks_after_commits_of_points_only(tmp_path: Path) -> None:
         pages = raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
         assert pages == WRITER_AUTOCHECKPOINT_PAGES
         with writer.transaction():
-            writer.run_id("src", "run", host="h", logdir="/l", group_path="", name="run")
+            writer.identities.run_id("src", "run", host="h", logdir="/l", group_path="", name="run")
         checkpointer = getattr(writer.bulk, "_checkpointer", None)
         assert checkpointer is not None and checkpointer._thread is None
     finally:

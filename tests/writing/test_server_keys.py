@@ -134,7 +134,7 @@ def _empty_series(writer: StoreWriter) -> tuple[int, int]:
     ).all()
     writer.conn.rollback()
     with writer.transaction():
-        (series_id,) = writer.series_ids(
+        (series_id,) = writer.identities.series_ids(
             run_id, context_id, [SeriesDefinition(0, "empty", "scalars", None, None, None, None)]
         )
     return series_id, file_id

@@ -163,13 +163,15 @@ def test_an_id_freed_in_the_transaction_is_given_again(tmp_path: Path) -> None:
         with writer.transaction():
             for tag in ("loss", "acc"):
                 writer.lock_runs("src", ["r"])
-                run = writer.run_id("src", "r", host="h", logdir="/l", group_path=".", name="r")
-                context = writer.context_id("")
+                run = writer.identities.run_id(
+                    "src", "r", host="h", logdir="/l", group_path=".", name="r"
+                )
+                context = writer.identities.context_id("")
                 definition = SeriesDefinition(0, tag, "scalars", "float32", None, None, None)
-                (series,) = writer.series_ids(run, context, [definition])
+                (series,) = writer.identities.series_ids(run, context, [definition])
                 made.append((run, series))
                 # Neither has points or files: both go again.
-                writer.drop_empty(run, context)
+                writer.files.drop_empty(run, context)
         with connect(str(tmp_path / "store.db")) as connection:
             assert rows(connection, "SELECT count(*) FROM series") == [(0,)]
     finally:
@@ -207,16 +209,20 @@ def test_ids_made_in_a_rolled_back_transaction_are_not_reused(tmp_path: Path) ->
     try:
         series = SeriesDefinition(0, "loss", "scalars", "float32", None, None, None)
         with pytest.raises(RuntimeError), writer.transaction():
-            run = writer.run_id("src", "r", host="h", logdir="/l", group_path="", name="r")
-            writer.series_ids(run, writer.context_id("train"), [series])[0]
+            run = writer.identities.run_id(
+                "src", "r", host="h", logdir="/l", group_path="", name="r"
+            )
+            writer.identities.series_ids(run, writer.identities.context_id("train"), [series])[0]
             writer.insert_blobs({"ab" * 32: b"bytes"})
             raise RuntimeError("the chunk fails: everything above rolls back")
         with writer.transaction():
-            run = writer.run_id("src", "r", host="h", logdir="/l", group_path="", name="r")
-            context = writer.context_id("train")
-            series_id = writer.series_ids(run, context, [series])[0]
+            run = writer.identities.run_id(
+                "src", "r", host="h", logdir="/l", group_path="", name="r"
+            )
+            context = writer.identities.context_id("train")
+            series_id = writer.identities.series_ids(run, context, [series])[0]
             writer.insert_blobs({"ab" * 32: b"bytes"})
-        again = writer.series_ids(run, context, [series])[0]
+        again = writer.identities.series_ids(run, context, [series])[0]
     finally:
         writer.close()
         engine.dispose()
@@ -242,17 +248,26 @@ def test_rows_dropped_as_empty_are_made_again_not_reused_from_the_cache(tmp_path
     try:
         with writer.transaction():
             # Run "kept" keeps a file, so only its series goes; run "gone" goes whole.
-            kept = writer.run_id("src", "kept", name="kept", **names)
-            gone = writer.run_id("src", "gone", name="gone", **names)
-            context = writer.context_id("train")
-            writer.save_file(FileState(None, kept, context, "kept/f"))
-            old_series = [writer.series_ids(run, context, [loss])[0] for run in (kept, gone)]
-            other = writer.series_ids(kept, writer.context_id("eval"), [acc])[0]
-            writer.drop_empty(kept, context)
-            writer.drop_empty(gone, context)
-            again = writer.run_id("src", "gone", name="gone", **names)
-            new_series = [writer.series_ids(run, context, [loss])[0] for run in (kept, again)]
-            assert writer.series_ids(kept, writer.context_id("eval"), [acc])[0] == other
+            kept = writer.identities.run_id("src", "kept", name="kept", **names)
+            gone = writer.identities.run_id("src", "gone", name="gone", **names)
+            context = writer.identities.context_id("train")
+            writer.files.save(FileState(None, kept, context, "kept/f"))
+            old_series = [
+                writer.identities.series_ids(run, context, [loss])[0] for run in (kept, gone)
+            ]
+            other = writer.identities.series_ids(kept, writer.identities.context_id("eval"), [acc])[
+                0
+            ]
+            writer.files.drop_empty(kept, context)
+            writer.files.drop_empty(gone, context)
+            again = writer.identities.run_id("src", "gone", name="gone", **names)
+            new_series = [
+                writer.identities.series_ids(run, context, [loss])[0] for run in (kept, again)
+            ]
+            assert (
+                writer.identities.series_ids(kept, writer.identities.context_id("eval"), [acc])[0]
+                == other
+            )
     finally:
         writer.close()
         engine.dispose()
