@@ -214,7 +214,7 @@ class RecordReader(LargeRecords):
         self.consumed = end
         return None
 
-    def _slow(self, pos: int) -> int | None:
+    def resume_at(self, pos: int) -> int | None:
         """Handle whatever stopped the fast loop at ``pos``; return where to go on, or None."""
         if not self._ensure(pos, HEADER_SIZE):
             self.torn = len(self._buf) > pos - self._base
@@ -290,7 +290,7 @@ class RecordReader(LargeRecords):
                 if damaged:
                     checked_until = base + len(buf)
             i = yield from self._checked(buf, base, i, size)
-            pos = self._slow(base + i)
+            pos = self.resume_at(base + i)
             if self._alone is not None:
                 # Yielded without a name in this frame: the generator must not hold it.
                 self.records += 1
@@ -342,7 +342,7 @@ class RecordReader(LargeRecords):
         batch: list[tuple[int, bytes]] = []
         append = batch.append
         n = len(buf)
-        # Hot loop: it only handles success; _slow() re-examines whatever makes it stop.
+        # Hot loop: it only handles success; resume_at() re-examines whatever makes it stop.
         # The masking is crc.mask() written inline (a call per record costs measurably).
         while i + 12 <= n:
             length, stored = hdr(buf, i)

@@ -66,7 +66,7 @@ class Walker:
         stack = [(rel, path)]
         while stack:
             rel, path = stack.pop()
-            entries = self._scan(rel, path)
+            entries = self.scan(rel, path)
             subdirs: list[tuple[str, str]] = []
             prefix = f"{rel}/" if rel else ""
             for entry in entries:
@@ -89,7 +89,9 @@ class Walker:
             # Reversed so that the stack pops siblings in name order.
             stack.extend(reversed(subdirs))
 
-    def _scan(self, rel: str, path: str) -> list[os.DirEntry[str]]:
+    def scan(self, rel: str, path: str) -> list[os.DirEntry[str]]:
+        """The entries of the directory ``path`` (``rel`` in the logdir), by name; one that
+        cannot be read is skipped with a warning, unless it is the logdir itself."""
         try:
             with os.scandir(path) as iterator:
                 return sorted(iterator, key=_NAME)

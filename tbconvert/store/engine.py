@@ -119,7 +119,7 @@ def create_store_engine(url: str) -> Engine:
         url,
         connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
     )
-    event.listen(engine, "connect", _on_sqlite_connect)
+    event.listen(engine, "connect", set_up_sqlite_connection)
     event.listen(engine, "begin", _on_sqlite_begin)
     return engine
 
@@ -177,7 +177,9 @@ def _server_engine(url: str) -> Engine:
         ) from None
 
 
-def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+def set_up_sqlite_connection(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+    """What every SQLite connection of an engine runs first (SQLAlchemy's ``connect`` event):
+    driver transactions off, the busy timeout, foreign keys, WAL, the page cache."""
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:

@@ -143,14 +143,14 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> Schem
                         )
                     if sqlite_file is not None:
                         backup = _backup_sqlite(sqlite_file, current)
-                _migrate(conn, current, head)
+                migrate_schema(conn, current, head)
                 _check_foreign_keys(conn)
         finally:
             _foreign_keys(conn, on=True)
     return SchemaChange(current, head, backup)
 
 
-def _migrate(conn: Connection, current: str | None, head: str) -> None:
+def migrate_schema(conn: Connection, current: str | None, head: str) -> None:
     """Bring ``conn``'s database from ``current`` to ``head``: an empty SQLite database by
     replaying the migrations' own result (no Alembic import), else by Alembic
     (a database left with an empty version table by a downgrade too)."""
