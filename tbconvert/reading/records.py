@@ -21,6 +21,7 @@ from tbconvert.reading.crc import MASK_DELTA, U32_MASK, masked_crc32c
 from tbconvert.reading.large_records import FOOTER_SIZE, HEADER_SIZE, MAX_RECORD_SIZE, LargeRecords
 from tbconvert.reading.remote import open_binary
 from tbconvert.reading.resync import Damage, resync_candidates
+from tbconvert.reading.tuning import DEFAULT_TUNING, ReadTuning
 
 if TYPE_CHECKING:
     from tbconvert.reading.fast.blocks import Block
@@ -38,9 +39,6 @@ _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
 # Lengths whose header CRC is known good; bounded so garbage cannot grow it without limit.
 _LENGTH_CACHE_MAX = 4096
-# Below these, checking records one by one costs less than numpy's fixed cost per call.
-_WHOLE_MIN_BYTES = 4096
-_WHOLE_MIN_RECORDS = 64
 
 
 def record_in(buf: bytes, i: int = 0) -> bytes | None:
@@ -93,6 +91,7 @@ class RecordReader(LargeRecords):
         end: int | None = None,
         block_size: int = 8 << 20,
         max_record: int = MAX_RECORD_SIZE,
+        tuning: ReadTuning = DEFAULT_TUNING,
     ) -> None:
         """Prepare to read ``fileobj`` from ``start``.
 
@@ -104,6 +103,8 @@ class RecordReader(LargeRecords):
                 says nothing about decompressed offsets; such a stream is read to EOF.
             block_size: Bytes per read.
             max_record: Payload bytes above which a record is skipped without being read.
+            tuning: Below its ``whole_min_*``, checking records one by one costs less than
+                NumPy's fixed cost per call.
         """
         self._f = fileobj
         self._end = None if isinstance(fileobj, gzip.GzipFile) else end
@@ -111,6 +112,8 @@ class RecordReader(LargeRecords):
             self._end = _stream_size(fileobj)
         self._block = max(int(block_size), HEADER_SIZE + FOOTER_SIZE)
         self._max_record = max_record
+        self._whole_min_bytes = tuning.whole_min_bytes
+        self._whole_min_records = tuning.whole_min_records
         self._alone: tuple[int, bytes] | None = None  # a record read alone, to yield next
         self._buf = b""
         self._base = start  # file offset of _buf[0]
@@ -302,12 +305,12 @@ class RecordReader(LargeRecords):
         """Yield the buffer's records from ``i`` as Blocks, as far as they verify (halving
         the stretch until it does); return where the per-record reader must go on, and
         whether it will meet a bad record there."""
-        if len(buf) - i < _WHOLE_MIN_BYTES:
+        if len(buf) - i < self._whole_min_bytes:
             return i, False
         from tbconvert.reading.fast import blocks  # NumPy: not for logdirs of small files only
 
         starts, end = blocks.walk(buf, i)
-        if len(starts) < _WHOLE_MIN_RECORDS:
+        if len(starts) < self._whole_min_records:
             return i, False
         lengths = blocks.lengths_at(buf, starts)
         over = (lengths > self._max_record).nonzero()[0]
@@ -315,12 +318,12 @@ class RecordReader(LargeRecords):
             first = int(over[0])
             starts, lengths, end = starts[:first], lengths[:first], int(starts[first])
         count = len(starts)
-        while count >= _WHOLE_MIN_RECORDS and not blocks.verify(
+        while count >= self._whole_min_records and not blocks.verify(
             buf, starts[:count], lengths[:count]
         ):
             count //= 2
         damaged = count < len(starts)
-        if count < _WHOLE_MIN_RECORDS:
+        if count < self._whole_min_records:
             return i, damaged
         if damaged:
             starts, lengths, end = starts[:count], lengths[:count], int(starts[count])
