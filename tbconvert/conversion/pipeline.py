@@ -20,7 +20,6 @@ from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
 from tbconvert.reading import discovery
 from tbconvert.reading.remote import is_remote, logdir_name, use_storage_options
-from tbconvert.reading.remote_heads import heads_read_once
 from tbconvert.store.engine import (
     DEFAULT_STORE,
     check_store_location,
@@ -86,8 +85,7 @@ def convert(
             on a shared server by another machine's logdir of the same path.
     """
     options = (options or ConvertOptions()).with_keywords(**keywords)
-    with heads_read_once():  # the layout, the planner and the reader share a remote head
-        return _convert_pass(logdir, store, options)
+    return _convert_pass(logdir, store, options)
 
 
 def _convert_pass(

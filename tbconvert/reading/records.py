@@ -20,6 +20,7 @@ import google_crc32c
 from tbconvert.reading.crc import MASK_DELTA, U32_MASK, masked_crc32c
 from tbconvert.reading.large_records import FOOTER_SIZE, HEADER_SIZE, MAX_RECORD_SIZE, LargeRecords
 from tbconvert.reading.remote import open_binary
+from tbconvert.reading.remote_heads import RemoteHeads
 from tbconvert.reading.resync import Damage, resync_candidates
 from tbconvert.reading.tuning import DEFAULT_TUNING, ReadTuning
 
@@ -103,8 +104,7 @@ class RecordReader(LargeRecords):
                 says nothing about decompressed offsets; such a stream is read to EOF.
             block_size: Bytes per read.
             max_record: Payload bytes above which a record is skipped without being read.
-            tuning: Below its ``whole_min_*``, checking records one by one costs less than
-                NumPy's fixed cost per call.
+            tuning: When a stretch of records is checked whole (``ReadTuning.whole_min_*``).
         """
         self._f = fileobj
         self._end = None if isinstance(fileobj, gzip.GzipFile) else end
@@ -112,8 +112,7 @@ class RecordReader(LargeRecords):
             self._end = _stream_size(fileobj)
         self._block = max(int(block_size), HEADER_SIZE + FOOTER_SIZE)
         self._max_record = max_record
-        self._whole_min_bytes = tuning.whole_min_bytes
-        self._whole_min_records = tuning.whole_min_records
+        self._tuning = tuning
         self._alone: tuple[int, bytes] | None = None  # a record read alone, to yield next
         self._buf = b""
         self._base = start  # file offset of _buf[0]
@@ -305,12 +304,12 @@ class RecordReader(LargeRecords):
         """Yield the buffer's records from ``i`` as Blocks, as far as they verify (halving
         the stretch until it does); return where the per-record reader must go on, and
         whether it will meet a bad record there."""
-        if len(buf) - i < self._whole_min_bytes:
+        if len(buf) - i < self._tuning.whole_min_bytes:
             return i, False
         from tbconvert.reading.fast import blocks  # NumPy: not for logdirs of small files only
 
         starts, end = blocks.walk(buf, i)
-        if len(starts) < self._whole_min_records:
+        if len(starts) < self._tuning.whole_min_records:
             return i, False
         lengths = blocks.lengths_at(buf, starts)
         over = (lengths > self._max_record).nonzero()[0]
@@ -318,12 +317,12 @@ class RecordReader(LargeRecords):
             first = int(over[0])
             starts, lengths, end = starts[:first], lengths[:first], int(starts[first])
         count = len(starts)
-        while count >= self._whole_min_records and not blocks.verify(
+        while count >= self._tuning.whole_min_records and not blocks.verify(
             buf, starts[:count], lengths[:count]
         ):
             count //= 2
         damaged = count < len(starts)
-        if count < self._whole_min_records:
+        if count < self._tuning.whole_min_records:
             return i, damaged
         if damaged:
             starts, lengths, end = starts[:count], lengths[:count], int(starts[count])
@@ -378,17 +377,20 @@ class RecordReader(LargeRecords):
         return i
 
 
-def open_event_file(path: str, size: int | None = None) -> BinaryIO:
+def open_event_file(
+    path: str, size: int | None = None, heads: RemoteHeads | None = None
+) -> BinaryIO:
     """Open an event file for binary reading, decompressing gzip (magic ``1f 8b``) transparently.
 
     Args:
         path: File to open: a local path, or a URL read by ranges (``remote``).
         size: The size a remote object was listed with (saves asking for it).
+        heads: The heads of remote objects read in this pass (its own is kept there).
 
     Returns:
         A readable binary file object; a ``gzip.GzipFile`` for compressed files.
     """
-    raw = open_binary(path, size)
+    raw = open_binary(path, size, heads)
     if raw.read(2) != b"\x1f\x8b":
         raw.seek(0)
         return raw

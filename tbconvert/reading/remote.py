@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, BinaryIO, cast
 
 from tbconvert.errors import LogdirError, MissingDependency, install_hint
-from tbconvert.reading.remote_heads import HEAD_BYTES, keep_head, kept_head
+from tbconvert.reading.remote_heads import HEAD_BYTES, RemoteHeads
 from tbconvert.urls import redacted
 
 __all__ = [
@@ -226,9 +226,11 @@ class RemoteFile(io.RawIOBase):
     so a request's latency hides behind decoding.
     """
 
-    def __init__(self, url: str, size: int | None = None) -> None:
+    def __init__(self, url: str, size: int | None = None, heads: RemoteHeads | None = None) -> None:
+        """Read ``url``, listed with ``size`` (None: ask), its head kept in ``heads``."""
         super().__init__()
         self._url = url
+        self._heads = heads
         self._fs, self._path = _filesystem(url)
         self._size = int(self._fs.size(self._path)) if size is None else size
         self._pos = 0
@@ -278,10 +280,12 @@ class RemoteFile(io.RawIOBase):
     def _small_read(self, start: int) -> bytes:
         if start:
             return self._fetch(start, min(_SMALL_READ, self._size - start))
-        head = kept_head(self._url, self._size)
+        heads = self._heads
+        head = None if heads is None else heads.kept(self._url, self._size)
         if head is None:
             head = self._fetch(0, min(_SMALL_READ, self._size))
-            keep_head(self._url, self._size, head)
+            if heads is not None:
+                heads.keep(self._url, self._size, head)
         return head
 
     def _fetch(self, start: int, length: int) -> bytes:
@@ -314,16 +318,18 @@ class RemoteFile(io.RawIOBase):
         super().close()
 
 
-def open_binary(path: str, size: int | None = None) -> BinaryIO:
-    """A local file or a remote object, open for binary reading."""
+def open_binary(path: str, size: int | None = None, heads: RemoteHeads | None = None) -> BinaryIO:
+    """A local file or a remote object, open for binary reading (a remote object's head
+    read once per pass when ``heads`` is given)."""
     if is_remote(path):
-        return open_remote(path, size)
+        return open_remote(path, size, heads)
     return open(path, "rb")
 
 
-def open_remote(url: str, size: int | None = None) -> BinaryIO:
-    """A binary file reading ``url`` by ranges; ``size`` (as listed) saves a request."""
-    return cast(BinaryIO, RemoteFile(url, size))
+def open_remote(url: str, size: int | None = None, heads: RemoteHeads | None = None) -> BinaryIO:
+    """A binary file reading ``url`` by ranges; ``size`` (as listed) saves a request, and
+    ``heads`` holds the heads of this pass."""
+    return cast(BinaryIO, RemoteFile(url, size, heads))
 
 
 def fetch_all(files: Sequence[tuple[str, int]]) -> list[bytes | OSError]:
@@ -338,17 +344,17 @@ def fetch_all(files: Sequence[tuple[str, int]]) -> list[bytes | OSError]:
     return [_as_result(result, end) for result, end in zip(results, ends, strict=True)]
 
 
-def fetch_heads(objects: Sequence[tuple[str, int]]) -> list[bytes | OSError]:
+def fetch_heads(objects: Sequence[tuple[str, int]], heads: RemoteHeads) -> list[bytes | OSError]:
     """The head (what a small read at offset 0 fetches: the first 16 KiB) of each
-    ``(url, listed size)``, read once per pass (:func:`heads_read_once`): the ones not held
-    yet fetched together, as :func:`fetch_all` does."""
-    found: list[bytes | OSError | None] = [kept_head(url, size) for url, size in objects]
+    ``(url, listed size)``, read once per pass (``heads``): the ones not held yet fetched
+    together, as :func:`fetch_all` does."""
+    found: list[bytes | OSError | None] = [heads.kept(url, size) for url, size in objects]
     missing = [index for index, head in enumerate(found) if head is None]
     fetched = fetch_all([(objects[i][0], min(objects[i][1], _SMALL_READ)) for i in missing])
     for index, head in zip(missing, fetched, strict=True):
         found[index] = head
         if isinstance(head, bytes):
-            keep_head(*objects[index], head)
+            heads.keep(*objects[index], head)
     return [head for head in found if head is not None]
 
 

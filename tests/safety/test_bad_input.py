@@ -151,10 +151,10 @@ def test_unreadable_file(logdir: Path, tmp_path: Path, monkeypatch) -> None:
     write_events(bad, scalars(range(3)))
     real_open = module.open_event_file
 
-    def guarded(path: str, size: int | None = None):
+    def guarded(path: str, *args):
         if path == str(bad):  # root ignores chmod, so refuse the way the OS would
             raise PermissionError(13, "Permission denied", path)
-        return real_open(path, size)
+        return real_open(path, *args)
 
     monkeypatch.setattr(module, "open_event_file", guarded)
     code, summary, stderr = run("--logdir", str(logdir), "--store", str(tmp_path / "s.db"))
