@@ -18,8 +18,9 @@ DEFAULT_STORE = "tbconvert.db"
 VERSION_TABLE = "tbconvert_alembic_version"
 BUSY_TIMEOUT_MS = 60_000
 # SQLite's page cache per connection (its default is 2 MiB): a conversion inserts into the
-# point tables' B-trees all over, and a cache that holds their hot pages took 10-25% off the
-# sweep and 1M-event benchmarks (issue #14).  Filled only as pages are read.
+# point tables' B-trees all over, and a cache that holds their hot pages takes 10-25% off the
+# sweep and 1M-event benchmarks (docs/performance.md#the-passes-of-14).  Filled only as pages
+# are read.
 PAGE_CACHE_KIB = 32 << 10
 
 

@@ -168,9 +168,9 @@ def migrate_schema(conn: Connection, current: str | None, head: str) -> None:
 def snapshot_statements(revision: str) -> tuple[str, ...] | None:
     """The statements of the schema snapshot when it is of ``revision``, else None.
 
-    Importing Alembic and running every migration cost a fresh store about 0.3 CPU-s, a
+    Importing Alembic and running every migration costs a fresh store about 0.3 CPU-s, a
     third of a converter's start-up, paid again by every sweep or job converting into a new
-    file (issue #14); replaying the migrations' own result costs milliseconds.  The snapshot
+    file; replaying the migrations' own result costs milliseconds.  The snapshot
     is only ever made by running the migrations (``python -m tbconvert.store.snapshot``
     after adding one; a test fails until then), and one of another revision is not used.
     """
