@@ -61,7 +61,7 @@ class Job:
         self.origin = origin
         self.summary = summary
         self.options = options
-        self.settings = options.read_settings(classification.remote_heads)
+        self.settings = options.read_settings(classification.remote)
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()

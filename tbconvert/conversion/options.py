@@ -20,7 +20,7 @@ from tbconvert.errors import UsageError
 from tbconvert.filters import Selection
 from tbconvert.reading.chunks import CHUNK_BYTES, ReadSettings
 from tbconvert.reading.large_records import MAX_RECORD_SIZE, MIN_MAX_RECORD_SIZE
-from tbconvert.reading.remote_heads import RemoteHeads
+from tbconvert.reading.remote_reads import RemoteReads
 from tbconvert.reading.tuning import ReadTuning
 
 __all__ = ["BY_RECORD_BYTES_VARIABLE", "CHUNK_POINTS", "ConvertOptions", "ConvertTuning"]
@@ -110,15 +110,16 @@ class ConvertOptions:
                 hint=f"give at least {MIN_MAX_RECORD_SIZE >> 20}M: smaller records are no risk",
             )
 
-    def read_settings(self, remote_heads: RemoteHeads | None = None) -> ReadSettings:
-        """What every file of the conversion is read with (``remote_heads``: the pass's)."""
+    def read_settings(self, remote: RemoteReads | None = None) -> ReadSettings:
+        """What every file of the conversion is read with (``remote``: how its pass reads a
+        URL logdir)."""
         return ReadSettings(
             self.selection,
             self.chunk_points,
             self.full,
             self.max_record_size,
             self.tuning.read,
-            remote_heads,
+            remote,
         )
 
     def logged(self, source: str, flat: bool) -> dict[str, Any]:

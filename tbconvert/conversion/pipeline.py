@@ -19,7 +19,8 @@ from tbconvert.conversion.plan import plan_files, reclassified
 from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
 from tbconvert.reading import discovery
-from tbconvert.reading.remote import is_remote, logdir_name, use_storage_options
+from tbconvert.reading.remote import is_remote, logdir_name
+from tbconvert.reading.remote_reads import RemoteReads
 from tbconvert.store.engine import (
     DEFAULT_STORE,
     check_store_location,
@@ -98,8 +99,8 @@ def _convert_pass(
     url = store_url(store)
     source = options.source
     known_heads, nested_heads = {}, {}
+    remote = RemoteReads(options.storage_options)  # this pass's, with the heads it reads
     if is_remote(logdir):
-        use_storage_options(logdir, options.storage_options)
         known_heads = read_file_heads(url, source or logdir_name(logdir))
         nested_heads = takeover.nested_heads(
             url, source or logdir_name(logdir), logdir_name(logdir)
@@ -111,6 +112,7 @@ def _convert_pass(
             flat=options.flat,
             skip_orphans=options.skip_orphans,
             known_heads={**nested_heads, **known_heads},
+            remote=remote,
         ),
         options.runs,
     )

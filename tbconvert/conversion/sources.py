@@ -43,7 +43,7 @@ def other_source(writer: StoreWriter, origin: Origin, classification: Classifica
     for source in classification.files[:_SAMPLES]:
         try:
             size = None if source.listed is None else source.listed[0]
-            digest = first_record_digest(source.path, size, classification.remote_heads)
+            digest = first_record_digest(source.path, size, classification.remote)
         except OSError:
             return None  # the file is reported when it is read
         if digest is None:

@@ -24,7 +24,7 @@ from tbconvert.reading.fast import KnownMetadata
 from tbconvert.reading.first_record import head_digest
 from tbconvert.reading.large_records import MAX_RECORD_SIZE
 from tbconvert.reading.records import Damage, RecordReader, open_event_file
-from tbconvert.reading.remote_heads import RemoteHeads
+from tbconvert.reading.remote_reads import RemoteReads
 from tbconvert.reading.tuning import DEFAULT_TUNING, ReadTuning
 from tbconvert.rows import FileRows, SeriesDefinition, TagMetadata
 
@@ -52,7 +52,7 @@ class ReadSettings:
         full: Read every file from its start, whatever the store holds.
         max_record_size: Records with more payload bytes are skipped unread, as damage.
         tuning: Which path a file takes and how records are batched (never the rows).
-        remote_heads: The first bytes of remote objects read in this pass (None: not kept).
+        remote: How this pass reads remote objects (storage options, heads read once).
     """
 
     selection: Selection
@@ -60,7 +60,7 @@ class ReadSettings:
     full: bool = False
     max_record_size: int = MAX_RECORD_SIZE
     tuning: ReadTuning = DEFAULT_TUNING
-    remote_heads: RemoteHeads | None = field(default=None, compare=False, repr=False)
+    remote: RemoteReads | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def read_file(
 ) -> Iterator[Chunk]:
     """Yield the chunks of one file; the first tells whether it restarts from 0."""
     try:
-        handle = open_event_file(task.path, task.size, settings.remote_heads)
+        handle = open_event_file(task.path, task.size, settings.remote)
     except OSError as error:
         yield _failed(task, unreadable_reason(error))
         return

@@ -20,7 +20,7 @@ import google_crc32c
 from tbconvert.reading.crc import MASK_DELTA, U32_MASK, masked_crc32c
 from tbconvert.reading.large_records import FOOTER_SIZE, HEADER_SIZE, MAX_RECORD_SIZE, LargeRecords
 from tbconvert.reading.remote import open_binary
-from tbconvert.reading.remote_heads import RemoteHeads
+from tbconvert.reading.remote_reads import RemoteReads
 from tbconvert.reading.resync import Damage, resync_candidates
 from tbconvert.reading.tuning import DEFAULT_TUNING, ReadTuning
 
@@ -378,19 +378,19 @@ class RecordReader(LargeRecords):
 
 
 def open_event_file(
-    path: str, size: int | None = None, heads: RemoteHeads | None = None
+    path: str, size: int | None = None, remote: RemoteReads | None = None
 ) -> BinaryIO:
     """Open an event file for binary reading, decompressing gzip (magic ``1f 8b``) transparently.
 
     Args:
         path: File to open: a local path, or a URL read by ranges (``remote``).
         size: The size a remote object was listed with (saves asking for it).
-        heads: The heads of remote objects read in this pass (its own is kept there).
+        remote: How this pass reads remote objects (options, heads read once).
 
     Returns:
         A readable binary file object; a ``gzip.GzipFile`` for compressed files.
     """
-    raw = open_binary(path, size, heads)
+    raw = open_binary(path, size, remote)
     if raw.read(2) != b"\x1f\x8b":
         raw.seek(0)
         return raw

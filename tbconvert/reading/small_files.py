@@ -88,7 +88,9 @@ def read_batch(
     if not tasks:
         return
     batch = _Batch(settings)
-    loaded = [batch.load(task, data) for task, data in zip(tasks, _contents(tasks), strict=True)]
+    loaded = [
+        batch.load(task, data) for task, data in zip(tasks, _contents(tasks, settings), strict=True)
+    ]
     batch.check(loaded)
     for task, file in zip(tasks, loaded, strict=True):
         chunk = None if file is None or file.damaged else batch.chunk(file, carried)
@@ -220,11 +222,11 @@ class _Batch:
         return Settled(rows, list(decoder.definitions), decoder.stats, decoder.metadata(), blobs)
 
 
-def _contents(tasks: Sequence[FileTask]) -> list[bytes | None]:
+def _contents(tasks: Sequence[FileTask], settings: ReadSettings) -> list[bytes | None]:
     """Each task's file, read whole up to its planned size (None: it cannot be read).  The
     objects of a remote logdir are fetched all at once, concurrently (``remote.fetch_all``)."""
     if is_remote(tasks[0].path):
-        fetched = fetch_all([(task.path, task.size) for task in tasks])
+        fetched = fetch_all([(task.path, task.size) for task in tasks], settings.remote)
         return [None if isinstance(data, OSError) else data for data in fetched]
     return [_read_local(task) for task in tasks]
 
