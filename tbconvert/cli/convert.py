@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +19,9 @@ from tbconvert.cli.group import (
 )
 from tbconvert.plugins.names import KNOWN_PLUGINS
 from tbconvert.reading.layouts import LAYOUTS
+
+if TYPE_CHECKING:
+    from tbconvert.conversion.options import ConvertOptions
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -191,7 +194,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         if watch and dry_run:
             raise click.UsageError("--watch and --dry-run do not go together")
         _import_library()
-        from tbconvert.conversion.options import ConvertOptions
+        from tbconvert.conversion.options import ConvertOptions, no_notice
         from tbconvert.filters import Selection
 
         options = run_library(
@@ -212,10 +215,12 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
                 storage_options=_parse_storage_options(storage_options),
                 max_record_size=max_record_size,
                 progress=False if quiet else None,
-                notify=_silent if quiet else lambda line: click.echo(line, err=True),
+                notify=no_notice if quiet else lambda line: click.echo(line, err=True),
             ),
         )
-        summary = _run(logdir, store, options, watch=watch, interval=interval, verbose=verbose)
+        summary = _run(
+            logdir, store, options, watch=watch, interval=interval, verbose=verbose, quiet=quiet
+        )
         _report(summary, as_json=as_json, quiet=quiet)
         sys.exit(summary.exit_code)
 
@@ -223,8 +228,6 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
 
 
 def _parse_storage_options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    if not pairs:
-        return {}  # the library is imported later, with the collector off (``_run``)
     from tbconvert.reading.remote import parse_storage_options
 
     try:
@@ -248,21 +251,23 @@ def _import_library() -> None:
         gc.enable()
 
 
-def _silent(_line: str) -> None:
-    return None
-
-
 def _run(
-    logdir: str, store: str, options: Any, *, watch: bool, interval: float, verbose: int
+    logdir: str,
+    store: str,
+    options: ConvertOptions,
+    *,
+    watch: bool,
+    interval: float,
+    verbose: int,
+    quiet: bool,
 ) -> Any:
-    """Convert (or watch) with ``options`` (a ``ConvertOptions``); Ctrl-C and SIGTERM stop
-    after the current transaction with one line saying what is kept (exit 130 / 143; a
-    --watch ends normally)."""
+    """Convert (or watch) with ``options``; Ctrl-C and SIGTERM stop after the current
+    transaction with one line saying what is kept (exit 130 / 143; a --watch ends
+    normally)."""
     from tbconvert.conversion import pipeline as library
     from tbconvert.conversion import stopping
     from tbconvert.reading.remote import is_remote
 
-    quiet = options.notify is _silent
     remote = is_remote(logdir)
     try:
         with stopping.on_signals():

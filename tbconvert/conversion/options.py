@@ -23,7 +23,13 @@ from tbconvert.reading.large_records import MAX_RECORD_SIZE, MIN_MAX_RECORD_SIZE
 from tbconvert.reading.remote_reads import RemoteReads
 from tbconvert.reading.tuning import ReadTuning
 
-__all__ = ["BY_RECORD_BYTES_VARIABLE", "CHUNK_POINTS", "ConvertOptions", "ConvertTuning"]
+__all__ = [
+    "BY_RECORD_BYTES_VARIABLE",
+    "CHUNK_POINTS",
+    "ConvertOptions",
+    "ConvertTuning",
+    "no_notice",
+]
 
 CHUNK_POINTS = 50_000
 
@@ -32,6 +38,10 @@ CHUNK_POINTS = 50_000
 # down the block path.  The test suite sets it to 0 so that its small fixture files keep
 # covering the block path (tests/conftest.py).
 BY_RECORD_BYTES_VARIABLE = "TBCONVERT_BY_RECORD_BYTES"
+
+
+def no_notice(_line: str) -> None:
+    """The ``notify`` of a conversion that shows the user nothing."""
 
 
 def read_tuning_from_environment() -> ReadTuning:
@@ -96,7 +106,7 @@ class ConvertOptions:
     # fsspec's options for a URL logdir (credentials, endpoint): never logged or shown.
     storage_options: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     max_record_size: int = MAX_RECORD_SIZE
-    notify: Callable[[str], Any] = field(default=lambda _line: None, compare=False)
+    notify: Callable[[str], Any] = field(default=no_notice, compare=False)
     tuning: ConvertTuning = field(default_factory=ConvertTuning)
 
     def __post_init__(self) -> None:
@@ -164,12 +174,8 @@ class ConvertOptions:
         if "storage_options" in keywords:
             keywords["storage_options"] = dict(keywords["storage_options"] or {})
         if keywords.get("notify", ...) is None:
-            keywords["notify"] = _silent
+            keywords["notify"] = no_notice
         return replace(self, selection=selection, **keywords)
-
-
-def _silent(_line: str) -> None:
-    return None
 
 
 # The keywords of :func:`tbconvert.convert` beside ``options``.
