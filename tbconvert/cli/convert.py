@@ -221,7 +221,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         summary = _run(
             logdir, store, options, watch=watch, interval=interval, verbose=verbose, quiet=quiet
         )
-        _report(summary, as_json=as_json, quiet=quiet)
+        report_summary(summary, as_json=as_json, quiet=quiet)
         sys.exit(summary.exit_code)
 
     return tf
@@ -340,7 +340,9 @@ def _parse_plugins(plugins: str | None) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def _report(summary: Any, *, as_json: bool, quiet: bool) -> None:
+def report_summary(summary: Any, *, as_json: bool, quiet: bool) -> None:
+    """What a conversion did: orphans, warnings and the summary on stderr (problems only
+    when ``quiet``), and the summary as JSON on stdout with ``--json``."""
     if not quiet:
         if summary.stopped:
             click.echo(summary.stopped, err=True)
