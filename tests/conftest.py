@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tbconvert.reading import chunks
+from tbconvert.conversion.options import BY_RECORD_BYTES_VARIABLE
 from tbconvert.writing.writer import StoreWriter
 from tests.support.emulators import Emulator, azurite_binary, start_azurite, start_gcs
 from tests.support.pgserver import PostgresServer, find_bindir
@@ -31,32 +31,22 @@ pytest_plugins = ["pytester"]
 # retries per bucket); read when gcsfs is imported, so set before any test imports it.
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
+# Files under 16 KiB are decoded record by record (``ReadTuning.by_record_bytes``), and nearly
+# every fixture file is that small: the suite's conversions send them down the block path, so
+# that the incremental, crash and invariant tests keep covering it, through the knob a
+# conversion reads when it is given no tuning (conversion/options.py).  Set here, before any
+# test module makes its options or its subprocesses' environment.  The protobuf path is the
+# reference (``test_block_scalars``, ``test_oracle``); ``by_record_switch`` tests, and tests
+# that pass a ``ReadTuning`` of their own, read with the real threshold.
+os.environ[BY_RECORD_BYTES_VARIABLE] = "0"
+
 BACKENDS = ("sqlite", "postgresql")
-
-# The size below which files are read record by record, before the suite sets it to 0.
-REAL_BY_RECORD_BYTES = chunks._BY_RECORD_BYTES
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _block_path_for_small_files() -> Iterator[None]:
-    """Files under 16 KiB are decoded record by record (``chunks._BY_RECORD_BYTES``), and
-    nearly every fixture file is that small: in this process they take the block path, as
-    they did before that switch, so the incremental, crash and invariant tests keep covering
-    it.  The protobuf path is the reference (``test_block_scalars``, ``test_oracle``), and the
-    subprocess tests keep the real switch.  ``by_record_switch`` tests see the real one."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chunks, "_BY_RECORD_BYTES", 0)
-        yield
 
 
 @pytest.fixture(autouse=True)
-def _by_record_switch(request: pytest.FixtureRequest) -> Iterator[None]:
-    if request.node.get_closest_marker("by_record_switch") is None:
-        yield
-        return
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chunks, "_BY_RECORD_BYTES", REAL_BY_RECORD_BYTES)
-        yield
+def _by_record_switch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("by_record_switch") is not None:
+        monkeypatch.delenv(BY_RECORD_BYTES_VARIABLE)
 
 
 @pytest.fixture(scope="session", autouse=True)

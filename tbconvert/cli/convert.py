@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +19,9 @@ from tbconvert.cli.app import (
 )
 from tbconvert.plugins.names import KNOWN_PLUGINS
 from tbconvert.reading.layouts import LAYOUTS
+
+if TYPE_CHECKING:
+    from tbconvert.conversion.options import ConvertOptions
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -190,34 +193,41 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         """
         if watch and dry_run:
             raise click.UsageError("--watch and --dry-run do not go together")
-        options: dict[str, Any] = dict(
-            layout=layout,
-            flat=flat,
-            skip_orphans=skip_orphans,
-            dry_run=dry_run,
-            full=full,
-            plugins=_parse_plugins(plugins),
-            runs=runs,
-            tags=tags,
-            exclude_tags=exclude_tags,
-            jobs=jobs,
-            source=source,
-            upgrade_store=upgrade_store,
-            storage_options=_parse_storage_options(storage_options),
-            max_record_size=max_record_size,
-            progress=False if quiet else None,
-            notify=None if quiet else lambda line: click.echo(line, err=True),
+        _import_library()
+        from tbconvert.conversion.options import ConvertOptions, no_notice
+        from tbconvert.filters import Selection
+
+        options = run_library(
+            verbose,
+            lambda: ConvertOptions(
+                layout=layout,
+                flat=flat,
+                skip_orphans=skip_orphans,
+                dry_run=dry_run,
+                full=full,
+                selection=Selection(
+                    plugins=_parse_plugins(plugins), tags=tags, exclude_tags=exclude_tags
+                ),
+                runs=runs,
+                jobs=jobs,
+                source=source,
+                upgrade_store=upgrade_store,
+                storage_options=_parse_storage_options(storage_options),
+                max_record_size=max_record_size,
+                progress=False if quiet else None,
+                notify=no_notice if quiet else lambda line: click.echo(line, err=True),
+            ),
         )
-        summary = _run(logdir, store, options, watch=watch, interval=interval, verbose=verbose)
-        _report(summary, as_json=as_json, quiet=quiet)
+        summary = _run(
+            logdir, store, options, watch=watch, interval=interval, verbose=verbose, quiet=quiet
+        )
+        report_summary(summary, as_json=as_json, quiet=quiet)
         sys.exit(summary.exit_code)
 
     return tf
 
 
 def _parse_storage_options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    if not pairs:
-        return {}  # the library is imported later, with the collector off (``_run``)
     from tbconvert.reading.remote import parse_storage_options
 
     try:
@@ -226,11 +236,8 @@ def _parse_storage_options(pairs: tuple[str, ...]) -> dict[str, Any]:
         raise click.BadParameter(str(error), param_hint="--storage-option") from error
 
 
-def _run(
-    logdir: str, store: str, options: dict[str, Any], *, watch: bool, interval: float, verbose: int
-) -> Any:
-    """Convert (or watch); Ctrl-C and SIGTERM stop after the current transaction with one
-    line saying what is kept (exit 130 / 143; a --watch ends normally)."""
+def _import_library() -> None:
+    """Import the conversion library with the collector off."""
     # Importing the library (SQLAlchemy above all) builds tens of thousands of objects and
     # no garbage: with the collector off meanwhile, start-up is about 25 ms shorter.  What
     # the imports made lives as long as the process, so the collector need not scan it again
@@ -238,14 +245,29 @@ def _run(
     # (a host process may have garbage among its objects).
     gc.disable()
     try:
-        from tbconvert.conversion import pipeline as library
-        from tbconvert.conversion import stopping
+        from tbconvert.conversion import pipeline  # noqa: F401
     finally:
         gc.freeze()
         gc.enable()
+
+
+def _run(
+    logdir: str,
+    store: str,
+    options: ConvertOptions,
+    *,
+    watch: bool,
+    interval: float,
+    verbose: int,
+    quiet: bool,
+) -> Any:
+    """Convert (or watch) with ``options``; Ctrl-C and SIGTERM stop after the current
+    transaction with one line saying what is kept (exit 130 / 143; a --watch ends
+    normally)."""
+    from tbconvert.conversion import pipeline as library
+    from tbconvert.conversion import stopping
     from tbconvert.reading.remote import is_remote
 
-    quiet = options["notify"] is None
     remote = is_remote(logdir)
     try:
         with stopping.on_signals():
@@ -257,13 +279,13 @@ def _run(
                         store,
                         interval=interval,
                         on_pass=None if quiet else _print_pass,
-                        **options,
+                        options=options,
                     ),
                     quiet_warnings=remote,
                 )
             return run_library(
                 verbose,
-                lambda: library.convert(logdir, store, **options),
+                lambda: library.convert(logdir, store, options),
                 quiet_warnings=remote,
             )
     except stopping.Interrupted as stop:
@@ -304,7 +326,7 @@ def _print_pass(summary: Any) -> None:
     )
 
 
-def _parse_plugins(plugins: str | None) -> list[str] | None:
+def _parse_plugins(plugins: str | None) -> frozenset[str] | None:
     if plugins is None:
         return None
     names = [name.strip() for name in plugins.split(",") if name.strip()]
@@ -315,10 +337,12 @@ def _parse_plugins(plugins: str | None) -> list[str] | None:
             f"{', '.join(KNOWN_PLUGINS)}",
             param_hint="--plugins",
         )
-    return names
+    return frozenset(names)
 
 
-def _report(summary: Any, *, as_json: bool, quiet: bool) -> None:
+def report_summary(summary: Any, *, as_json: bool, quiet: bool) -> None:
+    """What a conversion did: orphans, warnings and the summary on stderr (problems only
+    when ``quiet``), and the summary as JSON on stdout with ``--json``."""
     if not quiet:
         if summary.stopped:
             click.echo(summary.stopped, err=True)

@@ -1,8 +1,8 @@
 """Group commit: the chunks of many small files applied in one transaction.
 
 A sweep is thousands of files of a few hundred points each; a transaction per file costs more
-than its points (issue #14).  Chunks are therefore collected, in the order they arrive, until
-they hold a chunk's worth of points (or of blob bytes, or 2 MB of files read, or a stop is
+than its points.  Chunks are therefore collected, in the order they arrive, until
+they hold a chunk's worth of points (or the bounds of ``ConvertTuning.group_*``, or a stop is
 asked for, or --jobs workers have nothing decoded ready, or decoding failed), and then applied
 in one transaction.
 A big file's chunk fills a group by itself, so its commits stay as they were.  Inside the
@@ -21,18 +21,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tbconvert.conversion.options import ConvertTuning
 from tbconvert.reading.chunks import Chunk, FileTask
-
-# Blob bytes (images, audio) that close a group: a group is held in memory until it commits.
-_GROUP_BLOB_BYTES = 8 << 20
-# Bytes of files read that close a group.  Histograms and text make rows of hundreds of
-# bytes: a chunk's worth of their points made a log that the commit copied into the database
-# itself, past the writer's checkpoint threshold, and a last commit whose copy the end of the
-# conversion waits for; in smaller commits the checkpoint thread keeps up (the mixed logdir:
-# 0.59 s against 0.56 s).  A sweep's groups of scalars take a few more commits at no cost.
-_GROUP_READ_BYTES = 2 << 20
-# Files that close a group whatever their points (each costs a few statements and a lock).
-_GROUP_FILES = 1000
 
 
 @dataclass
@@ -41,10 +31,13 @@ class CommitGroup:
 
     Attributes:
         points: Close the group once it holds this many points (the chunk size).
+        limits: Its other bounds (``group_*``: blob bytes, which are held in memory until the
+            group commits; bytes of files read; files, each a few statements and a lock).
         entries: The (task, chunk) pairs collected.
     """
 
     points: int
+    limits: ConvertTuning = field(default_factory=ConvertTuning)
     entries: list[tuple[FileTask, Chunk]] = field(default_factory=list)
     _points: int = 0
     _blob_bytes: int = 0
@@ -65,9 +58,9 @@ class CommitGroup:
         """True when the group should commit now."""
         return (
             self._points >= self.points
-            or self._blob_bytes >= _GROUP_BLOB_BYTES
-            or self._read >= _GROUP_READ_BYTES
-            or len(self.entries) >= _GROUP_FILES
+            or self._blob_bytes >= self.limits.group_blob_bytes
+            or self._read >= self.limits.group_read_bytes
+            or len(self.entries) >= self.limits.group_files
         )
 
 
@@ -76,20 +69,16 @@ class Committer:
     in a thread of its own, so the next group decodes while the server takes this one.
 
     On a server most of a commit is the server's own work (COPY, its index, its log) while
-    the converter waits: 1M events into a local server took 3.2 s committed in line, 2.9 s
-    this way.  One group at a time, each submitted after the one before committed, so the
-    store goes through the same commits as in line.  Not for SQLite: there the commit is the
-    converter's own work, binding rows under the interpreter lock, and a thread of its own
-    only moves the decoding of the next group beside it.  Measured with ``--jobs 1``: 1M
-    events 1.81 -> 1.73 s and the sweep 1.85 -> 1.76 s while the host's second core was idle,
-    no gain once it was busy, and none with ``--jobs 2`` (1.79 s either way), which would then
-    no longer be faster than ``--jobs 1`` (design §8).
+    the converter waits, so the next group decodes meanwhile.  One group at a time, each
+    submitted after the one before committed, so the store goes through the same commits as
+    in line.  Not for SQLite: there the commit is the converter's own work, binding rows
+    under the interpreter lock, and a thread of its own only moves the decoding of the next
+    group beside it, which gains nothing once the host's cores are busy (design §8).
 
     The next group decodes only once the commit thread waits on the server
     (:meth:`waiting_on_server`) or is done: before that its own work (the group's statements,
     the COPY stream) would share the interpreter with the decoding while the server idles.
-    Into a local server, alternated: the mixed logdir 1.17 -> 1.06 s (medians of 6); 1M
-    scalars 3.23 -> 3.17 s (means of 16; the server's COPY is most of it).
+    Measurements: docs/performance.md#commit-thread.
     """
 
     def __init__(self, commit: Callable[[CommitGroup], None], in_thread: bool) -> None:

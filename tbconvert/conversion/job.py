@@ -53,7 +53,7 @@ class Job:
         self.origin = origin
         self.summary = summary
         self.options = options
-        self.settings = options.read_settings()
+        self.settings = options.read_settings(classification.remote)
         self.touched_series: set[int] = set()
         self.touched_runs: set[int] = set()
         self.contexts: set[str] = set()
@@ -72,7 +72,10 @@ class Job:
         total = sum(bytes_to_read(task, self.settings) for task in tasks)
         try:
             with progress_bar(total, enabled=self.options.progress) as bar:
-                self._apply_all(Decoding(tasks, self.settings, self.options.jobs), bar.update)
+                self._apply_all(
+                    Decoding(tasks, self.settings, self.options.jobs, self.options.tuning),
+                    bar.update,
+                )
         except Exception as error:  # a full disk, a server gone: its message says what is kept
             error.points_kept = self.committed_points  # type: ignore[attr-defined]
             raise
@@ -144,7 +147,7 @@ class Job:
     def _apply_all(self, chunks: Decoding, advance: Callable[[int], Any]) -> None:
         # A group also commits when the workers have nothing ready: the writer would only
         # wait, so its commit costs no time, and the last group is then small.
-        group = CommitGroup(self.settings.chunk_points)
+        group = CommitGroup(self.settings.chunk_points, self.options.tuning)
         decoded = iter(chunks)
         committer = Committer(lambda full: self.commit_group(full, advance), self.writer.shared)
         self.writer.call_when_waiting_on_server(committer.waiting_on_server)
@@ -164,7 +167,7 @@ class Job:
                 group.add(task, chunk)
                 if group.full() or stopping.requested() or chunks.waiting():
                     committer.submit(group)
-                    group = CommitGroup(self.settings.chunk_points)
+                    group = CommitGroup(self.settings.chunk_points, self.options.tuning)
                     if stopping.requested():  # taken between transactions only
                         committer.wait()
                         stopping.check()

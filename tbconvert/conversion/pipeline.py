@@ -8,21 +8,19 @@ import gc
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from tbconvert.conversion import takeover
 from tbconvert.conversion.job import Job
-from tbconvert.conversion.options import CHUNK_POINTS, ConvertOptions
+from tbconvert.conversion.options import ConvertOptions
 from tbconvert.conversion.plan import plan_files, reclassified
 from tbconvert.conversion.sources import Origin
 from tbconvert.conversion.summary import Summary
-from tbconvert.errors import UsageError
 from tbconvert.reading import discovery
-from tbconvert.reading.large_records import MAX_RECORD_SIZE, MIN_MAX_RECORD_SIZE
-from tbconvert.reading.remote import is_remote, logdir_name, use_storage_options
-from tbconvert.reading.remote_heads import heads_read_once
+from tbconvert.reading.remote import is_remote, logdir_name
+from tbconvert.reading.remote_reads import RemoteReads
 from tbconvert.store.engine import (
     DEFAULT_STORE,
     check_store_location,
@@ -43,31 +41,19 @@ _GC_YOUNGEST = 100_000
 def convert(
     logdir: str | os.PathLike[str],
     store: str | os.PathLike[str] | None = None,
-    *,
-    layout: str = "auto",
-    flat: bool = False,
-    skip_orphans: bool = False,
-    dry_run: bool = False,
-    full: bool = False,
-    plugins: Iterable[str] | None = None,
-    runs: Sequence[str] = (),
-    tags: Sequence[str] = (),
-    exclude_tags: Sequence[str] = (),
-    jobs: int = 1,
-    source: str | None = None,
-    upgrade_store: bool = False,
-    progress: bool | None = None,
-    chunk_points: int = CHUNK_POINTS,
-    storage_options: Mapping[str, Any] | None = None,
-    max_record_size: int = MAX_RECORD_SIZE,
-    notify: Callable[[str], Any] | None = None,
+    options: ConvertOptions | None = None,
+    **keywords: Any,
 ) -> Summary:
     """Convert every event file of ``logdir`` into ``store`` and return the summary.
+
+    The options are ``options`` (a :class:`ConvertOptions`, default: all defaults) with the
+    keywords below applied over it; each is checked before any work.
 
     Args:
         logdir: The TensorBoard log directory: a path, or a URL of any fsspec file system
             (``s3://bucket/prefix``, ``gs://``, ``az://``, ``hf://`` ...) read by ranges.
         store: A SQLite file path or a SQLAlchemy URL (default ``./tbconvert.db``).
+        options: The options as one value, as the command line builds them.
         layout: ``auto``: one run per training run, as its writer laid it out; ``aim``: Aim's
             documented rules (``--layout``).
         flat: Every directory with event files is a run (``--flat``).
@@ -91,40 +77,16 @@ def convert(
         max_record_size: Records with more payload bytes are skipped unread, each counted
             as damage (the exit code is then 3); at least 1 MiB.
         notify: Called with a line to show the user while waiting (e.g. for a lock).
+        tuning: Speed thresholds (:class:`ConvertTuning`); they never change what is stored.
 
     Raises:
+        UsageError: an option no conversion can take (before any work).
         LogdirError: the logdir is missing or unreadable.
         StoreError: the store cannot be opened, created or written, or ``source`` is taken
             on a shared server by another machine's logdir of the same path.
     """
-    options = ConvertOptions.of(
-        layout=layout,
-        flat=flat,
-        skip_orphans=skip_orphans,
-        dry_run=dry_run,
-        full=full,
-        plugins=plugins,
-        runs=runs,
-        tags=tags,
-        exclude_tags=exclude_tags,
-        jobs=jobs,
-        source=source,
-        upgrade_store=upgrade_store,
-        progress=progress,
-        chunk_points=chunk_points,
-        storage_options=dict(storage_options or {}),
-        max_record_size=max_record_size,
-        notify=notify,
-    )
-    return convert_with(logdir, store, options)
-
-
-def convert_with(
-    logdir: str | os.PathLike[str], store: str | os.PathLike[str] | None, options: ConvertOptions
-) -> Summary:
-    """:func:`convert` with its options as one value."""
-    with heads_read_once():  # the layout, the planner and the reader share a remote head
-        return _convert_pass(logdir, store, options)
+    options = (options or ConvertOptions()).with_keywords(**keywords)
+    return _convert_pass(logdir, store, options)
 
 
 def _convert_pass(
@@ -136,11 +98,9 @@ def _convert_pass(
         store = os.environ.get("TBCONVERT_STORE", DEFAULT_STORE)
     url = store_url(store)
     source = options.source
-    if source is not None and not source.strip():
-        raise UsageError("the source name is empty", hint="give --source a name, or leave it out")
     known_heads, nested_heads = {}, {}
+    remote = RemoteReads(options.storage_options)  # this pass's, with the heads it reads
     if is_remote(logdir):
-        use_storage_options(logdir, options.storage_options)
         known_heads = read_file_heads(url, source or logdir_name(logdir))
         nested_heads = takeover.nested_heads(
             url, source or logdir_name(logdir), logdir_name(logdir)
@@ -152,14 +112,10 @@ def _convert_pass(
             flat=options.flat,
             skip_orphans=options.skip_orphans,
             known_heads={**nested_heads, **known_heads},
+            remote=remote,
         ),
         options.runs,
     )
-    if options.max_record_size < MIN_MAX_RECORD_SIZE:
-        raise UsageError(
-            f"--max-record-size is {options.max_record_size} bytes",
-            hint=f"give at least {MIN_MAX_RECORD_SIZE >> 20}M: smaller records are no risk",
-        )
     summary = Summary(
         logdir=classification.logdir,
         store=store_display(url),
@@ -191,12 +147,15 @@ def watch(
     interval: float = 5.0,
     passes: int | None = None,
     on_pass: Callable[[Summary], Any] | None = None,
-    **options: Any,
+    options: ConvertOptions | None = None,
+    **keywords: Any,
 ) -> Summary:
     """Repeat :func:`convert` every ``interval`` seconds until stopped (or ``passes`` passes).
 
     Args:
         on_pass: Called with each pass's summary once it is done.
+        options, keywords: The options of every pass, as :func:`convert` takes them (built
+            and checked once, before the first pass).
 
     Returns the summary of all passes together (see :meth:`Summary.absorb`).  A pass stopped
     by Ctrl-C or SIGTERM (:mod:`tbconvert.conversion.stopping`) ends the watch: it has
@@ -204,6 +163,7 @@ def watch(
     """
     from tbconvert.conversion import stopping
 
+    options = (options or ConvertOptions()).with_keywords(**keywords)
     started = time.monotonic()
     total: Summary | None = None
     done = 0
@@ -211,7 +171,7 @@ def watch(
         while passes is None or done < passes:
             if done:
                 stopping.pause(interval)
-            summary = convert(logdir, store, **options)
+            summary = convert(logdir, store, options)
             if on_pass is not None:
                 on_pass(summary)
             if total is None:
@@ -282,8 +242,8 @@ def few_collections() -> Iterator[None]:
     """Run the cyclic garbage collector rarely while a conversion lasts, as before after it.
 
     A conversion allocates millions of rows, tuples of numbers and strings, and makes no
-    reference cycles of its own: the collector's passes over them freed nothing and cost
-    5-10% of a conversion's time (issue #14).
+    reference cycles of its own: the collector's passes over them free nothing and cost
+    5-10% of a conversion's time (docs/performance.md#the-passes-of-14).
     """
     before = gc.get_threshold()
     gc.set_threshold(max(before[0], _GC_YOUNGEST), max(before[1], 50), max(before[2], 100))

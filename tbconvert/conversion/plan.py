@@ -28,6 +28,7 @@ from tbconvert.reading.chunks import unreadable_reason
 from tbconvert.reading.discovery import Classification, EventFileSource, RunSource
 from tbconvert.reading.first_record import head_digest
 from tbconvert.reading.records import open_event_file
+from tbconvert.reading.remote_reads import RemoteReads
 from tbconvert.store.file_states import FileState, KnownFile
 
 ACTIONS = ("new", "append", "replaced", "reread", "unchanged", "unreadable")
@@ -80,10 +81,12 @@ def plan_files(
     """Plan every file of the classification against the stored states ``known``, keyed by
     path relative to the logdir, for a conversion under ``selection`` (default: everything)."""
     selection = selection or Selection()
+    remote = classification.remote
     plans = []
     for run in classification.runs:
         for source in run.files:
-            plans.append(_plan_file(run, source, known.get(source.rel_path), full, selection))
+            known_file = known.get(source.rel_path)
+            plans.append(_plan_file(run, source, known_file, full, selection, remote))
     return plans
 
 
@@ -127,6 +130,7 @@ def _plan_file(
     known: KnownFile | None,
     full: bool,
     selection: Selection,
+    remote: RemoteReads,
 ) -> FilePlan:
     state = None if known is None else known.state
     moved = known is not None and not _in_place(known, run, source)
@@ -139,7 +143,7 @@ def _plan_file(
             reason = unreadable_reason(error)
             return FilePlan("unreadable", run, source, state, reason=reason, moved=moved)
         size, mtime_ns = stat.st_size, stat.st_mtime_ns
-    action = _action(source, known, full, selection, size, mtime_ns)
+    action = _action(source, known, full, selection, size, mtime_ns, remote)
     return FilePlan(action, run, source, state, size, mtime_ns, moved=moved)
 
 
@@ -150,6 +154,7 @@ def _action(
     selection: Selection,
     size: int,
     mtime_ns: int,
+    remote: RemoteReads,
 ) -> str:
     if known is None:
         return "new"
@@ -162,27 +167,30 @@ def _action(
         return "unchanged"
     if source.sidecar:
         return "replaced"  # read whole again whenever it changed
-    if size < state.offset_consumed or _head_changed(source.path, size, state):
+    if size < state.offset_consumed or _head_changed(source.path, size, state, remote):
         return "replaced"
     return "append" if covered else "reread"
 
 
-def _head_changed(path: str, size: int, state: FileState) -> bool:
+def _head_changed(path: str, size: int, state: FileState, remote: RemoteReads) -> bool:
     """Whether the file's first record differs from the one stored (a new file of the same
     name); a file that cannot be read now is left for the reader to report."""
     if state.head_digest is None:
         return False
     try:
-        return first_record_digest(path, size) != state.head_digest
+        return first_record_digest(path, size, remote) != state.head_digest
     except OSError:
         return False
 
 
-def first_record_digest(path: str, size: int | None = None) -> str | None:
-    """sha256 of the file's first record (None when it has none).
+def first_record_digest(
+    path: str, size: int | None = None, remote: RemoteReads | None = None
+) -> str | None:
+    """sha256 of the file's first record (None when it has none), a remote object read as
+    its pass ``remote`` reads.
 
     Raises:
         OSError: the file cannot be read.
     """
-    with open_event_file(path, size) as handle:
+    with open_event_file(path, size, remote) as handle:
         return head_digest(handle)

@@ -55,9 +55,8 @@ def other_source(writer: StoreWriter, origin: Origin, classification: Classifica
     samples = []
     for source in classification.files[:_SAMPLES]:
         try:
-            digest = first_record_digest(
-                source.path, None if source.listed is None else source.listed[0]
-            )
+            size = None if source.listed is None else source.listed[0]
+            digest = first_record_digest(source.path, size, classification.remote)
         except OSError:
             return None  # the file is reported when it is read
         if digest is None:

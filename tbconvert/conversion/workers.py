@@ -15,33 +15,18 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tbconvert.conversion import stopping
+from tbconvert.conversion.options import ConvertTuning
 from tbconvert.errors import ConverterError
-from tbconvert.reading.chunks import (
-    CHUNK_BYTES,
-    Chunk,
-    FileTask,
-    KnownMetadataByContext,
-    ReadSettings,
-)
+from tbconvert.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
 from tbconvert.reading.small_files import read_files
 
-# Workers yield the CPU to the writer when both want it: the writer sets the pace (decoding
-# is a sixth of a scalar logdir's work), and a worker only has to keep its parcels ahead.
-# Unused cores stay the workers' whatever their niceness.  --jobs 2 on two cores, 10
-# interleaved command-line pairs: 1M events 1.799 s -> 1.752 s (faster in 8), the mixed
-# logdir 0.810 s -> 0.782 s (faster in 10).  An earlier round of 5-8 pairs saw no difference
-# and took it out (bc975f3); these rounds, on a quieter host, did.
+# Workers yield the CPU to the writer when both want it: the writer sets the pace, and a
+# worker only has to keep its parcels ahead (docs/performance.md#worker-niceness).
 _WORKER_NICENESS = 10
 
-# Parcels (lists of chunks) a worker may hold ready before the writer takes them; a parcel
-# ends at a chunk's worth of points or of blob bytes (images, audio), or at _PARCEL_CHUNKS
-# chunks: it weighs about one chunk, which bounds memory as one chunk a message did.  It
-# also ends once it took _PARCEL_SECONDS to decode: a message costs tens of microseconds,
-# nothing beside that, and the writer must not wait for slow files to gather.
+# Parcels (lists of chunks, bounded by ``ConvertTuning.parcel_*``) a worker may hold ready
+# before the writer takes them: a parcel weighs about one chunk, so this bounds memory.
 _QUEUE_CHUNKS = 4
-_PARCEL_CHUNKS = 256
-_PARCEL_BYTES = CHUNK_BYTES
-_PARCEL_SECONDS = 0.005
 # Seconds between looks at whether a --jobs conversion is being stopped, and between a
 # worker's looks at whether its parent is still there (where the kernel does not tell it).
 _POLL = 0.1
@@ -54,11 +39,19 @@ class Decoding:
     worker processes, and ``waiting`` then says whether the writer would wait for the next.
     """
 
-    def __init__(self, tasks: Sequence[FileTask], settings: ReadSettings, jobs: int) -> None:
-        """Args: the files to read, how to read them, and the number of worker processes."""
+    def __init__(
+        self,
+        tasks: Sequence[FileTask],
+        settings: ReadSettings,
+        jobs: int,
+        tuning: ConvertTuning | None = None,
+    ) -> None:
+        """Args: the files to read, how to read them, the number of worker processes, and
+        the bounds of the parcels they send (default: ``ConvertTuning()``)."""
         self._tasks = tasks
         self._settings = settings
         self._jobs = jobs
+        self._tuning = tuning if tuning is not None else ConvertTuning(read=settings.tuning)
         self._ready: Any = None  # the receiver's hand-overs, with workers
         self._left = 0  # chunks of the hand-over in use not yielded yet
 
@@ -96,6 +89,7 @@ class Decoding:
                     os.getpid(),
                     [t for t, owner in zip(tasks, assignment, strict=False) if owner == number],
                     self._settings,
+                    self._tuning,
                     queues[number],
                 ),
                 daemon=True,
@@ -108,7 +102,9 @@ class Decoding:
         self._ready = ready
         stop = threading.Event()
         receiver = threading.Thread(
-            target=_receive, args=(tasks, assignment, queues, ready, stop), daemon=True
+            target=_receive,
+            args=(tasks, assignment, queues, ready, stop, self._tuning.parcel_chunks),
+            daemon=True,
         )
         receiver.start()
         try:
@@ -142,9 +138,15 @@ class Decoding:
 
 
 def _receive(
-    tasks: Sequence[FileTask], owners: list[int], parcels: list[Any], ready: Any, stop: Any
+    tasks: Sequence[FileTask],
+    owners: list[int],
+    parcels: list[Any],
+    ready: Any,
+    stop: Any,
+    parcel_chunks: int,
 ) -> None:
-    """Move chunks from the workers' parcels to ``ready`` in task order, in lists, then None.
+    """Move chunks from the workers' parcels to ``ready`` in task order, in lists (of at most
+    ``parcel_chunks``), then None.
 
     A thread of the writer's process: unpickling the next parcel then overlaps the writer's
     inserts (SQLite releases the GIL while it steps), rather than waiting for them.  What it
@@ -191,7 +193,7 @@ def _receive(
                     hand_over(chunk)
                     return
                 ordered.append((task, chunk))
-                if len(ordered) >= _PARCEL_CHUNKS:
+                if len(ordered) >= parcel_chunks:
                     hand_over_ordered()
                 if chunk.done:
                     break
@@ -222,10 +224,11 @@ def _worker_process(parent: int, *work: Any) -> None:
     _work(*work)
 
 
-def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
+def _work(tasks: list[FileTask], settings: ReadSettings, tuning: ConvertTuning, queue: Any) -> None:
     """Decode ``tasks`` in order, sending their chunks in parcels: lists of chunks that end
-    once they hold a chunk's worth of points or blob bytes (or ``_PARCEL_CHUNKS`` chunks) or
-    took ``_PARCEL_SECONDS`` to decode, then an error if decoding failed.
+    once they hold a chunk's worth of points, ``tuning.parcel_bytes`` of blobs or
+    ``tuning.parcel_chunks`` chunks, or took ``tuning.parcel_seconds`` to decode; then an
+    error if decoding failed.
 
     Without the time bound a few files of mixed plugins (tens of milliseconds each, few
     points) made one parcel, and --jobs 2 decoded them all before the writer saw the first.
@@ -241,9 +244,9 @@ def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
             size += chunk.blob_bytes()
             if (
                 points >= settings.chunk_points
-                or size >= _PARCEL_BYTES
-                or len(parcel) >= _PARCEL_CHUNKS
-                or time.perf_counter() - started >= _PARCEL_SECONDS
+                or size >= tuning.parcel_bytes
+                or len(parcel) >= tuning.parcel_chunks
+                or time.perf_counter() - started >= tuning.parcel_seconds
             ):
                 queue.put(parcel)
                 parcel, points, size = [], 0, 0
@@ -258,8 +261,8 @@ def end_with_parent(parent: int) -> None:
     """End this worker when ``parent`` (the writer's process) dies, whatever kills it.
 
     A writer killed with ``kill -9`` runs no clean-up: its workers, blocked on a full queue
-    no one reads, stayed alive for good, reparented, holding the logdir's files open (issue
-    #44).  Linux kills them itself (``PR_SET_PDEATHSIG``); everywhere, a thread watching the
+    no one reads, would stay alive for good, reparented, holding the logdir's files open.
+    Linux kills them itself (``PR_SET_PDEATHSIG``); everywhere, a thread watching the
     parent's pid ends the worker within ``_POLL`` seconds of the reparenting.
     """
     import threading

@@ -14,7 +14,7 @@ metadata seen in earlier files to later ones (TF1 writers send it once per tag, 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tbconvert.filters import Selection
@@ -24,6 +24,8 @@ from tbconvert.reading.fast import KnownMetadata
 from tbconvert.reading.first_record import head_digest
 from tbconvert.reading.large_records import MAX_RECORD_SIZE
 from tbconvert.reading.records import Damage, RecordReader, open_event_file
+from tbconvert.reading.remote_reads import RemoteReads
+from tbconvert.reading.tuning import DEFAULT_TUNING, ReadTuning
 from tbconvert.rows import FileRows, SeriesDefinition, TagMetadata
 
 if TYPE_CHECKING:
@@ -33,12 +35,8 @@ if TYPE_CHECKING:
 _RECORD_BATCH = 8192
 # Images and audio make few points of many bytes: bound a chunk by bytes too.  A chunk's
 # blobs are held while its last record is decoded, so this adds to the twice the largest
-# record that memory is bounded by (issue #40).
+# record that memory is bounded by.
 CHUNK_BYTES = 16 << 20
-# Fewer bytes than this to read (a few hundred scalar events, as in each run of a sweep) are
-# decoded record by record: the block path would learn every key of the file first, and that
-# costs more than it saves on so few records (issue #14).
-_BY_RECORD_BYTES = 16 << 10
 
 # (run_path, context) -> tag -> metadata seen in earlier files of that (run, context).
 KnownMetadataByContext = dict[tuple[str, str], KnownMetadata]
@@ -53,12 +51,16 @@ class ReadSettings:
         chunk_points: Points per chunk (one transaction each).
         full: Read every file from its start, whatever the store holds.
         max_record_size: Records with more payload bytes are skipped unread, as damage.
+        tuning: Which path a file takes and how records are batched (never the rows).
+        remote: How this pass reads remote objects (storage options, heads read once).
     """
 
     selection: Selection
     chunk_points: int
     full: bool = False
     max_record_size: int = MAX_RECORD_SIZE
+    tuning: ReadTuning = DEFAULT_TUNING
+    remote: RemoteReads | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ def read_file(
 ) -> Iterator[Chunk]:
     """Yield the chunks of one file; the first tells whether it restarts from 0."""
     try:
-        handle = open_event_file(task.path, task.size)
+        handle = open_event_file(task.path, task.size, settings.remote)
     except OSError as error:
         yield _failed(task, unreadable_reason(error))
         return
@@ -171,8 +173,9 @@ def read_file(
             0 if restart else task.offset,
             end=task.size,
             max_record=settings.max_record_size,
+            tuning=settings.tuning,
         )
-        by_record = task.size - (0 if restart else task.offset) < _BY_RECORD_BYTES
+        by_record = task.size - (0 if restart else task.offset) < settings.tuning.by_record_bytes
         decoder = EventDecoder(
             settings.selection, known_metadata(task, carried), by_record=by_record
         )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from tbconvert.reading.first_record import first_tags, first_tags_in
 from tbconvert.reading.layouts import LAYOUTS, PARAMS_SIDECARS, auto_owners
 from tbconvert.reading.remote import fetch_heads
+from tbconvert.reading.remote_reads import RemoteReads
 from tbconvert.reading.walk import Walker, find_files, is_event_file
 
 # A file's size, time and first tags, as the layout read them (``store.file_heads`` keeps
@@ -80,6 +81,9 @@ class Classification:
     skip_orphans: bool = False
     # Remote logdirs: the first tags the layout read, by file (``known_heads`` of a next pass).
     heads: Mapping[str, Head] = field(default_factory=dict, compare=False)
+    # Remote logdirs: how this pass reads them (storage options, the heads read once), for
+    # the planner and the readers.
+    remote: RemoteReads = field(default_factory=RemoteReads, compare=False, repr=False)
 
     @property
     def files(self) -> tuple[EventFileSource, ...]:
@@ -142,7 +146,9 @@ def _display(rel: str) -> str:
     return rel or "."
 
 
-def _remote_heads(walker: Walker, known: Mapping[str, Head]) -> dict[str, Head]:
+def _remote_heads(
+    walker: Walker, known: Mapping[str, Head], remote: RemoteReads
+) -> dict[str, Head]:
     """The first tags of each remote directory's first event file that the layout may ask
     about (directories below one holding files), by path relative to the logdir: from
     ``known`` when the file is listed with the size and time it had then, else from its
@@ -166,18 +172,22 @@ def _remote_heads(walker: Walker, known: Mapping[str, Head]) -> dict[str, Head]:
                 else:
                     wanted.append((rel, url, size, mtime_ns))
                 break
-    fetched = fetch_heads([(url, size) for _rel, url, size, _mtime in wanted])
-    for (rel, _url, size, mtime_ns), data in zip(wanted, fetched, strict=True):
+    found = fetch_heads([(url, size) for _rel, url, size, _mtime in wanted], remote)
+    for (rel, _url, size, mtime_ns), data in zip(wanted, found, strict=True):
         if isinstance(data, bytes):
             heads[rel] = (size, mtime_ns, first_tags_in(data))
     return heads
 
 
 def _owners(
-    walker: Walker, layout: str, flat: bool, known_heads: Mapping[str, Head]
+    walker: Walker,
+    layout: str,
+    flat: bool,
+    known_heads: Mapping[str, Head],
+    remote: RemoteReads,
 ) -> tuple[dict[str, tuple[str | None, str]], set[str], dict[str, Head]]:
     """Each directory's run (None: its files are orphans) and context, the groups, and the
-    first tags the layout read of remote files."""
+    first tags the layout read of remote files (their heads kept in ``remote``)."""
     found = list(walker.found)
     if layout == "aim" or flat:
         runs, groups = _assign_roles(found, flat)
@@ -188,7 +198,7 @@ def _owners(
             owners[directory] = (owner, context if owner is not None else "")
         return owners, groups, {}
 
-    heads = _remote_heads(walker, known_heads)
+    heads = _remote_heads(walker, known_heads, remote)
 
     def tags_of(directory: str) -> tuple[str, ...]:
         name, path = min(walker.found[directory])
@@ -220,6 +230,7 @@ def classify(
     flat: bool = False,
     skip_orphans: bool = False,
     known_heads: Mapping[str, Head] | None = None,
+    remote: RemoteReads | None = None,
 ) -> Classification:
     """Walk a logdir and classify its event files into runs, contexts, groups and orphans.
 
@@ -236,6 +247,8 @@ def classify(
         known_heads: For a remote logdir, the first tags the layout read of files on an
             earlier pass (``Classification.heads``, kept in the store): a file listed with
             the same size and time is not fetched again.
+        remote: How this pass reads a URL logdir (its storage options; a new one, with no
+            options, by default); the classification carries it on, with the heads read.
 
     Returns:
         The classification, with runs, files, groups, orphans and warnings all sorted.
@@ -243,13 +256,14 @@ def classify(
     Raises:
         LogdirError: The logdir is missing, is not a directory or cannot be read.
     """
-    root, walker = find_files(os.fspath(logdir))
+    remote = remote if remote is not None else RemoteReads()
+    root, walker = find_files(os.fspath(logdir), remote)
     if not walker.found:
         # design §9: an empty logdir is not an error (a job may not have logged yet), but say so.
         walker.warnings.append(f"no event files under {root}")
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}")
-    owners, groups, heads = _owners(walker, layout, flat, known_heads or {})
+    owners, groups, heads = _owners(walker, layout, flat, known_heads or {}, remote)
     # Run -> its files as (context, name, file): sorted by the first two, which are unique.
     files_by_run: dict[str, list[tuple[str, str, EventFileSource]]] = {}
     orphans: list[str] = []
@@ -307,6 +321,7 @@ def classify(
         warnings=tuple(sorted(walker.warnings)),
         skip_orphans=skip_orphans,
         heads=heads,
+        remote=remote,
     )
 
 

@@ -20,7 +20,9 @@ import google_crc32c
 from tbconvert.reading.crc import MASK_DELTA, U32_MASK, masked_crc32c
 from tbconvert.reading.large_records import FOOTER_SIZE, HEADER_SIZE, MAX_RECORD_SIZE, LargeRecords
 from tbconvert.reading.remote import open_binary
+from tbconvert.reading.remote_reads import RemoteReads
 from tbconvert.reading.resync import Damage, resync_candidates
+from tbconvert.reading.tuning import DEFAULT_TUNING, ReadTuning
 
 if TYPE_CHECKING:
     from tbconvert.reading.fast.blocks import Block
@@ -38,9 +40,6 @@ _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
 # Lengths whose header CRC is known good; bounded so garbage cannot grow it without limit.
 _LENGTH_CACHE_MAX = 4096
-# Below these, checking records one by one costs less than numpy's fixed cost per call.
-_WHOLE_MIN_BYTES = 4096
-_WHOLE_MIN_RECORDS = 64
 
 
 def record_in(buf: bytes, i: int = 0) -> bytes | None:
@@ -93,6 +92,7 @@ class RecordReader(LargeRecords):
         end: int | None = None,
         block_size: int = 8 << 20,
         max_record: int = MAX_RECORD_SIZE,
+        tuning: ReadTuning = DEFAULT_TUNING,
     ) -> None:
         """Prepare to read ``fileobj`` from ``start``.
 
@@ -104,6 +104,7 @@ class RecordReader(LargeRecords):
                 says nothing about decompressed offsets; such a stream is read to EOF.
             block_size: Bytes per read.
             max_record: Payload bytes above which a record is skipped without being read.
+            tuning: When a stretch of records is checked whole (``ReadTuning.whole_min_*``).
         """
         self._f = fileobj
         self._end = None if isinstance(fileobj, gzip.GzipFile) else end
@@ -111,6 +112,7 @@ class RecordReader(LargeRecords):
             self._end = _stream_size(fileobj)
         self._block = max(int(block_size), HEADER_SIZE + FOOTER_SIZE)
         self._max_record = max_record
+        self._tuning = tuning
         self._alone: tuple[int, bytes] | None = None  # a record read alone, to yield next
         self._buf = b""
         self._base = start  # file offset of _buf[0]
@@ -214,7 +216,7 @@ class RecordReader(LargeRecords):
         self.consumed = end
         return None
 
-    def _slow(self, pos: int) -> int | None:
+    def resume_at(self, pos: int) -> int | None:
         """Handle whatever stopped the fast loop at ``pos``; return where to go on, or None."""
         if not self._ensure(pos, HEADER_SIZE):
             self.torn = len(self._buf) > pos - self._base
@@ -290,7 +292,7 @@ class RecordReader(LargeRecords):
                 if damaged:
                     checked_until = base + len(buf)
             i = yield from self._checked(buf, base, i, size)
-            pos = self._slow(base + i)
+            pos = self.resume_at(base + i)
             if self._alone is not None:
                 # Yielded without a name in this frame: the generator must not hold it.
                 self.records += 1
@@ -302,12 +304,12 @@ class RecordReader(LargeRecords):
         """Yield the buffer's records from ``i`` as Blocks, as far as they verify (halving
         the stretch until it does); return where the per-record reader must go on, and
         whether it will meet a bad record there."""
-        if len(buf) - i < _WHOLE_MIN_BYTES:
+        if len(buf) - i < self._tuning.whole_min_bytes:
             return i, False
         from tbconvert.reading.fast import blocks  # NumPy: not for logdirs of small files only
 
         starts, end = blocks.walk(buf, i)
-        if len(starts) < _WHOLE_MIN_RECORDS:
+        if len(starts) < self._tuning.whole_min_records:
             return i, False
         lengths = blocks.lengths_at(buf, starts)
         over = (lengths > self._max_record).nonzero()[0]
@@ -315,12 +317,12 @@ class RecordReader(LargeRecords):
             first = int(over[0])
             starts, lengths, end = starts[:first], lengths[:first], int(starts[first])
         count = len(starts)
-        while count >= _WHOLE_MIN_RECORDS and not blocks.verify(
+        while count >= self._tuning.whole_min_records and not blocks.verify(
             buf, starts[:count], lengths[:count]
         ):
             count //= 2
         damaged = count < len(starts)
-        if count < _WHOLE_MIN_RECORDS:
+        if count < self._tuning.whole_min_records:
             return i, damaged
         if damaged:
             starts, lengths, end = starts[:count], lengths[:count], int(starts[count])
@@ -342,7 +344,7 @@ class RecordReader(LargeRecords):
         batch: list[tuple[int, bytes]] = []
         append = batch.append
         n = len(buf)
-        # Hot loop: it only handles success; _slow() re-examines whatever makes it stop.
+        # Hot loop: it only handles success; resume_at() re-examines whatever makes it stop.
         # The masking is crc.mask() written inline (a call per record costs measurably).
         while i + 12 <= n:
             length, stored = hdr(buf, i)
@@ -375,17 +377,20 @@ class RecordReader(LargeRecords):
         return i
 
 
-def open_event_file(path: str, size: int | None = None) -> BinaryIO:
+def open_event_file(
+    path: str, size: int | None = None, remote: RemoteReads | None = None
+) -> BinaryIO:
     """Open an event file for binary reading, decompressing gzip (magic ``1f 8b``) transparently.
 
     Args:
         path: File to open: a local path, or a URL read by ranges (``remote``).
         size: The size a remote object was listed with (saves asking for it).
+        remote: How this pass reads remote objects (options, heads read once).
 
     Returns:
         A readable binary file object; a ``gzip.GzipFile`` for compressed files.
     """
-    raw = open_binary(path, size)
+    raw = open_binary(path, size, remote)
     if raw.read(2) != b"\x1f\x8b":
         raw.seek(0)
         return raw

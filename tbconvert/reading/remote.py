@@ -7,9 +7,10 @@ the offset the store holds, so an unchanged object is never fetched and a grown 
 its new bytes.  Decoding, planning and the store are the local ones, which is what makes a
 logdir read from a URL give the store a local copy of it gives.
 
-Storage options (credentials, endpoints) are set per protocol for the process
-(:func:`use_storage_options`): worker processes forked by ``--jobs`` inherit them, and fsspec
-makes each process its own file-system instance.
+A conversion's storage options (credentials, endpoints) travel with its pass, in a
+:class:`RemoteReads` (with the objects' heads read once): the classification carries it to the
+planner, and the read settings to the readers and ``--jobs`` workers.  fsspec makes each
+process its own file-system instance.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from datetime import datetime
 from typing import Any, BinaryIO, cast
 
 from tbconvert.errors import LogdirError, MissingDependency, install_hint
-from tbconvert.reading.remote_heads import HEAD_BYTES, keep_head, kept_head
+from tbconvert.reading.remote_reads import HEAD_BYTES, RemoteReads
 from tbconvert.urls import redacted
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "logdir_name",
     "open_binary",
     "open_remote",
-    "use_storage_options",
 ]
 
 # Protocol -> the tbconvert extra that installs its fsspec implementation.
@@ -55,8 +55,6 @@ EXTRAS = {
 # from it: a small file is one request, and a grown file's head costs little (once a pass).
 _SMALL_READ = HEAD_BYTES
 
-_storage_options: dict[str, dict[str, Any]] = {}
-
 
 def is_remote(path: str) -> bool:
     """Whether a logdir or file path is a URL read through fsspec (``file://`` is not)."""
@@ -74,18 +72,12 @@ def logdir_name(url: str) -> str:
     return redacted(url.rstrip("/"))
 
 
-def use_storage_options(url: str, options: Mapping[str, Any]) -> None:
-    """Set the storage options (as fsspec's, e.g. ``endpoint_url``, ``anon``) that reading
-    ``url``'s protocol uses in this process from now on."""
-    _storage_options[_protocol(url)] = dict(options)
-
-
 def _protocol(url: str) -> str:
     return url.split("://", 1)[0].lower()
 
 
-def _filesystem(url: str) -> tuple[Any, str]:
-    """The fsspec file system of ``url`` and the path within it."""
+def _filesystem(url: str, remote: RemoteReads | None) -> tuple[Any, str]:
+    """The fsspec file system of ``url`` (with ``remote``'s options) and the path in it."""
     protocol = _protocol(url)
     try:
         import fsspec
@@ -93,7 +85,8 @@ def _filesystem(url: str) -> tuple[Any, str]:
     except ImportError as error:  # pragma: no cover - fsspec is a dependency
         raise MissingDependency("reading URLs needs fsspec", hint="pip install fsspec") from error
     try:
-        fs, path = url_to_fs(url, **_storage_options.get(protocol, {}))
+        options = {} if remote is None else remote.storage_options
+        fs, path = url_to_fs(url, **options)
     except ImportError as error:
         extra = EXTRAS.get(protocol, "remote")
         raise MissingDependency(
@@ -124,10 +117,12 @@ class Listed:
 
 
 def list_objects(
-    url: str, wanted: Callable[[str], bool] = lambda _name: True
+    url: str,
+    wanted: Callable[[str], bool] = lambda _name: True,
+    remote: RemoteReads | None = None,
 ) -> tuple[str, dict[str, Listed]]:
     """Every object below ``url`` whose name is ``wanted``, by its path relative to it, from
-    one recursive listing.
+    one recursive listing (with ``remote``'s storage options).
 
     Returns:
         The logdir's URL as stored (no trailing slash, no credentials) and the objects.
@@ -136,7 +131,7 @@ def list_objects(
         LogdirError: the bucket or container does not exist, access is denied, the endpoint
             cannot be reached, or ``url`` names an object rather than a directory.
     """
-    fs, root = _filesystem(url)
+    fs, root = _filesystem(url, remote)
     root = root.rstrip("/")
     base = url.rstrip("/")  # as the user spelled it: what runs are stored under
     shown = logdir_name(url)
@@ -226,10 +221,14 @@ class RemoteFile(io.RawIOBase):
     so a request's latency hides behind decoding.
     """
 
-    def __init__(self, url: str, size: int | None = None) -> None:
+    def __init__(
+        self, url: str, size: int | None = None, remote: RemoteReads | None = None
+    ) -> None:
+        """Read ``url``, listed with ``size`` (None: ask), as the pass ``remote`` reads."""
         super().__init__()
         self._url = url
-        self._fs, self._path = _filesystem(url)
+        self._heads = None if remote is None else remote.heads
+        self._fs, self._path = _filesystem(url, remote)
         self._size = int(self._fs.size(self._path)) if size is None else size
         self._pos = 0
         self._held = (0, b"")  # the last range fetched: (its offset, its bytes)
@@ -278,10 +277,12 @@ class RemoteFile(io.RawIOBase):
     def _small_read(self, start: int) -> bytes:
         if start:
             return self._fetch(start, min(_SMALL_READ, self._size - start))
-        head = kept_head(self._url, self._size)
+        heads = self._heads
+        head = None if heads is None else heads.kept(self._url, self._size)
         if head is None:
             head = self._fetch(0, min(_SMALL_READ, self._size))
-            keep_head(self._url, self._size, head)
+            if heads is not None:
+                heads.keep(self._url, self._size, head)
         return head
 
     def _fetch(self, start: int, length: int) -> bytes:
@@ -314,41 +315,47 @@ class RemoteFile(io.RawIOBase):
         super().close()
 
 
-def open_binary(path: str, size: int | None = None) -> BinaryIO:
-    """A local file or a remote object, open for binary reading."""
+def open_binary(path: str, size: int | None = None, remote: RemoteReads | None = None) -> BinaryIO:
+    """A local file or a remote object (read as the pass ``remote`` reads), open for binary
+    reading."""
     if is_remote(path):
-        return open_remote(path, size)
+        return open_remote(path, size, remote)
     return open(path, "rb")
 
 
-def open_remote(url: str, size: int | None = None) -> BinaryIO:
-    """A binary file reading ``url`` by ranges; ``size`` (as listed) saves a request."""
-    return cast(BinaryIO, RemoteFile(url, size))
+def open_remote(url: str, size: int | None = None, remote: RemoteReads | None = None) -> BinaryIO:
+    """A binary file reading ``url`` by ranges; ``size`` (as listed) saves a request, and
+    ``remote`` gives the pass's storage options and heads."""
+    return cast(BinaryIO, RemoteFile(url, size, remote))
 
 
-def fetch_all(files: Sequence[tuple[str, int]]) -> list[bytes | OSError]:
+def fetch_all(
+    files: Sequence[tuple[str, int]], remote: RemoteReads | None = None
+) -> list[bytes | OSError]:
     """The first ``size`` bytes of each ``(url, size)``, fetched concurrently where the file
     system can (fsspec's async ones); an object that cannot be read is its error."""
     if not files:
         return []
-    fs, _path = _filesystem(files[0][0])
+    fs, _path = _filesystem(files[0][0], remote)
     paths = [fs._strip_protocol(url) for url, _size in files]
     ends = [size for _url, size in files]
     results = fs.cat_ranges(paths, [0] * len(files), ends, on_error="return")
     return [_as_result(result, end) for result, end in zip(results, ends, strict=True)]
 
 
-def fetch_heads(objects: Sequence[tuple[str, int]]) -> list[bytes | OSError]:
+def fetch_heads(objects: Sequence[tuple[str, int]], remote: RemoteReads) -> list[bytes | OSError]:
     """The head (what a small read at offset 0 fetches: the first 16 KiB) of each
-    ``(url, listed size)``, read once per pass (:func:`heads_read_once`): the ones not held
-    yet fetched together, as :func:`fetch_all` does."""
-    found: list[bytes | OSError | None] = [kept_head(url, size) for url, size in objects]
+    ``(url, listed size)``, read once per pass (``remote.heads``): the ones not held yet
+    fetched together, as :func:`fetch_all` does."""
+    heads = remote.heads
+    found: list[bytes | OSError | None] = [heads.kept(url, size) for url, size in objects]
     missing = [index for index, head in enumerate(found) if head is None]
-    fetched = fetch_all([(objects[i][0], min(objects[i][1], _SMALL_READ)) for i in missing])
+    wanted = [(objects[i][0], min(objects[i][1], _SMALL_READ)) for i in missing]
+    fetched = fetch_all(wanted, remote)
     for index, head in zip(missing, fetched, strict=True):
         found[index] = head
         if isinstance(head, bytes):
-            keep_head(*objects[index], head)
+            heads.keep(*objects[index], head)
     return [head for head in found if head is not None]
 
 

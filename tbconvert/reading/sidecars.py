@@ -32,7 +32,7 @@ def read_sidecar(task: FileTask, settings: ReadSettings) -> Chunk:
     """The one chunk of a sidecar: its params as rows (or a warning), and the file read whole."""
     name = posixpath.basename(task.path)
     try:
-        with open_binary(task.path, task.size) as handle:
+        with open_binary(task.path, task.size, settings.remote) as handle:
             data = handle.read(task.size)
     except OSError as error:
         return _chunk(task, settings, b"", error=f"cannot read: {error.strerror or error}")

@@ -1,7 +1,7 @@
-"""Many small event files read as one batch: one NumPy pass over all their records (issue #14).
+"""Many small event files read as one batch: one NumPy pass over all their records.
 
 A sweep is thousands of runs of a few hundred scalar events each.  One file at a time, such
-a file is checked and decoded record by record (``chunks._BY_RECORD_BYTES``), because the
+a file is checked and decoded record by record (``ReadTuning.by_record_bytes``), because the
 block path's NumPy calls cost more than a few hundred records save.  Here the files of a
 batch are read whole and laid end to end, so that one call checks every checksum of the
 batch (``blocks.verify``) and one parse reads the single-scalar template of every record
@@ -33,12 +33,8 @@ from tbconvert.reading.fast.batch import BatchParts, Settled
 from tbconvert.reading.first_record import digest_of, first_record
 from tbconvert.reading.remote import fetch_all, is_remote
 
-__all__ = ["read_files"]
+__all__ = ["read_batch", "read_files"]
 
-# A batch ends at whichever comes first.  The first batches are small: the key cache learns
-# its keys from the first files, and a batch looks its keys up before reading any of them.
-_BATCH_BYTES = 4 << 20
-_FIRST_BATCH_FILES, _BATCH_FILES = 8, 1024
 # Windows opens a descriptor in text mode unless told otherwise.
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
@@ -47,23 +43,29 @@ def read_files(
     tasks: Sequence[FileTask], settings: ReadSettings, carried: KnownMetadataByContext
 ) -> Iterator[tuple[FileTask, Chunk]]:
     """The chunks of every task in task order, as ``chunks.read_file`` makes them; files
-    under ``chunks._BY_RECORD_BYTES`` are read in batches."""
+    under ``settings.tuning.by_record_bytes`` are read in batches (:func:`read_batch`).
+
+    A batch ends at whichever of the tuning's bounds comes first.  The first batches are
+    small: the key cache learns its keys from the first files, and a batch looks its keys up
+    before reading any of them.
+    """
+    tuning = settings.tuning
     batch: list[FileTask] = []
     size = 0
-    most = _FIRST_BATCH_FILES
+    most = tuning.first_batch_files
     for task in tasks:
-        small = not task.sidecar and 0 < task.size < chunks._BY_RECORD_BYTES
+        small = not task.sidecar and 0 < task.size < tuning.by_record_bytes
         if small:
             batch.append(task)
             size += task.size
-            if size < _BATCH_BYTES and len(batch) < most:
+            if size < tuning.batch_bytes and len(batch) < most:
                 continue
-            most = min(2 * most, _BATCH_FILES)
-        yield from _read_batch(batch, settings, carried)
+            most = min(2 * most, tuning.batch_files)
+        yield from read_batch(batch, settings, carried)
         batch, size = [], 0
         if not small:
             yield from _read_one(task, settings, carried)
-    yield from _read_batch(batch, settings, carried)
+    yield from read_batch(batch, settings, carried)
 
 
 def _read_one(
@@ -78,13 +80,17 @@ def _read_one(
         yield task, chunk
 
 
-def _read_batch(
+def read_batch(
     tasks: list[FileTask], settings: ReadSettings, carried: KnownMetadataByContext
 ) -> Iterator[tuple[FileTask, Chunk]]:
+    """The chunks of a batch of small files, read whole and checked together; a file the
+    batch cannot take is handed to ``chunks.read_file``."""
     if not tasks:
         return
     batch = _Batch(settings)
-    loaded = [batch.load(task, data) for task, data in zip(tasks, _contents(tasks), strict=True)]
+    loaded = [
+        batch.load(task, data) for task, data in zip(tasks, _contents(tasks, settings), strict=True)
+    ]
     batch.check(loaded)
     for task, file in zip(tasks, loaded, strict=True):
         chunk = None if file is None or file.damaged else batch.chunk(file, carried)
@@ -216,11 +222,11 @@ class _Batch:
         return Settled(rows, list(decoder.definitions), decoder.stats, decoder.metadata(), blobs)
 
 
-def _contents(tasks: Sequence[FileTask]) -> list[bytes | None]:
+def _contents(tasks: Sequence[FileTask], settings: ReadSettings) -> list[bytes | None]:
     """Each task's file, read whole up to its planned size (None: it cannot be read).  The
     objects of a remote logdir are fetched all at once, concurrently (``remote.fetch_all``)."""
     if is_remote(tasks[0].path):
-        fetched = fetch_all([(task.path, task.size) for task in tasks])
+        fetched = fetch_all([(task.path, task.size) for task in tasks], settings.remote)
         return [None if isinstance(data, OSError) else data for data in fetched]
     return [_read_local(task) for task in tasks]
 

@@ -10,6 +10,7 @@ from operator import attrgetter
 from tbconvert.errors import LogdirError
 from tbconvert.reading.layouts import RUN_SIDECARS
 from tbconvert.reading.remote import is_remote, list_objects, local_path
+from tbconvert.reading.remote_reads import RemoteReads
 
 __all__ = ["Walker", "find_files", "is_event_file"]
 
@@ -66,7 +67,7 @@ class Walker:
         stack = [(rel, path)]
         while stack:
             rel, path = stack.pop()
-            entries = self._scan(rel, path)
+            entries = self.scan(rel, path)
             subdirs: list[tuple[str, str]] = []
             prefix = f"{rel}/" if rel else ""
             for entry in entries:
@@ -89,7 +90,9 @@ class Walker:
             # Reversed so that the stack pops siblings in name order.
             stack.extend(reversed(subdirs))
 
-    def _scan(self, rel: str, path: str) -> list[os.DirEntry[str]]:
+    def scan(self, rel: str, path: str) -> list[os.DirEntry[str]]:
+        """The entries of the directory ``path`` (``rel`` in the logdir), by name; one that
+        cannot be read is skipped with a warning, unless it is the logdir itself."""
         try:
             with os.scandir(path) as iterator:
                 return sorted(iterator, key=_NAME)
@@ -130,11 +133,13 @@ class Walker:
             self.warnings.append(f"{path}: {exc.strerror or exc}, skipped")
 
 
-def _list_remote(logdir: str) -> tuple[str, Walker]:
+def _list_remote(logdir: str, remote: RemoteReads | None) -> tuple[str, Walker]:
     """What walking a remote logdir finds, from one listing of its objects (an object
     store has no symlinks, and its directories are the prefixes of its objects)."""
     # Only event files and sidecars: an HTTP listing asks each object it keeps for its size.
-    root, objects = list_objects(logdir, lambda name: is_event_file(name) or name in RUN_SIDECARS)
+    root, objects = list_objects(
+        logdir, lambda name: is_event_file(name) or name in RUN_SIDECARS, remote
+    )
     found = Walker(root)
     for rel, listed in sorted(objects.items()):
         directory, _slash, name = rel.rpartition("/")
@@ -164,6 +169,7 @@ def _walk_local(logdir: str) -> tuple[str, Walker]:
     return root, walker
 
 
-def find_files(logdir: str) -> tuple[str, Walker]:
-    """The logdir as stored (a resolved local path, or a URL) and what walking it found."""
-    return _list_remote(logdir) if is_remote(logdir) else _walk_local(logdir)
+def find_files(logdir: str, remote: RemoteReads | None = None) -> tuple[str, Walker]:
+    """The logdir as stored (a resolved local path, or a URL, listed as ``remote`` reads)
+    and what walking it found."""
+    return _list_remote(logdir, remote) if is_remote(logdir) else _walk_local(logdir)

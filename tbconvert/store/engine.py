@@ -20,8 +20,9 @@ STORE_ENV = "TBCONVERT_STORE"
 VERSION_TABLE = "tbconvert_alembic_version"
 BUSY_TIMEOUT_MS = 60_000
 # SQLite's page cache per connection (its default is 2 MiB): a conversion inserts into the
-# point tables' B-trees all over, and a cache that holds their hot pages took 10-25% off the
-# sweep and 1M-event benchmarks (issue #14).  Filled only as pages are read.
+# point tables' B-trees all over, and a cache that holds their hot pages takes 10-25% off the
+# sweep and 1M-event benchmarks (docs/performance.md#the-passes-of-14).  Filled only as pages
+# are read.
 PAGE_CACHE_KIB = 32 << 10
 
 
@@ -130,7 +131,7 @@ def create_store_engine(url: str) -> Engine:
         url,
         connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
     )
-    event.listen(engine, "connect", _on_sqlite_connect)
+    event.listen(engine, "connect", set_up_sqlite_connection)
     event.listen(engine, "begin", _on_sqlite_begin)
     return engine
 
@@ -190,7 +191,9 @@ def _server_engine(url: str) -> Engine:
         ) from None
 
 
-def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+def set_up_sqlite_connection(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+    """What every SQLite connection of an engine runs first (SQLAlchemy's ``connect`` event):
+    driver transactions off, the busy timeout, foreign keys, WAL, the page cache."""
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:

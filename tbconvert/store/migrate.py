@@ -143,14 +143,14 @@ def ensure_schema(engine: Engine, *, allow_upgrade: bool | None = None) -> Schem
                         )
                     if sqlite_file is not None:
                         backup = _backup_sqlite(sqlite_file, current)
-                _migrate(conn, current, head)
+                migrate_schema(conn, current, head)
                 _check_foreign_keys(conn)
         finally:
             _foreign_keys(conn, on=True)
     return SchemaChange(current, head, backup)
 
 
-def _migrate(conn: Connection, current: str | None, head: str) -> None:
+def migrate_schema(conn: Connection, current: str | None, head: str) -> None:
     """Bring ``conn``'s database from ``current`` to ``head``: an empty SQLite database by
     replaying the migrations' own result (no Alembic import), else by Alembic
     (a database left with an empty version table by a downgrade too)."""
@@ -168,9 +168,9 @@ def _migrate(conn: Connection, current: str | None, head: str) -> None:
 def snapshot_statements(revision: str) -> tuple[str, ...] | None:
     """The statements of the schema snapshot when it is of ``revision``, else None.
 
-    Importing Alembic and running every migration cost a fresh store about 0.3 CPU-s, a
+    Importing Alembic and running every migration costs a fresh store about 0.3 CPU-s, a
     third of a converter's start-up, paid again by every sweep or job converting into a new
-    file (issue #14); replaying the migrations' own result costs milliseconds.  The snapshot
+    file; replaying the migrations' own result costs milliseconds.  The snapshot
     is only ever made by running the migrations (``python -m tbconvert.store.snapshot``
     after adding one; a test fails until then), and one of another revision is not used.
     """

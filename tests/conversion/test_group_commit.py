@@ -1,7 +1,8 @@
 """Which files commit together (``tbconvert.conversion.commits``): a group of files shares
-one transaction, and closes once its points fill a chunk, once it holds ``_GROUP_FILES``
-files, or once its files read ``_GROUP_READ_BYTES``.  Counted from outside the job, as
-tests/support/crashpoints.py does: the points in the store after each commit.
+one transaction, and closes once its points fill a chunk, once it holds
+``ConvertTuning.group_files`` files, or once its files read ``ConvertTuning.group_read_bytes``.
+Counted from outside the job, as tests/support/crashpoints.py does: the points in the store
+after each commit.
 (``test_committer.py`` has how a server store commits the groups in a thread of their own.)
 """
 
@@ -14,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tbconvert import convert
-from tbconvert.conversion import commits as groups_module
-from tbconvert.reading import chunks as chunks_module
+from tbconvert.conversion.options import ConvertTuning
+from tbconvert.reading.tuning import ReadTuning
 from tbconvert.writing.writer import StoreWriter
 from tests.support.eventfiles import scalar_events, write_events
 from tests.support.snapshots import sqlite_rows
@@ -59,13 +60,12 @@ def _points_after_each_commit(store: Path, monkeypatch: pytest.MonkeyPatch) -> l
 def test_a_group_also_closes_at_its_number_of_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Whatever their points, a group takes at most _GROUP_FILES files (1000; 3 here).
+    # Whatever their points, a group takes at most group_files files (1000; 3 here).
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     for run in range(7):
         write_events(logs / f"run_{run}" / FILE, scalar_events("loss", range(2)))
-    monkeypatch.setattr(groups_module, "_GROUP_FILES", 3)
     after_commits = _points_after_each_commit(store, monkeypatch)
-    convert(logs, store, chunk_points=1000)
+    convert(logs, store, chunk_points=1000, tuning=ConvertTuning(group_files=3))
     assert sorted(set(after_commits)) == [0, 6, 12, 14]
 
 
@@ -75,15 +75,14 @@ def test_a_group_also_closes_at_its_number_of_files(
 def test_a_group_also_closes_at_its_bytes_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batched: bool
 ) -> None:
-    # Whatever their points, a group closes once its files read _GROUP_READ_BYTES (2 MB;
+    # Whatever their points, a group closes once its files read group_read_bytes (2 MB;
     # two of these files here), whether small files are read in batches or one by one.
     logs, store = tmp_path / "logs", tmp_path / "s.db"
     for run in range(7):
         write_events(logs / f"run_{run}" / FILE, scalar_events("loss", range(2)))
     size = (logs / "run_0" / FILE).stat().st_size
-    monkeypatch.setattr(groups_module, "_GROUP_READ_BYTES", 2 * size)
-    if not batched:
-        monkeypatch.setattr(chunks_module, "_BY_RECORD_BYTES", 0)
+    read = ReadTuning() if batched else ReadTuning(by_record_bytes=0)
+    tuning = ConvertTuning(read=read, group_read_bytes=2 * size)
     after_commits = _points_after_each_commit(store, monkeypatch)
-    convert(logs, store, chunk_points=1000)
+    convert(logs, store, chunk_points=1000, tuning=tuning)
     assert sorted(set(after_commits)) == [0, 4, 8, 12, 14]

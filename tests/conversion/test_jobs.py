@@ -16,9 +16,11 @@ from click.testing import CliRunner
 from tbconvert import convert
 from tbconvert.cli import cli
 from tbconvert.conversion import workers
+from tbconvert.conversion.options import ConvertTuning, read_tuning_from_environment
 from tbconvert.errors import ConverterError
 from tbconvert.filters import Selection
-from tbconvert.reading import chunks, small_files
+from tbconvert.reading import chunks
+from tbconvert.reading.fast.batch import BatchParts
 from tests.support.eventfiles import (
     simple_value,
     strip_repeated_metadata,
@@ -133,9 +135,9 @@ def test_jobs_2_sends_small_files_in_parcels_in_task_order(
 ) -> None:
     # A sweep's chunks travel in lists; however they are cut, the writer must get every
     # chunk once, in task order, as --jobs 1 does.
-    monkeypatch.setattr(workers, "_PARCEL_CHUNKS", parcel)  # inherited by forked workers
     logdir = _sweep(tmp_path / "logs", 40)
-    two = convert(logdir, tmp_path / "two.db", jobs=2, chunk_points=100)
+    tuning = ConvertTuning(parcel_chunks=parcel)
+    two = convert(logdir, tmp_path / "two.db", jobs=2, chunk_points=100, tuning=tuning)
     assert two.points == {"scalars": 40 * 20} and two.files_read == 40
     assert view_rows(tmp_path / "two.db") == view_rows(_reference(logdir, tmp_path))
 
@@ -182,8 +184,8 @@ def test_the_writer_commits_what_it_holds_when_the_workers_have_nothing_ready(
             yield task, chunk
 
     monkeypatch.setattr(workers, "read_files", holding_back_the_second)  # forked workers
-    monkeypatch.setattr(workers, "_PARCEL_SECONDS", 0.0)  # send each chunk at once
-    summary = convert(logdir, store, jobs=2)
+    at_once = ConvertTuning(parcel_seconds=0.0)  # send each chunk at once
+    summary = convert(logdir, store, jobs=2, tuning=at_once)
     assert seen.read_text() == "committed"
     assert summary.points == {"scalars": 60} and summary.files_read == 2
     assert view_rows(store) == view_rows(_reference(logdir, tmp_path))
@@ -222,14 +224,14 @@ def test_a_worker_sends_a_parcel_once_it_took_its_time_to_decode(
     # those up for itself (a renice here slowed the rest of the suite on a busy machine).
     niceness, on_sigint = os.nice(0), signal.getsignal(signal.SIGINT)
     parcels: dict[float, list[int]] = {}
+    read = chunks.ReadSettings(Selection(), 1000, tuning=read_tuning_from_environment())
     for seconds in (0.0, 3600.0):
-        monkeypatch.setattr(workers, "_PARCEL_SECONDS", seconds)
         sent: list[list[Any]] = []
 
         class Sent:
             put = staticmethod(sent.append)
 
-        workers._work(tasks, chunks.ReadSettings(Selection(), 1000), Sent())
+        workers._work(tasks, read, ConvertTuning(parcel_seconds=seconds), Sent())
         parcels[seconds] = [len(parcel) for parcel in sent]
     assert parcels == {0.0: [1] * 6, 3600.0: [6]}
     assert (os.nice(0), signal.getsignal(signal.SIGINT)) == (niceness, on_sigint)
@@ -243,23 +245,23 @@ def test_a_decoder_failing_midway_raises_after_committing_what_was_read_before(
     logdir = _sweep(tmp_path / "logs", 40)
     # With --jobs 2 the failing worker (odd runs) sends runs 1-9, 11-19, then 21 and the
     # failure.
-    monkeypatch.setattr(workers, "_PARCEL_CHUNKS", 5)
-    chunk = small_files._Batch.chunk
+    tuning = ConvertTuning(parcel_chunks=5)
+    settled = BatchParts.settled
 
-    def failing_at_run_23(self: Any, file: Any, carried: Any) -> Any:
+    def failing_at_run_23(self: Any, file: Any, *args: Any) -> Any:
         if file.task.run_path.endswith("run_023"):
             raise RuntimeError("decoder broke on run_023")
-        return chunk(self, file, carried)
+        return settled(self, file, *args)
 
-    monkeypatch.setattr(small_files._Batch, "chunk", failing_at_run_23)
+    monkeypatch.setattr(BatchParts, "settled", failing_at_run_23)
     with pytest.raises(RuntimeError, match="run_023"):
-        convert(logdir, tmp_path / "s.db", jobs=jobs, chunk_points=100)
+        convert(logdir, tmp_path / "s.db", jobs=jobs, chunk_points=100, tuning=tuning)
     # A group ends at 100 points (5 files of 20): runs 20-22 were held in an open group when
     # the failure came, and are committed with the groups before them.
     with sqlite3.connect(tmp_path / "s.db") as db:
         stored = [row[0] for row in db.execute("SELECT path FROM event_files ORDER BY path")]
     assert stored == [f"run_{n:03d}/events.out.tfevents.1.h" for n in range(23)]
-    monkeypatch.setattr(small_files._Batch, "chunk", chunk)
+    monkeypatch.setattr(BatchParts, "settled", settled)
     convert(logdir, tmp_path / "s.db", jobs=jobs)
     assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))
 
@@ -303,14 +305,14 @@ def test_a_parcel_weighs_about_one_chunk_of_points_or_of_image_bytes(
         )
         for i, p in enumerate(paths)
     ]
-    monkeypatch.setattr(workers, "_PARCEL_BYTES", 3 * image_bytes)
-    monkeypatch.setattr(workers, "_PARCEL_SECONDS", 3600.0)
+    tuning = ConvertTuning(parcel_bytes=3 * image_bytes, parcel_seconds=3600.0)
     sent: list[list[Any]] = []
 
     class Sent:
         put = staticmethod(sent.append)
 
-    workers._work(tasks, chunks.ReadSettings(Selection(), 1000), Sent())
+    read = chunks.ReadSettings(Selection(), 1000, tuning=read_tuning_from_environment())
+    workers._work(tasks, read, tuning, Sent())
     # Two files of two images each pass three images' bytes: each parcel holds two files.
     assert [len(parcel) for parcel in sent] == [2] * 6
     assert [len(chunk.blobs) for parcel in sent for chunk in parcel] == [2] * 12

@@ -14,27 +14,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from tbconvert.reading import records as records_module
 from tbconvert.reading.fast import blocks
 from tbconvert.reading.records import RecordReader, open_event_file
+from tbconvert.reading.tuning import DEFAULT_TUNING, ReadTuning
 from tests.support.tfrecords import PROPERTY, block_sizes, frame, read, write_file
 
-
-@pytest.fixture
-def eager_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Try the whole-buffer path on every buffer, however few records it holds."""
-    monkeypatch.setattr(records_module, "_WHOLE_MIN_BYTES", 0)
-    monkeypatch.setattr(records_module, "_WHOLE_MIN_RECORDS", 1)
+# Try the whole-buffer path on every buffer, however few records it holds.
+EAGER_BLOCKS = ReadTuning(whole_min_bytes=0, whole_min_records=1)
 
 
 def read_blocks(
-    path: Path, start: int = 0, size: int = 3, **kwargs: int
+    path: Path, start: int = 0, size: int = 3, tuning: ReadTuning = DEFAULT_TUNING, **kwargs: int
 ) -> tuple[list[tuple[int, bytes]], RecordReader, int]:
     """Records as blocks() yields them (Blocks flattened), the reader, and how many Blocks."""
     found: list[tuple[int, bytes]] = []
     whole = 0
     with open(path, "rb") as f:
-        reader = RecordReader(f, start, **kwargs)
+        reader = RecordReader(f, start, tuning=tuning, **kwargs)
         for item in reader.blocks(size):
             if isinstance(item, list):
                 found.extend(item)
@@ -45,9 +41,11 @@ def read_blocks(
     return found, reader, whole
 
 
-def assert_same_reading(path: Path, start: int = 0, **kwargs: int) -> int:
+def assert_same_reading(
+    path: Path, start: int = 0, tuning: ReadTuning = DEFAULT_TUNING, **kwargs: int
+) -> int:
     records, reader = read(path, start, **kwargs)
-    found, again, whole = read_blocks(path, start, **kwargs)
+    found, again, whole = read_blocks(path, start, tuning=tuning, **kwargs)
     assert found == records
     assert (again.consumed, again.records, again.damage, again.torn) == (
         reader.consumed,
@@ -74,7 +72,6 @@ def assert_same_reading(path: Path, start: int = 0, **kwargs: int) -> int:
 )
 def test_blocks_read_what_batches_read(
     tmp_path: Path,
-    eager_blocks: None,
     payloads: list[bytes],
     flips: list[tuple[float, int]],
     cut: float,
@@ -86,16 +83,16 @@ def test_blocks_read_what_batches_read(
     for where, xor in flips:
         damaged[int(where * len(data))] ^= xor
     path = write_file(tmp_path / "f", bytes(damaged[: max(1, int(cut * len(data)))]))
-    whole = assert_same_reading(path, block_size=block_size)
+    whole = assert_same_reading(path, tuning=EAGER_BLOCKS, block_size=block_size)
     if not flips and cut == 1 and block_size > len(data):
         assert whole > 0
-    assert_same_reading(path, offsets[int(start * len(offsets))], block_size=block_size)
+    assert_same_reading(
+        path, offsets[int(start * len(offsets))], tuning=EAGER_BLOCKS, block_size=block_size
+    )
 
 
 @pytest.mark.parametrize("period", [1, 3, 10, 37])
-def test_blocks_follow_cycles_of_record_sizes(
-    tmp_path: Path, eager_blocks: None, period: int
-) -> None:
+def test_blocks_follow_cycles_of_record_sizes(tmp_path: Path, period: int) -> None:
     # Sizes repeating with the tag cycle are guessed and checked at once; the guess must
     # break where the cycle does (a longer step, an odd record) and be right everywhere else.
     rnd = random.Random(period)
@@ -107,8 +104,8 @@ def test_blocks_follow_cycles_of_record_sizes(
     data, offsets = frame(payloads)
     path = write_file(tmp_path / "f", data + data[:30])
     for block_size in (4096, 50_000, 8 << 20):
-        assert assert_same_reading(path, block_size=block_size) > 0
-        assert_same_reading(path, offsets[1234], block_size=block_size)
+        assert assert_same_reading(path, tuning=EAGER_BLOCKS, block_size=block_size) > 0
+        assert_same_reading(path, offsets[1234], tuning=EAGER_BLOCKS, block_size=block_size)
     starts, end = blocks.walk(data, 0)
     assert starts.tolist() == offsets and end == len(data)
 
@@ -169,7 +166,7 @@ def test_densely_damaged_buffer_is_walked_once(
 @pytest.mark.mutant_gap
 def test_a_buffer_of_exactly_the_minimum_size_is_read_in_blocks(tmp_path: Path) -> None:
     # 64 records of 48-byte payloads: 64 * (12 + 48 + 4) = 4096 bytes, the least the block
-    # path takes (records._WHOLE_MIN_BYTES).
+    # path takes (ReadTuning.whole_min_bytes).
     path = tmp_path / "records"
     with path.open("wb") as handle:
         writer = RecordWriter(handle)

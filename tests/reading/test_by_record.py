@@ -1,4 +1,4 @@
-"""Small files are decoded record by record (``chunks._BY_RECORD_BYTES``, issue #14): the
+"""Small files are decoded record by record (``ReadTuning.by_record_bytes``, issue #14): the
 block path's learning of every key costs more than it saves on a few hundred records.  The
 rows are the same either way (``test_block_scalars`` checks the block path against the general
 one); here, which path a file takes by the bytes left to read."""
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tbconvert.filters import Selection
-from tbconvert.reading import chunks
 from tbconvert.reading.chunks import FileTask, ReadSettings, read_file
 from tbconvert.reading.decoder import EventDecoder
 from tbconvert.reading.fast.blocks import Block
+from tbconvert.reading.tuning import BY_RECORD_BYTES
 from tests.support.eventfiles import simple_value, summary_event, write_events
 
 # The suite reads small files by the block path (tests/conftest.py); these tests the switch.
@@ -70,13 +70,13 @@ def _file(path: Path, steps: int) -> Path:
 
 def test_small_file_is_read_record_by_record(tmp_path: Path, monkeypatch) -> None:
     path = _file(tmp_path / "events.out.tfevents.1.h", 200)
-    assert os.path.getsize(path) < chunks._BY_RECORD_BYTES
+    assert os.path.getsize(path) < BY_RECORD_BYTES
     assert _blocks_fed(_task(path), monkeypatch) == (0, 200)
 
 
 def test_large_file_takes_the_block_path(tmp_path: Path, monkeypatch) -> None:
     path = _file(tmp_path / "events.out.tfevents.1.h", 2000)
-    assert os.path.getsize(path) >= chunks._BY_RECORD_BYTES
+    assert os.path.getsize(path) >= BY_RECORD_BYTES
     blocks, points = _blocks_fed(_task(path), monkeypatch)
     assert points == 2000 and blocks > 1000
 
@@ -86,7 +86,7 @@ def test_a_few_new_bytes_of_a_large_file_are_read_record_by_record(
 ) -> None:
     path = _file(tmp_path / "events.out.tfevents.1.h", 2000)
     size = os.path.getsize(path)
-    offset = size - chunks._BY_RECORD_BYTES // 2
+    offset = size - BY_RECORD_BYTES // 2
     # Start the read at a record boundary: after the whole records before ``offset``.
     whole = _file(tmp_path / "head", 0)
     boundary = os.path.getsize(whole)
@@ -111,7 +111,7 @@ def test_exactly_the_switch_size_takes_the_block_path(tmp_path: Path, monkeypatc
     # brought to the exact size by the tag length of one last record.
     path = tmp_path / "events.out.tfevents.1.h"
     steps = 1
-    while os.path.getsize(_file(path, steps)) < chunks._BY_RECORD_BYTES - 120:
+    while os.path.getsize(_file(path, steps)) < BY_RECORD_BYTES - 120:
         steps += 1
     events = [
         summary_event(step, 1e9 + step, [simple_value("loss", step)])
@@ -119,9 +119,9 @@ def test_exactly_the_switch_size_takes_the_block_path(tmp_path: Path, monkeypatc
     ]
     for width in range(1, 100):
         last = summary_event(2000, 1e9, [simple_value("x" * width, 0.0)])
-        if os.path.getsize(write_events(path, [*events, last])) >= chunks._BY_RECORD_BYTES:
+        if os.path.getsize(write_events(path, [*events, last])) >= BY_RECORD_BYTES:
             break
-    assert os.path.getsize(path) == chunks._BY_RECORD_BYTES
+    assert os.path.getsize(path) == BY_RECORD_BYTES
     blocks, points = _blocks_fed(_task(path, 0, from_start=True), monkeypatch)
     assert points == steps + 1 and blocks > 0
 

@@ -422,13 +422,13 @@ def test_an_entry_that_cannot_be_examined_is_skipped_with_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _event_file(tmp_path / "run")
-    scan = Walker._scan
+    scan = Walker.scan
 
     def scan_with_a_bad_entry(walker: Any, rel: str, path: str) -> list[Any]:
         entries = scan(walker, rel, path)
         return [*entries, _FailingEntry(Path(path) / "zz_bad")] if rel == "" else entries
 
-    monkeypatch.setattr(Walker, "_scan", scan_with_a_bad_entry)
+    monkeypatch.setattr(Walker, "scan", scan_with_a_bad_entry)
     result = classify(tmp_path)
     assert [run.run_path for run in result.runs] == ["run"]
     assert result.warnings == (f"{tmp_path}/zz_bad: Input/output error, skipped",)

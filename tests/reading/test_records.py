@@ -278,13 +278,13 @@ def test_known_good_lengths_keep_a_clean_file_on_the_fast_path(
         for payload in payloads:
             writer.write(payload)
     slow_calls: list[int] = []
-    slow = RecordReader._slow
+    slow = RecordReader.resume_at
 
     def counted(self: RecordReader, pos: int) -> int | None:
         slow_calls.append(pos)
         return slow(self, pos)
 
-    monkeypatch.setattr(RecordReader, "_slow", counted)
+    monkeypatch.setattr(RecordReader, "resume_at", counted)
     with open_event_file(str(path)) as f:
         reader = RecordReader(f, block_size=8 << 20)
         read = [payload for batch in reader.batches(1000) for _offset, payload in batch]

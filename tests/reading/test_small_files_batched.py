@@ -29,13 +29,21 @@ from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 import tbconvert
+from tbconvert.conversion.options import ConvertTuning
 from tbconvert.filters import Selection
-from tbconvert.reading import chunks, small_files
-from tbconvert.reading.chunks import Chunk, FileTask, ReadSettings, read_file
+from tbconvert.reading import small_files
+from tbconvert.reading.chunks import (
+    Chunk,
+    FileTask,
+    KnownMetadataByContext,
+    ReadSettings,
+    read_file,
+)
 from tbconvert.reading.fast import template
 from tbconvert.reading.fast.batch import BatchParts
 from tbconvert.reading.records import RecordReader
 from tbconvert.reading.small_files import read_files
+from tbconvert.reading.tuning import BY_RECORD_BYTES, ReadTuning
 from tests.support.eventfiles import (
     event_file_name,
     file_version_event,
@@ -216,7 +224,7 @@ def _comparable(task: FileTask, chunk: Chunk) -> tuple[Any, ...]:
 
 
 def _one_by_one(tasks: list[FileTask], read: ReadSettings) -> Iterator[tuple[FileTask, Chunk]]:
-    carried: chunks.KnownMetadataByContext = {}
+    carried: KnownMetadataByContext = {}
     for task in tasks:
         for chunk in read_file(task, read, carried):
             yield task, chunk
@@ -249,10 +257,9 @@ def test_batches_make_the_chunks_of_files_read_one_by_one(
 ) -> None:
     root = tmp_path_factory.mktemp("batches")
     tasks = _tasks(root, files)
-    read = ReadSettings(selection, chunk_points)
+    read = ReadSettings(selection, chunk_points, tuning=ReadTuning(first_batch_files=first_batch))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(template, "KNOWN", {})
-        patch.setattr(small_files, "_FIRST_BATCH_FILES", first_batch)
         if cache == "learnt unfiltered":  # keys of tags the selection leaves out are known
             list(_one_by_one(tasks, ReadSettings(Selection(), chunk_points)))
         expected = [_comparable(*item) for item in _one_by_one(tasks, read)]  # learns keys
@@ -292,19 +299,18 @@ def test_a_sweep_read_in_batches_is_stored_as_read_one_by_one(
     _sweep(logdir, 60)
     batched = str(tmp_path / "batched.db")
     tbconvert.convert(logdir, batched, progress=False)
-    monkeypatch.setattr(small_files, "_FIRST_BATCH_FILES", 0)
-    monkeypatch.setattr(small_files, "_BATCH_FILES", 0)
     calls = 0
-    batch = small_files._read_batch
+    batch = small_files.read_batch
 
     def counted(tasks: list[FileTask], *args: Any) -> Iterator[tuple[FileTask, Chunk]]:
         nonlocal calls
         calls += bool(tasks)
         return batch(tasks, *args)
 
-    monkeypatch.setattr(small_files, "_read_batch", counted)
+    monkeypatch.setattr(small_files, "read_batch", counted)
     one_by_one = str(tmp_path / "one_by_one.db")
-    tbconvert.convert(logdir, one_by_one, progress=False)
+    one_file_batches = ConvertTuning(read=ReadTuning(first_batch_files=0, batch_files=0))
+    tbconvert.convert(logdir, one_by_one, progress=False, tuning=one_file_batches)
     assert calls == len(list(logdir.rglob("*tfevents*")))  # batches of one file
     assert comparable_rows(batched) == comparable_rows(one_by_one)
     assert file_states(batched) == file_states(one_by_one)
@@ -317,7 +323,7 @@ def test_files_are_batched_only_under_the_by_record_size(tmp_path: Path) -> None
     write_events(
         big, [summary_event(step, 1.7e9, [simple_value("x", step)]) for step in range(2000)]
     )
-    assert os.path.getsize(big) >= chunks._BY_RECORD_BYTES
+    assert os.path.getsize(big) >= BY_RECORD_BYTES
     read = ReadSettings(Selection(), 100_000)
     paths = sorted(logdir.rglob("*tfevents*"))
     tasks = [
@@ -325,7 +331,7 @@ def test_files_are_batched_only_under_the_by_record_size(tmp_path: Path) -> None
         for i, p in enumerate(paths)
     ]
     seen: list[list[str]] = []
-    batch = small_files._read_batch
+    batch = small_files.read_batch
 
     def recorded(batch_tasks: list[FileTask], *args: Any) -> Iterator[tuple[FileTask, Chunk]]:
         if batch_tasks:
@@ -333,7 +339,7 @@ def test_files_are_batched_only_under_the_by_record_size(tmp_path: Path) -> None
         return batch(batch_tasks, *args)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(small_files, "_read_batch", recorded)
+        patch.setattr(small_files, "read_batch", recorded)
         list(read_files(tasks, read, {}))
     assert str(big) not in {path for paths in seen for path in paths}
     assert sorted(path for paths in seen for path in paths) == sorted(

@@ -151,10 +151,10 @@ def test_unreadable_file(logdir: Path, tmp_path: Path, monkeypatch) -> None:
     write_events(bad, scalars(range(3)))
     real_open = module.open_event_file
 
-    def guarded(path: str, size: int | None = None):
+    def guarded(path: str, *args):
         if path == str(bad):  # root ignores chmod, so refuse the way the OS would
             raise PermissionError(13, "Permission denied", path)
-        return real_open(path, size)
+        return real_open(path, *args)
 
     monkeypatch.setattr(module, "open_event_file", guarded)
     code, summary, stderr = run("--logdir", str(logdir), "--store", str(tmp_path / "s.db"))
@@ -192,17 +192,17 @@ def test_full_disk_leaves_a_consistent_store_the_next_run_completes(
     assert run("--logdir", str(logdir), "--store", str(store))[0] == 0
     for index in range(3):
         write_events(logdir / f"big_{index}" / "events.out.tfevents.1.host", scalars(range(20_000)))
-    real_connect = engine_module._on_sqlite_connect
+    real_connect = engine_module.set_up_sqlite_connection
 
     def small_disk(dbapi_connection, record) -> None:
         real_connect(dbapi_connection, record)
         pages = dbapi_connection.execute("PRAGMA page_count").fetchone()[0]
         dbapi_connection.execute(f"PRAGMA max_page_count = {pages + 300}")
 
-    monkeypatch.setattr(engine_module, "_on_sqlite_connect", small_disk)
+    monkeypatch.setattr(engine_module, "set_up_sqlite_connection", small_disk)
     code, _summary, stderr = run("--logdir", str(logdir), "--store", str(store))
     assert code == 1 and "no space left on" in stderr and "points of this run kept" in stderr
-    monkeypatch.setattr(engine_module, "_on_sqlite_connect", real_connect)
+    monkeypatch.setattr(engine_module, "set_up_sqlite_connection", real_connect)
     assert run("--logdir", str(logdir), "--store", str(store))[0] == 0
     clean = tmp_path / "clean.db"
     assert run("--logdir", str(logdir), "--store", str(clean))[0] == 0

@@ -47,7 +47,7 @@ def test_a_store_whose_schema_fails_midway_is_never_created(
         conn.exec_driver_sql("CREATE TABLE runs (id INTEGER PRIMARY KEY)")
         raise OSError("killed")
 
-    monkeypatch.setattr(migrate, "_migrate", half_way)
+    monkeypatch.setattr(migrate, "migrate_schema", half_way)
     store = tmp_path / "s.db"
     with pytest.raises(OSError, match="killed"):
         convert(logdir_of(tmp_path), store, progress=False)

@@ -38,9 +38,9 @@ from hypothesis.stateful import (
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from tbconvert import convert
-from tbconvert.reading import chunks
+from tbconvert.conversion.options import ConvertTuning
+from tbconvert.reading.tuning import ReadTuning
 from tbconvert.writing.writer import StoreWriter
-from tests.conftest import REAL_BY_RECORD_BYTES
 from tests.conversion.test_invariant import Crash, text_value
 from tests.support.eventfiles import file_version_event, simple_value, summary_event
 from tests.support.snapshots import (
@@ -261,9 +261,8 @@ class History(RuleBasedStateMachine):
         batches: bool,
     ) -> None:
         # Small files read in batches (small_files), or each on its own as the suite does.
-        by_record_bytes = REAL_BY_RECORD_BYTES if batches else chunks._BY_RECORD_BYTES
-        with crash_after(crash), pytest.MonkeyPatch.context() as patch:
-            patch.setattr(chunks, "_BY_RECORD_BYTES", by_record_bytes)
+        tuning = ConvertTuning(read=ReadTuning()) if batches else ConvertTuning()
+        with crash_after(crash):
             convert(
                 self.logdir,
                 self.store,
@@ -271,6 +270,7 @@ class History(RuleBasedStateMachine):
                 full=full and crash is None,
                 chunk_points=CHUNK_POINTS,
                 progress=False,
+                tuning=tuning,
                 **mode_options(mode),
                 **selection,
             )

@@ -57,8 +57,9 @@ from tensorboard.plugins.hparams import plugin_data_pb2 as hparams_pb2
 from tensorboard.util import tensor_util
 
 import tbconvert
-from tbconvert.reading import chunks
+from tbconvert.conversion.options import ConvertTuning
 from tbconvert.reading.fast import template
+from tbconvert.reading.tuning import ReadTuning
 from tests.support.eventfiles import (
     event_file_name,
     strip_repeated_metadata,
@@ -511,11 +512,10 @@ class Converted(NamedTuple):
 @pytest.fixture(scope="module", params=["blocks", "records"])
 def reading(request: pytest.FixtureRequest) -> Iterator[str]:
     """How the files are decoded: by the block path, or record by record (as files under
-    ``chunks._BY_RECORD_BYTES`` are) through the key cache (``fast.template``), emptied first so
-    that the conversion learns its keys itself."""
+    ``ReadTuning.by_record_bytes`` are) through the key cache (``fast.template``), emptied first
+    so that the conversion learns its keys itself."""
     with pytest.MonkeyPatch.context() as patch:
         if request.param == "records":
-            patch.setattr(chunks, "_BY_RECORD_BYTES", 1 << 40)
             patch.setattr(template, "KNOWN", {})
         yield request.param
 
@@ -531,8 +531,14 @@ def converted(
     store = make_store(root)
     # Aim's layout: the files were placed by its rules (one context per family of
     # encodings); what this module checks is what is decoded, the auto layout has its own tests.
+    by_record = ReadTuning(by_record_bytes=1 << 40) if reading == "records" else None
     summary = tbconvert.convert(
-        logdir, store, chunk_points=CHUNK_POINTS, progress=False, layout="aim"
+        logdir,
+        store,
+        chunk_points=CHUNK_POINTS,
+        progress=False,
+        layout="aim",
+        tuning=ConvertTuning(read=by_record) if by_record else ConvertTuning(),
     )
     if reading == "records":
         assert template.KNOWN, "the key cache learnt no key"

@@ -36,14 +36,17 @@ WHILE_CONVERTING = {
         "stopped by {}: nothing half-made is kept",
     ),
     "discovery": (
-        "tbconvert.reading.walk:_walk_local",
+        "tbconvert.reading.walk:Walker.walk",
         "stopped by {} after the current transaction",
     ),
     "writing": (
         "tbconvert.writing.writer:StoreWriter.transaction",
         "stopped by {} after the current transaction",
     ),
-    "summary": ("tbconvert.cli.convert:_report", "stopped by {}: nothing half-made is kept"),
+    "summary": (
+        "tbconvert.cli.convert:report_summary",
+        "stopped by {}: nothing half-made is kept",
+    ),
 }
 
 

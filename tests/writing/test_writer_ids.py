@@ -25,7 +25,8 @@ from PIL import Image
 from tensorboard.compat.proto.summary_pb2 import Summary
 
 from tbconvert import convert
-from tbconvert.reading import chunks
+from tbconvert.conversion.options import ConvertTuning
+from tbconvert.reading.tuning import ReadTuning
 from tbconvert.rows import SeriesDefinition
 from tbconvert.store import migrate
 from tbconvert.store.engine import create_store_engine, store_url
@@ -34,7 +35,6 @@ from tbconvert.store.migrate import ensure_schema
 from tbconvert.writing import writer as writer_module
 from tbconvert.writing.identities import Identities
 from tbconvert.writing.writer import StoreWriter
-from tests.conftest import REAL_BY_RECORD_BYTES
 from tests.safety.test_invariant_property import (
     CHUNK_POINTS,
     MODES,
@@ -103,24 +103,23 @@ class TwoWriters(History):
         full: bool,
         batches: bool,
     ) -> None:
-        by_record_bytes = REAL_BY_RECORD_BYTES if batches else chunks._BY_RECORD_BYTES
+        tuning = ConvertTuning(read=ReadTuning()) if batches else ConvertTuning()
         ways: tuple[tuple[str, AbstractContextManager[Any]], ...] = (
             (self.store, nullcontext()),
             (self.inserting, inserting_at_once()),
         )
         for store, way in ways:
-            with crash_after(crash), pytest.MonkeyPatch.context() as patch:
-                patch.setattr(chunks, "_BY_RECORD_BYTES", by_record_bytes)
-                with way:
-                    convert(
-                        self.logdir,
-                        store,
-                        full=full and crash is None,
-                        chunk_points=CHUNK_POINTS,
-                        progress=False,
-                        **mode_options(mode),
-                        **selection,
-                    )
+            with crash_after(crash), way:
+                convert(
+                    self.logdir,
+                    store,
+                    full=full and crash is None,
+                    chunk_points=CHUNK_POINTS,
+                    progress=False,
+                    tuning=tuning,
+                    **mode_options(mode),
+                    **selection,
+                )
         assert tables(self.store) == tables(self.inserting)
 
     @rule(data=st.data(), mode=st.sampled_from(MODES), crash=st.none() | st.integers(1, 10))
