@@ -37,7 +37,8 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 # conversion reads when it is given no tuning (conversion/options.py).  Set here, before any
 # test module makes its options or its subprocesses' environment.  The protobuf path is the
 # reference (``test_block_scalars``, ``test_oracle``); ``by_record_switch`` tests, and tests
-# that pass a ``ReadTuning`` of their own, read with the real threshold.
+# that pass a ``ReadTuning`` of their own, read with the real threshold, and so do the
+# conversions the suite runs in child processes (``tests/support/children.py``).
 os.environ[BY_RECORD_BYTES_VARIABLE] = "0"
 
 BACKENDS = ("sqlite", "postgresql")

@@ -19,6 +19,7 @@ from tbconvert.conversion import plan as plan_module
 from tbconvert.errors import LogdirError, MissingDependency
 from tests.safety.test_oracle import write_hand_built, write_tensorboardx
 from tests.support import layouts
+from tests.support.children import child_env
 from tests.support.eventfiles import append_events, scalar_events, write_events
 from tests.support.s3server import DENIED_KEY, S3Server
 from tests.support.snapshots import view_rows, without_run_ids
@@ -299,7 +300,7 @@ def test_a_conversion_killed_mid_fetch_is_completed_by_the_next(
     url = s3.upload(logs, new_bucket(s3), "crash")
     store = tmp_path / "runs.db"
     command = [sys.executable, "-m", "tbconvert", "tf", "--logdir", url, "--store", str(store)]
-    env = {**os.environ, **s3.env}
+    env = child_env(**s3.env)
     killed = 0
     for served in (1, 8, 40, 100):
         s3.counts(reset=True)
@@ -328,7 +329,7 @@ def test_the_command_finds_credentials_in_the_environment_and_fails_in_one_line(
     logs = tmp_path / "logs"
     write_events(logs / "run" / EVENTS, scalar_events("loss", range(10)))
     url = s3.upload(logs, new_bucket(s3), "cli")
-    env = {**os.environ, **s3.env}
+    env = child_env(**s3.env)
     command = [sys.executable, "-m", "tbconvert", "tf", "--store", str(tmp_path / "runs.db")]
 
     done = subprocess.run([*command, "--logdir", url], env=env, capture_output=True, text=True)

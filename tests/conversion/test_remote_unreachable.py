@@ -7,7 +7,6 @@ retry for minutes (gcsfs about two) before they give up.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.children import child_env
 from tests.support.emulators import Emulator, _free_port
 from tests.support.s3server import S3Server
 
@@ -27,7 +27,7 @@ def convert_in_a_process(url: str, options: dict[str, Any], store: Path) -> Any:
     pairs = [f"--storage-option={key}={value}" for key, value in options.items()]
     return subprocess.run(
         [sys.executable, "-m", "tbconvert", "tf", "--logdir", url, "--store", str(store), *pairs],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=900,

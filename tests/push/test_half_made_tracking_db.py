@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tbconvert import convert
+from tests.support.children import child_env
 from tests.support.crashpoints import CRASHED, forked
 from tests.support.eventfiles import write_tbx_run
 
@@ -78,7 +79,7 @@ def push(store: Path, uri: str, where: Path) -> subprocess.CompletedProcess[str]
     command = ["push", "mlflow", "--store", str(store), "--tracking-uri", uri]
     return subprocess.run(
         [sys.executable, "-m", "tbconvert", *command],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=600,

@@ -19,6 +19,7 @@ import pytest
 
 from tbconvert import convert
 from tests.conversion.test_invariant import text_value
+from tests.support.children import child_env
 from tests.support.crashpoints import CRASHED
 from tests.support.eventfiles import simple_value, summary_event, write_events
 from tests.support.snapshots import StoreFactory, comparable_rows, connect, point_count, rows
@@ -76,6 +77,7 @@ def crash(jobs: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
     subprocess.run(
         [sys.executable, "-m", "tests.support.crashpoints", str(jobs_file), str(results_file)],
         cwd=ROOT,
+        env=child_env(),
         check=True,
         timeout=900,
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import random
 import signal
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tbconvert import convert
+from tests.support.children import child_env
 from tests.support.eventfiles import simple_value, summary_event, write_events
 from tests.support.snapshots import (
     StoreFactory,
@@ -34,7 +34,7 @@ from tests.support.snapshots import (
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = child_env()
 
 
 def tbconvert(*args: str) -> list[str]:

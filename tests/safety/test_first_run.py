@@ -18,6 +18,7 @@ import pytest
 
 from tbconvert import convert
 from tbconvert.store import migrate
+from tests.support.children import child_env
 from tests.support.eventfiles import scalar_events, write_events
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +64,9 @@ def killed_at_every_step(tmp_path: Path, logdir: Path) -> list[dict[str, Any]]:
         jobs_file, results_file = tmp_path / "jobs.json", tmp_path / "results.json"
         jobs_file.write_text(json.dumps(jobs))
         command = [sys.executable, "-m", "tests.support.crashpoints", str(jobs_file)]
-        subprocess.run([*command, str(results_file)], cwd=ROOT, check=True, timeout=900)
+        subprocess.run(
+            [*command, str(results_file)], cwd=ROOT, env=child_env(), check=True, timeout=900
+        )
         results: list[dict[str, Any]] = json.loads(results_file.read_text())
         return results
 

@@ -3,7 +3,6 @@ clear line and exit 1, and the next run completes the store exactly."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tbconvert import convert
+from tests.support.children import child_env
 from tests.support.eventfiles import scalar_events, write_events
 from tests.support.pgserver import PostgresServer
 from tests.support.snapshots import view_rows, views_without_gone, without_run_ids
@@ -85,7 +85,7 @@ def lose_the_session_inside_a_copy(
     process = subprocess.run(
         [sys.executable, "-c", CUT_MID_COPY, admin, "3",
          "tf", "--logdir", str(logdir), "--store", store, *options],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=600,

@@ -20,6 +20,7 @@ import pytest
 
 from tbconvert import convert, watch
 from tbconvert.conversion.summary import Summary
+from tests.support.children import child_env
 from tests.support.eventfiles import append_events, simple_value, summary_event, write_events
 from tests.support.snapshots import StoreFactory, comparable_rows
 
@@ -27,7 +28,7 @@ from tests.support.snapshots import StoreFactory, comparable_rows
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = child_env()
 
 
 @pytest.fixture(scope="module")

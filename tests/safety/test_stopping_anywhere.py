@@ -9,7 +9,6 @@ process signals itself as it imports a module or calls a function, never after a
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tbconvert import convert
+from tests.support.children import child_env
 from tests.support.eventfiles import write_tbx_run
 from tests.support.snapshots import comparable_rows
 
@@ -25,7 +25,7 @@ from tests.support.snapshots import comparable_rows
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = child_env()
 SIGNALS = {"SIGINT": 130, "SIGTERM": 143}
 # Where the signal lands in `tbconvert tf`, and the start of the line that says so.
 WHILE_CONVERTING = {

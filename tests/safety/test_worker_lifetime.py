@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.children import child_env
 from tests.support.eventfiles import scalar_events, write_events
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = child_env()
 
 # The writer's process: the CLI, with the workers' reader wrapped (forked workers inherit it).
 WRITER = textwrap.dedent("""

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.children import child_env
 from tests.support.eventfiles import write_tbx_run
 
 # Slow (a command in a subprocess, in a mount namespace, per read): `make test-fast` leaves it
@@ -27,7 +28,7 @@ from tests.support.eventfiles import write_tbx_run
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = child_env()
 READS = [
     ["runs", "--json"],
     ["show", "run_a", "--json"],

@@ -22,6 +22,7 @@ from tbconvert.cli import cli
 from tbconvert.conversion import pipeline
 from tbconvert.errors import StoreError
 from tbconvert.store.migrate import HEAD_REVISION
+from tests.support.children import child_env
 from tests.support.eventfiles import simple_value, summary_event, write_events
 from tests.support.snapshots import connect, rows, view_rows, without_run_ids
 
@@ -153,6 +154,7 @@ def test_converters_on_two_machines_at_once_equal_sequential_runs(
                 "-q",
             ],
             cwd=ROOT,
+            env=child_env(),
             stderr=subprocess.PIPE,
             text=True,
         )
