@@ -8,8 +8,9 @@ import json
 from contextlib import closing
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog
@@ -37,8 +38,9 @@ def current(store: str, run: str) -> dict[str, list[tuple[int, float]]]:
     return by_tag
 
 
-def assert_current_export_is_the_view(store: str) -> None:
-    """``export scalars --resumed current`` (computed per series) gives the view's rows."""
+def export_and_view(store: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """The rows of ``export scalars --resumed current`` (the reader, per series) and of the
+    view, both sorted."""
     result = CliRunner().invoke(
         cli, ["export", "scalars", "--store", store, "--resumed", "current", "--format", "jsonl"]
     )
@@ -49,7 +51,13 @@ def assert_current_export_is_the_view(store: str) -> None:
     )
     with closing(connect(store)) as conn:
         view = rows(conn, "SELECT run_path, context, tag, step, wall_time FROM v_scalars_current")
-    assert exported == sorted(view) and exported
+    return exported, sorted(view)
+
+
+def assert_current_export_is_the_view(store: str) -> None:
+    """``export scalars --resumed current`` (computed per series) gives the view's rows."""
+    exported, view = export_and_view(store)
+    assert exported == view and exported
 
 
 def tensorboard_purged(directory: Path) -> dict[str, list[tuple[int, float]]]:
@@ -162,3 +170,46 @@ def test_the_last_attempt_is_what_applying_the_rule_in_write_order_leaves(
         kept.append(item)
         previous = item[0]
     assert last_attempt(points, marks) == sorted(kept, key=lambda point: point[0])
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    files=st.lists(
+        st.lists(
+            st.one_of(
+                st.tuples(st.just("loss"), st.integers(0, 9)),
+                st.tuples(st.just("accuracy"), st.integers(0, 9)),
+                st.tuples(st.just("start"), st.integers(0, 9)),
+            ),
+            max_size=12,
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_the_reader_and_the_view_keep_the_same_points_after_any_history(
+    tmp_path_factory: pytest.TempPathFactory, files: list[list[tuple[str, int]]]
+) -> None:
+    """The two homes of the rule (the SQL view for SQL clients, the reader the commands use:
+    docs/performance.md says why there are two) over generated histories: several files of one
+    run, steps going back within and across them, session starts anywhere."""
+    root = tmp_path_factory.mktemp("history")
+    for number, records in enumerate(files):
+        events = [Event(wall_time=1.0, file_version="brain.Event:2")]
+        for index, (what, step) in enumerate(records):
+            wall = 10.0 * number + index
+            if what == "start":
+                events.append(
+                    Event(
+                        step=step, wall_time=wall, session_log=SessionLog(status=SessionLog.START)
+                    )
+                )
+            else:
+                events.append(summary_event(step, wall, [simple_value(what, float(index))]))
+        write_events(
+            root / "logs" / "run" / f"events.out.tfevents.{number}.host", events, file_version=False
+        )
+    store = str(root / "store.db")
+    convert(root / "logs", store, progress=False)
+    exported, view = export_and_view(store)
+    assert exported == view
