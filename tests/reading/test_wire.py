@@ -1,0 +1,83 @@
+"""The wire constants (``tbconvert.reading.wire``) against TensorBoard's own descriptors: the
+field numbers, wire types and oneofs that the hand-written walkers read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf.descriptor import FieldDescriptor
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.compat.proto.summary_pb2 import Summary
+from tensorboard.compat.proto.tensor_pb2 import TensorProto
+
+from tbconvert.reading import wire
+
+_WIRE_TYPE = {
+    FieldDescriptor.TYPE_DOUBLE: wire.FIXED64,
+    FieldDescriptor.TYPE_INT64: wire.VARINT,
+    FieldDescriptor.TYPE_ENUM: wire.VARINT,
+    FieldDescriptor.TYPE_FLOAT: wire.FIXED32,
+    FieldDescriptor.TYPE_STRING: wire.LENGTH_DELIMITED,
+    FieldDescriptor.TYPE_BYTES: wire.LENGTH_DELIMITED,
+    FieldDescriptor.TYPE_MESSAGE: wire.LENGTH_DELIMITED,
+}
+
+
+def _header_of(message: Any, name: str) -> int:
+    field = message.DESCRIPTOR.fields_by_name[name]
+    return field.number << 3 | _WIRE_TYPE[field.type]
+
+
+def test_the_field_numbers_are_tensorboards() -> None:
+    numbers = {
+        (Event, "wall_time"): wire.EVENT_WALL_TIME,
+        (Event, "step"): wire.EVENT_STEP,
+        (Event, "file_version"): wire.EVENT_FILE_VERSION,
+        (Event, "summary"): wire.EVENT_SUMMARY,
+        (Summary, "value"): wire.SUMMARY_VALUE,
+        (Summary.Value, "tag"): wire.VALUE_TAG,
+        (Summary.Value, "simple_value"): wire.VALUE_SIMPLE_VALUE,
+        (Summary.Value, "image"): wire.VALUE_IMAGE,
+        (Summary.Value, "tensor"): wire.VALUE_TENSOR,
+        (Summary.Value, "metadata"): wire.VALUE_METADATA,
+        (Summary.Image, "encoded_image_string"): wire.IMAGE_ENCODED,
+        (TensorProto, "dtype"): wire.TENSOR_DTYPE,
+        (TensorProto, "tensor_shape"): wire.TENSOR_SHAPE,
+        (TensorProto, "tensor_content"): wire.TENSOR_CONTENT,
+    }
+    for (message, name), number in numbers.items():
+        assert message.DESCRIPTOR.fields_by_name[name].number == number, name
+
+
+def test_the_oneofs_are_tensorboards() -> None:
+    what = Event.DESCRIPTOR.oneofs_by_name["what"].fields
+    kind = Summary.Value.DESCRIPTOR.oneofs_by_name["value"].fields
+    assert {field.number for field in what} == wire.EVENT_WHAT
+    assert {field.number for field in kind} == wire.VALUE_KIND
+
+
+def test_the_headers_are_the_bytes_protobuf_writes() -> None:
+    headers = {
+        (Event, "wall_time"): wire.WALL_TIME,
+        (Event, "step"): wire.STEP,
+        (Event, "file_version"): wire.FILE_VERSION,
+        (Event, "summary"): wire.SUMMARY,
+        (Summary, "value"): wire.VALUE,
+        (Summary.Value, "tag"): wire.TAG,
+        (Summary.Value, "simple_value"): wire.SIMPLE_VALUE,
+        (Summary.Value, "tensor"): wire.TENSOR,
+        (Summary.Value, "metadata"): wire.METADATA,
+        (TensorProto, "tensor_shape"): wire.SHAPE,
+    }
+    for (message, name), header in headers.items():
+        assert _header_of(message, name) == header, name
+    # An independent check of two: what protobuf itself writes.
+    assert TensorProto(dtype=1).SerializeToString() == wire.DTYPE_FLOAT
+    assert TensorProto(tensor_content=b"abcd").SerializeToString() == wire.CONTENT_4 + b"abcd"
+
+
+def test_varints_round_trip() -> None:
+    for value in (0, 1, 127, 128, 300, 2**35, 2**63):
+        encoded = wire.varint_bytes(value)
+        assert wire.varint(encoded, 0, len(encoded)) == (value, len(encoded))
+    assert wire.varint(b"\x80\x80", 0, 2)[1] == 3  # runs over: past the end
