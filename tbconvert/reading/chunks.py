@@ -178,7 +178,7 @@ def read_file(
         )
         size = max(1, min(_RECORD_BATCH, settings.chunk_points))
         # Checked record by record too: NumPy's checks of a whole buffer cost more on so few.
-        batches = reader.batches(size) if by_record else reader.blocks(size)
+        batches = reader.record_lists(size) if by_record else reader.blocks(size)
         first = True
         while True:
             chunk = _next_chunk(settings, reader, batches, decoder)
