@@ -115,8 +115,8 @@ class Job:
             self.summary.files_moved = relocate(
                 self.writer, self.origin, self.classification, known
             )
-            # After the moves: a moved file's tags are remembered in its new place.
-            remembered = self.writer.known_metadata(self.origin.source) if known else {}
+            # After the moves: a moved file's tags are known in its new place.
+            known_metadata = self.writer.known_metadata(self.origin.source) if known else {}
         tasks: list[FileTask] = []
         options = self.options
         for plan in plan_files(self.classification, known, options.full, options.selection):
@@ -127,7 +127,7 @@ class Job:
             if plan.action == "unchanged":
                 self.summary.files_unchanged += 1
                 continue
-            group = (plan.run.run_path, plan.file.context)
+            owner = (plan.run.run_path, plan.file.context)
             state = plan.state
             tasks.append(
                 FileTask(
@@ -141,7 +141,7 @@ class Job:
                     offset=0 if state is None else state.offset_consumed,
                     stored_size=None if state is None else state.size,
                     stored_digest=None if state is None else state.head_digest,
-                    known_metadata=remembered.setdefault(group, {}),
+                    known_metadata=known_metadata.setdefault(owner, {}),
                     from_start=plan.from_start,
                     sidecar=plan.file.sidecar,
                 )

@@ -20,7 +20,7 @@ from tbconvert.reading.chunks import (
     CHUNK_BYTES,
     Chunk,
     FileTask,
-    KnownMetadataByContext,
+    KnownMetadataByOwner,
     ReadSettings,
 )
 from tbconvert.reading.small_files import read_files
@@ -230,12 +230,12 @@ def _work(tasks: list[FileTask], settings: ReadSettings, queue: Any) -> None:
     Without the time bound a few files of mixed plugins (tens of milliseconds each, few
     points) made one parcel, and --jobs 2 decoded them all before the writer saw the first.
     """
-    carried: KnownMetadataByContext = {}
+    known_metadata: KnownMetadataByOwner = {}
     parcel: list[Any] = []
     points = size = 0
     started = time.perf_counter()
     try:
-        for _task, chunk in read_files(tasks, settings, carried):
+        for _task, chunk in read_files(tasks, settings, known_metadata):
             parcel.append(chunk)
             points += chunk.points()
             size += chunk.blob_bytes()

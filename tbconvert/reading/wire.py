@@ -29,8 +29,9 @@ VALUE_TAG, VALUE_SIMPLE_VALUE, VALUE_IMAGE, VALUE_TENSOR, VALUE_METADATA = 1, 2,
 VALUE_KIND = frozenset({2, 3, 4, 5, 6, 8})
 # Summary.Image.
 IMAGE_ENCODED = 4
-# TensorProto.
+# TensorProto, and the DataType (``types.proto``) of a float32 tensor.
 TENSOR_DTYPE, TENSOR_SHAPE, TENSOR_CONTENT = 1, 2, 4
+DT_FLOAT = 1
 
 
 def header(number: int, wire_type: int) -> int:
@@ -50,7 +51,7 @@ TENSOR = header(VALUE_TENSOR, LENGTH_DELIMITED)  # 0x42
 METADATA = header(VALUE_METADATA, LENGTH_DELIMITED)  # 0x4a
 SHAPE = header(TENSOR_SHAPE, LENGTH_DELIMITED)  # 0x12
 # TensorProto.dtype = DT_FLOAT (1), and a tensor_content of 4 bytes, as two-byte fields.
-DTYPE_FLOAT = bytes((header(TENSOR_DTYPE, VARINT), 1))  # 08 01
+DTYPE_FLOAT = bytes((header(TENSOR_DTYPE, VARINT), DT_FLOAT))  # 08 01
 CONTENT_4 = bytes((header(TENSOR_CONTENT, LENGTH_DELIMITED), 4))  # 22 04
 
 

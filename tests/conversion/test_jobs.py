@@ -102,11 +102,13 @@ def test_a_worker_killed_midway_is_an_error_not_a_hang(
     read_file = chunks.read_file
 
     def killed_at_run_3(
-        task: chunks.FileTask, settings: chunks.ReadSettings, carried: chunks.KnownMetadataByContext
+        task: chunks.FileTask,
+        settings: chunks.ReadSettings,
+        known_metadata: chunks.KnownMetadataByOwner,
     ) -> Iterator[Any]:
         if "run_3" in task.run_path:
             os._exit(9)  # as the kernel's OOM killer would end it: no exception, no message
-        yield from read_file(task, settings, carried)
+        yield from read_file(task, settings, known_metadata)
 
     monkeypatch.setattr(chunks, "read_file", killed_at_run_3)  # inherited by forked workers
     with pytest.raises(ConverterError, match=r"worker exited \(code 9\)"):
@@ -244,14 +246,14 @@ def test_a_decoder_failing_midway_raises_after_committing_what_was_read_before(
     # With --jobs 2 the failing worker (odd runs) sends runs 1-9, 11-19, then 21 and the
     # failure.
     monkeypatch.setattr(workers, "_PARCEL_CHUNKS", 5)
-    chunk = small_files._Batch.chunk
+    chunk = small_files.FileBatch.chunk
 
-    def failing_at_run_23(self: Any, file: Any, carried: Any) -> Any:
+    def failing_at_run_23(self: Any, file: Any, known_metadata: Any) -> Any:
         if file.task.run_path.endswith("run_023"):
             raise RuntimeError("decoder broke on run_023")
-        return chunk(self, file, carried)
+        return chunk(self, file, known_metadata)
 
-    monkeypatch.setattr(small_files._Batch, "chunk", failing_at_run_23)
+    monkeypatch.setattr(small_files.FileBatch, "chunk", failing_at_run_23)
     with pytest.raises(RuntimeError, match="run_023"):
         convert(logdir, tmp_path / "s.db", jobs=jobs, chunk_points=100)
     # A group ends at 100 points (5 files of 20): runs 20-22 were held in an open group when
@@ -259,7 +261,7 @@ def test_a_decoder_failing_midway_raises_after_committing_what_was_read_before(
     with sqlite3.connect(tmp_path / "s.db") as db:
         stored = [row[0] for row in db.execute("SELECT path FROM event_files ORDER BY path")]
     assert stored == [f"run_{n:03d}/events.out.tfevents.1.h" for n in range(23)]
-    monkeypatch.setattr(small_files._Batch, "chunk", chunk)
+    monkeypatch.setattr(small_files.FileBatch, "chunk", chunk)
     convert(logdir, tmp_path / "s.db", jobs=jobs)
     assert view_rows(tmp_path / "s.db") == view_rows(_reference(logdir, tmp_path))
 

@@ -1,7 +1,7 @@
 """Small files read in batches (``tbconvert/reading/small_files.py``, issue #14) make exactly the
 chunks that reading each file on its own makes (``chunks.read_file``, itself checked against
 TensorBoard in ``test_oracle``): rows in record order bit for bit, series, offsets, digests,
-damage, statistics and the metadata carried to later files of a run.
+damage, statistics and the known metadata passed to later files of a run.
 
 Random sets of files are written with tensorboard's own ``RecordWriter`` from hand-built
 Events (simple values and TF2 tensors with and without metadata, other plugins' tensors,
@@ -32,8 +32,8 @@ import tbconvert
 from tbconvert.filters import Selection
 from tbconvert.reading import chunks, small_files
 from tbconvert.reading.chunks import Chunk, FileTask, ReadSettings, read_file
-from tbconvert.reading.fast import template
 from tbconvert.reading.fast.batch import BatchParts
+from tbconvert.reading.fast.template import LearntKeys
 from tbconvert.reading.records import RecordReader
 from tbconvert.reading.small_files import read_files
 from tests.support.eventfiles import (
@@ -216,9 +216,9 @@ def _comparable(task: FileTask, chunk: Chunk) -> tuple[Any, ...]:
 
 
 def _one_by_one(tasks: list[FileTask], read: ReadSettings) -> Iterator[tuple[FileTask, Chunk]]:
-    carried: chunks.KnownMetadataByContext = {}
+    known_metadata: chunks.KnownMetadataByOwner = {}
     for task in tasks:
-        for chunk in read_file(task, read, carried):
+        for chunk in read_file(task, read, known_metadata):
             yield task, chunk
 
 
@@ -249,15 +249,15 @@ def test_batches_make_the_chunks_of_files_read_one_by_one(
 ) -> None:
     root = tmp_path_factory.mktemp("batches")
     tasks = _tasks(root, files)
-    read = ReadSettings(selection, chunk_points)
+    keys = LearntKeys()
+    read = ReadSettings(selection, chunk_points, learnt_keys=keys)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(template, "KNOWN", {})
         patch.setattr(small_files, "_FIRST_BATCH_FILES", first_batch)
         if cache == "learnt unfiltered":  # keys of tags the selection leaves out are known
-            list(_one_by_one(tasks, ReadSettings(Selection(), chunk_points)))
+            list(_one_by_one(tasks, ReadSettings(Selection(), chunk_points, learnt_keys=keys)))
         expected = [_comparable(*item) for item in _one_by_one(tasks, read)]  # learns keys
         if cache == "empty":
-            template.KNOWN.clear()
+            keys.clear()
         got = [_comparable(*item) for item in read_files(tasks, read, {})]
     assert got == expected
 
@@ -295,14 +295,14 @@ def test_a_sweep_read_in_batches_is_stored_as_read_one_by_one(
     monkeypatch.setattr(small_files, "_FIRST_BATCH_FILES", 0)
     monkeypatch.setattr(small_files, "_BATCH_FILES", 0)
     calls = 0
-    batch = small_files._read_batch
+    check = small_files.FileBatch.check
 
-    def counted(tasks: list[FileTask], *args: Any) -> Iterator[tuple[FileTask, Chunk]]:
+    def counted(batch: small_files.FileBatch, loaded: list[Any]) -> None:
         nonlocal calls
-        calls += bool(tasks)
-        return batch(tasks, *args)
+        calls += 1
+        check(batch, loaded)
 
-    monkeypatch.setattr(small_files, "_read_batch", counted)
+    monkeypatch.setattr(small_files.FileBatch, "check", counted)
     one_by_one = str(tmp_path / "one_by_one.db")
     tbconvert.convert(logdir, one_by_one, progress=False)
     assert calls == len(list(logdir.rglob("*tfevents*")))  # batches of one file
@@ -325,15 +325,14 @@ def test_files_are_batched_only_under_the_by_record_size(tmp_path: Path) -> None
         for i, p in enumerate(paths)
     ]
     seen: list[list[str]] = []
-    batch = small_files._read_batch
+    check = small_files.FileBatch.check
 
-    def recorded(batch_tasks: list[FileTask], *args: Any) -> Iterator[tuple[FileTask, Chunk]]:
-        if batch_tasks:
-            seen.append([task.path for task in batch_tasks])
-        return batch(batch_tasks, *args)
+    def recorded(batch: small_files.FileBatch, loaded: list[Any]) -> None:
+        seen.append([file.task.path for file in loaded])  # every file loads here
+        check(batch, loaded)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(small_files, "_read_batch", recorded)
+        patch.setattr(small_files.FileBatch, "check", recorded)
         list(read_files(tasks, read, {}))
     assert str(big) not in {path for paths in seen for path in paths}
     assert sorted(path for paths in seen for path in paths) == sorted(
@@ -382,10 +381,10 @@ def test_files_of_one_length_are_walked_by_their_own_records(tmp_path: Path) -> 
         FileTask(i, str(p), p.name, "run", "", p.stat().st_size, 0, 0, None, None, {})
         for i, p in enumerate(paths)
     ]
-    batch = small_files._Batch(ReadSettings(Selection(), 100_000))
+    batch = small_files.FileBatch(ReadSettings(Selection(), 100_000))
     loaded = [batch.load(task, Path(task.path).read_bytes()) for task in tasks]
     batch.check(loaded)
-    parts = batch._parts
+    parts = batch.parts
     assert parts is not None
     for path, file in zip(paths, loaded, strict=True):
         assert file is not None and not file.damaged
@@ -443,8 +442,7 @@ def _settled_as_read_one_by_one(paths: list[Path], monkeypatch: pytest.MonkeyPat
         FileTask(i, str(p), p.name, f"run{i}", "", p.stat().st_size, 0, 0, None, None, {})
         for i, p in enumerate(paths)
     ]
-    read = ReadSettings(Selection(), 100_000)
-    monkeypatch.setattr(template, "KNOWN", {})
+    read = ReadSettings(Selection(), 100_000)  # a fresh table of learnt keys
     expected = [_comparable(*item) for item in _one_by_one(tasks, read)]  # learns the keys
     settled = []
     real = BatchParts.settled

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
+from tensorboard.compat.proto import types_pb2
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
@@ -47,6 +48,7 @@ def test_the_field_numbers_are_tensorboards() -> None:
     }
     for (message, name), number in numbers.items():
         assert message.DESCRIPTOR.fields_by_name[name].number == number, name
+    assert types_pb2.DT_FLOAT == wire.DT_FLOAT
 
 
 def test_the_oneofs_are_tensorboards() -> None:

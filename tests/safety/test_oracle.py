@@ -58,7 +58,7 @@ from tensorboard.util import tensor_util
 
 import tbconvert
 from tbconvert.reading import chunks
-from tbconvert.reading.fast import template
+from tbconvert.reading.fast.template import LearntKeys
 from tests.support.eventfiles import (
     event_file_name,
     strip_repeated_metadata,
@@ -509,20 +509,29 @@ class Converted(NamedTuple):
 
 
 @pytest.fixture(scope="module", params=["blocks", "records"])
-def reading(request: pytest.FixtureRequest) -> Iterator[str]:
+def reading(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[str]]]:
     """How the files are decoded: by the block path, or record by record (as files under
-    ``chunks._BY_RECORD_BYTES`` are) through the key cache (``fast.template``), emptied first so
-    that the conversion learns its keys itself."""
+    ``chunks._BY_RECORD_BYTES`` are) through the learnt keys (``fast.template``), which each
+    conversion starts afresh; and the tags of the keys learnt."""
+    learnt: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         if request.param == "records":
             patch.setattr(chunks, "_BY_RECORD_BYTES", 1 << 40)
-            patch.setattr(template, "KNOWN", {})
-        yield request.param
+            learn = LearntKeys.learn
+
+            def recorded(keys: LearntKeys, key: bytes, tag: str, simple: bool) -> None:
+                learnt.append(tag)
+                learn(keys, key, tag, simple)
+
+            patch.setattr(LearntKeys, "learn", recorded)
+        yield request.param, learnt
 
 
 @pytest.fixture(scope="module")
 def converted(
-    tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory, reading: str
+    tmp_path_factory: pytest.TempPathFactory,
+    make_store: StoreFactory,
+    reading: tuple[str, list[str]],
 ) -> Iterator[Converted]:
     root = tmp_path_factory.mktemp("oracle")
     logdir = root / "logdir"
@@ -534,8 +543,9 @@ def converted(
     summary = tbconvert.convert(
         logdir, store, chunk_points=CHUNK_POINTS, progress=False, layout="aim"
     )
-    if reading == "records":
-        assert template.KNOWN, "the key cache learnt no key"
+    how, learnt = reading
+    if how == "records":
+        assert learnt, "no key was learnt"
     with closing(connect(store)) as conn:
         yield Converted(expected, store, conn, not is_server(store), summary, logdir)
 

@@ -12,23 +12,28 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
 
+from tbconvert.filters import Selection
+from tbconvert.reading import wire
 from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.events import Event
-from tbconvert.reading.fast import GeneralPath, KnownMetadata, template
+from tbconvert.reading.fast import GeneralPath
+from tbconvert.reading.fast.template import LearntKeys
+from tbconvert.reading.routing import KnownMetadata, Routing, count_version_header
 from tbconvert.rows import FileRows, SeriesDefinition
 
 __all__ = ["BatchParts", "FileRecords", "Settled"]
 
 _FLOAT64 = struct.Struct("<d")
-# An Event of a wall time (field 1, fixed64) and a version string (field 3) under 128 bytes:
-# what every writer puts first in a file.  Its header bytes, and where its length byte is.
-_WALL_TIME_KEY, _VERSION_KEY, _VERSION_LENGTH_AT = template.WALL_TIME, template.FILE_VERSION, 10
+# An Event of a wall time and a version string under 128 bytes, what every writer puts first
+# in a file: where the version's header and its length byte are.
+_VERSION_AT = 9
+_VERSION_LENGTH_AT = _VERSION_AT + 1
 
 
 class FileRecords(Protocol):
@@ -75,11 +80,12 @@ class BatchParts:
         starts: Any,
         lengths: Any,
         files: Sequence[FileRecords],
-        new_decoder: Callable[[], GeneralPath],
+        selection: Selection,
+        learnt_keys: LearntKeys,
     ) -> None:
-        """Args: the batch's buffer, records and files with records, in buffer order;
-        ``new_decoder``: makes an empty decoder of the batch's selection, which defines the
-        series of each key (the one rule of ``define_scalar``)."""
+        """Args: the batch's buffer, records and files with records, in buffer order; what
+        to keep (the routing defines the series of each key: ``define_scalar``); the keys
+        the conversion has learnt."""
         import numpy as np
 
         from tbconvert.reading.fast import block_scalars
@@ -91,6 +97,7 @@ class BatchParts:
         parsed = self.parsed = block_scalars.parse(block)
         # Each record's key number (-1: not of the template, or not in the key cache).
         self.key = np.full(len(starts), -1, dtype=np.int64)
+        self._learnt = learnt_keys.tags
         self.tags: list[tuple[str, bool, Any]] = []
         candidates = np.flatnonzero(parsed.ok)
         if len(candidates):
@@ -110,8 +117,8 @@ class BatchParts:
             self.key[candidates[usable]] = numbering[numbers[usable]]
         # By key number, what ``define_scalar`` defines from a key's first record (it depends
         # on the selection alone), None where the general path would not take its fast path.
-        self._new_decoder = new_decoder
-        definer = new_decoder()
+        self._selection = selection
+        definer = Routing(selection)
         self._definitions = [definer.scalar_definition(*tag) for tag in self.tags]
         counts = [file.stop - file.first for file in files]
         file_of = np.repeat(np.arange(len(files)), counts)
@@ -139,7 +146,7 @@ class BatchParts:
         width = int(parsed.keys[record, 0]) & 0xFF  # parse() put the key's width there
         at = int(parsed.value_at[record])
         key = self.buf[end - width : at] + self.buf[at + 4 : end]
-        cached = template.KNOWN.get(key)
+        cached = self._learnt.get(key)
         if cached is None:
             return None
         try:
@@ -171,8 +178,7 @@ class BatchParts:
             if wall_time is None:
                 return None
             versions += 1
-            stats.other_events["file_version"] += 1
-            stats.widen_span(wall_time, wall_time)
+            count_version_header(stats, wall_time)
         keys = tuple(numbers[versions:])
         if keys not in self._series_of_keys:
             self._series_of_keys[keys] = self._defined(keys)
@@ -195,19 +201,19 @@ class BatchParts:
         with no ``known`` tag, as a fresh decoder's ``define_scalar`` defines it; None when
         one is not of a cached key or defines no series (a tag repeated, say).  Files of a
         sweep share a few such sequences, so each is asked once."""
-        decoder = self._new_decoder()
+        routing = Routing(self._selection)
         series_of = self._no_series.copy()
         for number in keys:
             definition = self._definitions[number] if number >= 0 else None
             if definition is None:
                 return None
             _, simple, own = self.tags[number]
-            series = decoder.define_scalar(definition, simple, own)
+            series = routing.define_scalar(definition, simple, own)
             if series is None:
                 return None
             series_of[number] = series
-        tags = frozenset(definition.tag for definition in decoder.definitions)
-        return _Defined(list(decoder.definitions), tags, decoder.metadata(), series_of)
+        tags = frozenset(definition.tag for definition in routing.definitions)
+        return _Defined(list(routing.definitions), tags, routing.metadata(), series_of)
 
     def _version_wall_time(self, record: int) -> float | None:
         """The wall time of a record that is a version header and nothing else, if finite
@@ -216,8 +222,8 @@ class BatchParts:
         buf = self.buf
         if (
             length < _VERSION_LENGTH_AT + 1
-            or buf[start] != _WALL_TIME_KEY
-            or buf[start + 9] != _VERSION_KEY
+            or buf[start] != wire.WALL_TIME
+            or buf[start + _VERSION_AT] != wire.FILE_VERSION
             or buf[start + _VERSION_LENGTH_AT] != length - _VERSION_LENGTH_AT - 1
             or not buf[start + _VERSION_LENGTH_AT + 1 : start + length].isascii()
         ):
@@ -242,7 +248,9 @@ class BatchParts:
                 tag, simple, own = self.tags[number]
                 definition = self._definitions[number]
                 series = (
-                    None if definition is None else decoder.define_scalar(definition, simple, own)
+                    None
+                    if definition is None
+                    else decoder.routing.define_scalar(definition, simple, own)
                 )
                 if series is not None:
                     series_of[number] = series
@@ -255,7 +263,7 @@ class BatchParts:
             packed_from = local + 1
             if number >= 0:  # the key's first record: its series must exist after it
                 self._feed(decoder, waiting)
-                series = decoder.scalar_series(tag, simple)
+                series = decoder.routing.scalar_series(tag, simple)
                 if series is None:
                     return False
                 series_of[number] = series
@@ -270,7 +278,7 @@ class BatchParts:
     @staticmethod
     def _feed(decoder: GeneralPath, waiting: list[tuple[int, bytes]]) -> None:
         if waiting:
-            decoder.feed_records(waiting)
+            decoder.feed(waiting)
             waiting.clear()
 
     def _pack(

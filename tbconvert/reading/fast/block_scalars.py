@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tbconvert.plugins._tensorproto import DT_FLOAT
+from tbconvert.reading import wire
 from tbconvert.reading.crc import byte_view
 from tbconvert.reading.events import Event
-from tbconvert.reading.fast import template
 from tbconvert.reading.fast.blocks import Block
+from tbconvert.reading.wire import DT_FLOAT
 from tbconvert.rows import pack_rows
 
 if TYPE_CHECKING:
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 _FLOAT32 = struct.Struct("<f")
 _FLOAT64 = struct.Struct("<d")
 # Two-byte fields of the template as little-endian words.
-_DTYPE_FLOAT = int.from_bytes(template.DTYPE_FLOAT, "little")
-_CONTENT_4 = int.from_bytes(template.CONTENT_4, "little")
+_DTYPE_FLOAT = int.from_bytes(wire.DTYPE_FLOAT, "little")
+_CONTENT_4 = int.from_bytes(wire.CONTENT_4, "little")
 
 # Widest key in bytes; longer keys (tags of about 90+ characters) go the general way.
 _KEY_WIDTH = 128
@@ -93,23 +93,23 @@ def parse(block: Block) -> Parsed:
     ok = (block.lengths >= 20) & (block.starts <= len(data) - REACH)
     start = np.where(ok, block.starts + 12, 0)
     end = start + block.lengths
-    ok &= data[start] == template.WALL_TIME
+    ok &= data[start] == wire.WALL_TIME
     wall_time = byte_view(data, "<f8")[start + 1]
     ok &= wall_time != 0  # proto3 omits 0.0; -0.0 would need Python's ordering of zeros
-    has_step = ok & (data[start + 9] == template.STEP)
+    has_step = ok & (data[start + 9] == wire.STEP)
     step, size, complete = _varint(data, start + 10, has_step)
     summary = np.where(has_step, start + 10 + size, start + 9)
     value = summary + 2
     tag = value + 2
     kind = tag + 2 + data[tag + 1]
-    ok &= complete & (data[summary] == template.SUMMARY)
-    ok &= (data[value] == template.SUMMARY_VALUE) & (data[tag] == template.TAG)
+    ok &= complete & (data[summary] == wire.SUMMARY)
+    ok &= (data[value] == wire.VALUE) & (data[tag] == wire.TAG)
     ok &= (value + data[summary + 1] == end) & (tag + data[value + 1] == end)
     ok &= (data[summary + 1] | data[value + 1] | data[tag + 1]) < 0x80
     value_at, after, simple, ok = _value_field(data, kind, ok)
     metadata = after != end
     ok &= ~metadata | (
-        (data[after] == template.METADATA)
+        (data[after] == wire.METADATA)
         & (data[after + 1] < 0x80)
         & (after + 2 + data[after + 1] == end)
     )
@@ -139,12 +139,12 @@ def _value_field(data: np.ndarray, kind: np.ndarray, ok: np.ndarray) -> tuple[An
     """Where the value's 4 bytes are and where the field holding them ends."""
     field = data[kind]
     size = data[kind + 1].astype(np.int64)
-    simple = field == template.SIMPLE_VALUE
+    simple = field == wire.SIMPLE_VALUE
     # A tensor: dtype DT_FLOAT, any shape (or none), 4 bytes of tensor_content, nothing else.
-    shaped = data[kind + 4] == template.SHAPE
+    shaped = data[kind + 4] == wire.SHAPE
     shape_size = np.where(shaped, data[kind + 5].astype(np.int64) + 2, 0)
     content = kind + 4 + shape_size
-    tensor = (field == template.TENSOR) & (byte_view(data, "<u2")[kind + 2] == _DTYPE_FLOAT)
+    tensor = (field == wire.TENSOR) & (byte_view(data, "<u2")[kind + 2] == _DTYPE_FLOAT)
     tensor &= (
         (byte_view(data, "<u2")[content] == _CONTENT_4) & (size == 8 + shape_size) & (size < 0x80)
     )
@@ -327,7 +327,7 @@ class BlockScalars:
                 break
             record = int(unknown[at])
             waiting.append((int(places[at]), block.payload(record)))
-            self._general.feed_records(waiting, keyed=False)
+            self._general.feed_records(waiting)
             waiting.clear()
             series_of = self._learn(block, parsed, record)
             if series_of is not None:
@@ -335,7 +335,7 @@ class BlockScalars:
                 learnt[key_numbers[at]] = series_of
             start = at + 1
         if waiting:
-            self._general.feed_records(waiting, keyed=False)
+            self._general.feed_records(waiting)
 
     def _pack(
         self,
@@ -394,7 +394,7 @@ class BlockScalars:
             same = kind == "simple_value" and (
                 _FLOAT64.pack(value.simple_value) == _FLOAT64.pack(_FLOAT32.unpack(number)[0])
             )
-            return self._general.scalar_series(value.tag, True) if same else None
+            return self._general.routing.scalar_series(value.tag, True) if same else None
         tensor = value.tensor
         same = kind == "tensor" and tensor.dtype == DT_FLOAT and tensor.tensor_content == number
-        return self._general.scalar_series(value.tag, False) if same else None
+        return self._general.routing.scalar_series(value.tag, False) if same else None
