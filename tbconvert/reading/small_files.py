@@ -5,7 +5,7 @@ a file is checked and decoded record by record (``chunks._BY_RECORD_BYTES``), be
 block path's NumPy calls cost more than a few hundred records save.  Here the files of a
 batch are read whole and laid end to end, so that one call checks every checksum of the
 batch (``blocks.verify``) and one parse reads the single-scalar template of every record
-(``block_scalars.parse``).  In each file, a record goes through the file's
+(``block_template.parse``).  In each file, a record goes through the file's
 :class:`~tbconvert.reading.decoder.EventDecoder` only when its key is not among the keys the
 conversion has learnt (``fast.template.LearntKeys``) or is the first of its key in the file
 (that record defines the key's series there, as it would record by record); every other record
@@ -156,7 +156,7 @@ class FileBatch:
         of them.  A file whose records do not end exactly at its end, or (when some record
         of the batch is damaged) whose own records fail, is marked ``damaged``."""
 
-        from tbconvert.reading.fast import block_scalars, blocks
+        from tbconvert.reading.fast import block_template, blocks
 
         files = [file for file in loaded if file is not None]
         data = b"".join(memoryview(file.data)[file.start :] for file in files)
@@ -164,7 +164,7 @@ class FileBatch:
         for file in files:
             file.data = b""  # in ``buf`` now
         # Padded so that the template's reach covers the last records too.
-        self.buf = data + bytes(block_scalars.REACH)
+        self.buf = data + bytes(block_template.REACH)
         files = [file for file in files if file.stop > file.first]
         if not files:
             return

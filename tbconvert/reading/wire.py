@@ -1,7 +1,7 @@
 """The protobuf wire format of the messages that ``reading/`` walks by hand, named once.
 
 Four places read Event bytes without protobuf: the single-scalar template
-(``fast.template.split``, ``fast.block_scalars.parse``), the version header of a batch of
+(``fast.template.split``, ``fast.block_template.parse``), the version header of a batch of
 small files (``fast.batch``) and the huge-image walk (``huge_images.split_image``).  They
 name their fields here, by the numbers of TensorBoard's ``event.proto``, ``summary.proto``
 and ``tensor.proto`` (``tests/reading/test_wire.py`` checks them against the descriptors).

@@ -7,7 +7,8 @@ it.  What it adds is speed on the commonest records, single-scalar Events:
   table of keys learnt by a conversion (a record's bytes less its values) and the loop that
   decodes records fed one by one through it.
 - ``blocks``: whole buffers framed and CRC-checked at once (CRC linearity, NumPy).
-- ``block_scalars``: a block's single-scalar records of known keys parsed into packed rows.
+- ``block_template``: the template read from every record of a block at once (NumPy).
+- ``block_scalars``: a block's single-scalar records of known keys made packed rows.
 - ``batch``: the records of a batch of small files parsed together; a file that needs no
   decoder is settled from the batch alone.
 

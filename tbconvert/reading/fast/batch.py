@@ -1,7 +1,7 @@
 """The records of a batch of small files, parsed together (``small_files``, issue #14).
 
 One NumPy pass reads the single-scalar template of every record of the batch
-(``block_scalars.parse``) and numbers their keys.  A file's records then go to its
+(``block_template.parse``) and numbers their keys.  A file's records then go to its
 :class:`~tbconvert.reading.decoder.EventDecoder` only where the decoder has something to
 decide (:meth:`BatchParts.decode`); a file of nothing but version headers and records of
 cached keys needs no decoder at all (:meth:`BatchParts.settled`), which is a sweep's usual
@@ -88,13 +88,13 @@ class BatchParts:
         the conversion has learnt."""
         import numpy as np
 
-        from tbconvert.reading.fast import block_scalars
+        from tbconvert.reading.fast import block_template
         from tbconvert.reading.fast.blocks import Block
         from tbconvert.rows import packed_dtype
 
         self.buf, self.starts, self.lengths = buf, starts, lengths
         block = Block(buf, 0, starts, lengths)
-        parsed = self.parsed = block_scalars.parse(block)
+        parsed = self.parsed = block_template.parse(block)
         # Each record's key number (-1: not of the template, or not in the key cache).
         self.key = np.full(len(starts), -1, dtype=np.int64)
         self._learnt = learnt_keys.tags
@@ -107,7 +107,7 @@ class BatchParts:
             numbers = numbers.reshape(-1)
             keys = parsed.keys[candidates]
             # Equal hashes are not enough: the keys themselves must equal their first's.
-            usable = block_scalars.equal_keys(keys, keys[firsts[numbers]])
+            usable = block_template.equal_keys(keys, keys[firsts[numbers]])
             numbering = np.full(len(firsts), -1, dtype=np.int64)
             for n, record in enumerate(candidates[firsts].tolist()):
                 tag = self._cached_tag(record)
@@ -135,7 +135,7 @@ class BatchParts:
         self.rows["step"] = parsed.step
         self.rows["offset"] = starts + np.repeat([file.shift for file in files], counts)
         self.rows["wall_time"] = parsed.wall_time
-        self.rows["value"] = block_scalars.values(block, parsed)
+        self.rows["value"] = block_template.values(block, parsed)
 
     def _cached_tag(self, record: int) -> tuple[str, bool, Any] | None:
         """The (tag, simple) the key cache holds for the record's key, if any (the key's
