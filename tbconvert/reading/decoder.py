@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError
 from tbconvert.filters import Selection
 from tbconvert.reading import huge_images
 from tbconvert.reading.events import Event, UnparseableEvent, parse_event
+from tbconvert.reading.fast.template import KeyedRecords, LearntKeys
 from tbconvert.reading.routing import KnownMetadata, Routing
 from tbconvert.reading.wire import DT_FLOAT
 from tbconvert.rows import FileRows
@@ -24,7 +25,6 @@ from tbconvert.rows import FileRows
 if TYPE_CHECKING:
     from tbconvert.reading.fast.block_scalars import BlockScalars
     from tbconvert.reading.fast.blocks import Block
-    from tbconvert.reading.fast.template import KeyedRecords, LearntKeys
 
 _FLOAT32 = struct.Struct("<f")
 # Smaller blocks cost less one record at a time than NumPy's fixed cost per call.
@@ -151,8 +151,6 @@ class EventDecoder:
 
     def _keyed_records(self) -> KeyedRecords:
         if self._keyed is None:
-            from tbconvert.reading.fast.template import KeyedRecords, LearntKeys
-
             keys = self._learnt_keys if self._learnt_keys is not None else LearntKeys()
             self._keyed = KeyedRecords(self, keys)
         return self._keyed

@@ -48,15 +48,16 @@ def feed(routing: Routing, offset: int, payload: bytes) -> bool:
     value = event.summary.value[0]
     tag = value.tag or value.node_name
     route = routing.route(tag, "image", value.metadata if value.HasField("metadata") else None)
-    if route is not None and route.plugin != "images":
+    if route is not None and route[0] != "images":
         return False  # the general path routes it again, to the same place
     wall_time = event.wall_time
     if wall_time == wall_time:  # NaN is kept in rows, left out of the file's span
         routing.stats.widen_span(wall_time, wall_time)
     if route is not None:
+        _plugin, _decoder, metadata = route
         image = value.image
         decoded = images.image_rows(payload[start:end], image.width, image.height)
-        routing.emit(tag, "images", decoded, route.metadata, event.step, offset, 0, wall_time)
+        routing.emit(tag, "images", decoded, metadata, event.step, offset, 0, wall_time)
     return True
 
 

@@ -19,7 +19,7 @@ record means themselves.  Rows follow ``tbconvert.rows``: local series numbers, 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from tensorboard.compat.proto.summary_pb2 import Summary
 
@@ -59,12 +59,9 @@ VERSION_HEADER = "file_version"
 _KINDS = (None, *(field.name for field in Summary.Value.DESCRIPTOR.oneofs_by_name["value"].fields))
 
 
-class Route(NamedTuple):
-    """How the values of one tag and kind are decoded."""
-
-    plugin: str
-    decoder: Decoder | None  # None: kept raw by the fallback
-    metadata: Any  # the tag's first metadata, None if none is known
+# How the values of one tag and kind are decoded: (plugin, its decoder or None to keep them
+# raw, the tag's first metadata or None).
+Route = tuple[str, "Decoder | None", Any]
 
 
 def count_version_header(stats: DecodeStats, wall_time: float) -> None:
@@ -155,7 +152,7 @@ class Routing:
         plugin = plugin_for(kind, first)
         if not self._admits(tag, plugin):
             return None
-        route = self._routes[(tag, kind)] = Route(plugin, DECODERS.get(plugin), first)
+        route = self._routes[(tag, kind)] = (plugin, DECODERS.get(plugin), first)
         return route
 
     def emit(
