@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from google.protobuf.descriptor import FieldDescriptor
 from tensorboard.compat.proto import types_pb2
 from tensorboard.compat.proto.event_pb2 import Event
@@ -24,56 +25,42 @@ _WIRE_TYPE = {
 }
 
 
-def _header_of(message: Any, name: str) -> int:
+# (message, field, its number in wire.py, its one-byte header in wire.py or None).
+FIELDS = [
+    (Event, "wall_time", wire.EVENT_WALL_TIME, wire.WALL_TIME),
+    (Event, "step", wire.EVENT_STEP, wire.STEP),
+    (Event, "file_version", wire.EVENT_FILE_VERSION, wire.FILE_VERSION),
+    (Event, "summary", wire.EVENT_SUMMARY, wire.SUMMARY),
+    (Summary, "value", wire.SUMMARY_VALUE, wire.VALUE),
+    (Summary.Value, "tag", wire.VALUE_TAG, wire.TAG),
+    (Summary.Value, "simple_value", wire.VALUE_SIMPLE_VALUE, wire.SIMPLE_VALUE),
+    (Summary.Value, "image", wire.VALUE_IMAGE, None),
+    (Summary.Value, "tensor", wire.VALUE_TENSOR, wire.TENSOR),
+    (Summary.Value, "metadata", wire.VALUE_METADATA, wire.METADATA),
+    (Summary.Image, "encoded_image_string", wire.IMAGE_ENCODED, None),
+    (TensorProto, "dtype", wire.TENSOR_DTYPE, None),
+    (TensorProto, "tensor_shape", wire.TENSOR_SHAPE, wire.SHAPE),
+    (TensorProto, "tensor_content", wire.TENSOR_CONTENT, None),
+]
+
+
+@pytest.mark.parametrize(("message", "name", "number", "header"), FIELDS)
+def test_the_fields_are_tensorboards(message: Any, name: str, number: int, header: Any) -> None:
     field = message.DESCRIPTOR.fields_by_name[name]
-    return field.number << 3 | _WIRE_TYPE[field.type]
+    assert field.number == number
+    if header is not None:
+        assert header == field.number << 3 | _WIRE_TYPE[field.type]
 
 
-def test_the_field_numbers_are_tensorboards() -> None:
-    numbers = {
-        (Event, "wall_time"): wire.EVENT_WALL_TIME,
-        (Event, "step"): wire.EVENT_STEP,
-        (Event, "file_version"): wire.EVENT_FILE_VERSION,
-        (Event, "summary"): wire.EVENT_SUMMARY,
-        (Summary, "value"): wire.SUMMARY_VALUE,
-        (Summary.Value, "tag"): wire.VALUE_TAG,
-        (Summary.Value, "simple_value"): wire.VALUE_SIMPLE_VALUE,
-        (Summary.Value, "image"): wire.VALUE_IMAGE,
-        (Summary.Value, "tensor"): wire.VALUE_TENSOR,
-        (Summary.Value, "metadata"): wire.VALUE_METADATA,
-        (Summary.Image, "encoded_image_string"): wire.IMAGE_ENCODED,
-        (TensorProto, "dtype"): wire.TENSOR_DTYPE,
-        (TensorProto, "tensor_shape"): wire.TENSOR_SHAPE,
-        (TensorProto, "tensor_content"): wire.TENSOR_CONTENT,
-    }
-    for (message, name), number in numbers.items():
-        assert message.DESCRIPTOR.fields_by_name[name].number == number, name
-    assert types_pb2.DT_FLOAT == wire.DT_FLOAT
-
-
-def test_the_oneofs_are_tensorboards() -> None:
+def test_the_oneofs_and_the_float_dtype_are_tensorboards() -> None:
     what = Event.DESCRIPTOR.oneofs_by_name["what"].fields
     kind = Summary.Value.DESCRIPTOR.oneofs_by_name["value"].fields
     assert {field.number for field in what} == wire.EVENT_WHAT
     assert {field.number for field in kind} == wire.VALUE_KIND
+    assert types_pb2.DT_FLOAT == wire.DT_FLOAT
 
 
-def test_the_headers_are_the_bytes_protobuf_writes() -> None:
-    headers = {
-        (Event, "wall_time"): wire.WALL_TIME,
-        (Event, "step"): wire.STEP,
-        (Event, "file_version"): wire.FILE_VERSION,
-        (Event, "summary"): wire.SUMMARY,
-        (Summary, "value"): wire.VALUE,
-        (Summary.Value, "tag"): wire.TAG,
-        (Summary.Value, "simple_value"): wire.SIMPLE_VALUE,
-        (Summary.Value, "tensor"): wire.TENSOR,
-        (Summary.Value, "metadata"): wire.METADATA,
-        (TensorProto, "tensor_shape"): wire.SHAPE,
-    }
-    for (message, name), header in headers.items():
-        assert _header_of(message, name) == header, name
-    # An independent check of two: what protobuf itself writes.
+def test_the_two_byte_fields_are_what_protobuf_writes() -> None:
     assert TensorProto(dtype=1).SerializeToString() == wire.DTYPE_FLOAT
     assert TensorProto(tensor_content=b"abcd").SerializeToString() == wire.CONTENT_4 + b"abcd"
 
