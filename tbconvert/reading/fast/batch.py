@@ -4,7 +4,7 @@ One NumPy pass reads the single-scalar template of every record of the batch
 (``block_template.parse``) and numbers their keys.  A file's records then go to its
 :class:`~tbconvert.reading.decoder.EventDecoder` only where the decoder has something to
 decide (:meth:`BatchParts.decode`); a file of nothing but version headers and records of
-cached keys needs no decoder at all (:meth:`BatchParts.settled`), which is a sweep's usual
+learnt keys needs no decoder at all (:meth:`BatchParts.settled`), which is a sweep's usual
 file.
 """
 
@@ -95,7 +95,7 @@ class BatchParts:
         self.buf, self.starts, self.lengths = buf, starts, lengths
         block = Block(buf, 0, starts, lengths)
         parsed = self.parsed = block_template.parse(block)
-        # Each record's key number (-1: not of the template, or not in the key cache).
+        # Each record's key number (-1: not of the template, or not a learnt key).
         self.key = np.full(len(starts), -1, dtype=np.int64)
         self._learnt = learnt_keys.tags
         self.tags: list[tuple[str, bool, Any]] = []
@@ -110,7 +110,7 @@ class BatchParts:
             usable = block_template.equal_keys(keys, keys[firsts[numbers]])
             numbering = np.full(len(firsts), -1, dtype=np.int64)
             for n, record in enumerate(candidates[firsts].tolist()):
-                tag = self._cached_tag(record)
+                tag = self._learnt_tag(record)
                 if tag is not None:
                     numbering[n] = len(self.tags)
                     self.tags.append(tag)
@@ -137,8 +137,8 @@ class BatchParts:
         self.rows["wall_time"] = parsed.wall_time
         self.rows["value"] = block_template.values(block, parsed)
 
-    def _cached_tag(self, record: int) -> tuple[str, bool, Any] | None:
-        """The (tag, simple) the key cache holds for the record's key, if any (the key's
+    def _learnt_tag(self, record: int) -> tuple[str, bool, Any] | None:
+        """The (tag, simple) learnt for the record's key, if any (the key's
         field byte tells a simple value from a tensor, as ``parsed.simple`` does), and the
         metadata the record carries (None if none)."""
         parsed = self.parsed
@@ -153,7 +153,7 @@ class BatchParts:
             event = Event.FromString(self.buf[end - int(self.lengths[record]) : end])
         except DecodeError:
             return None
-        (value,) = event.summary.value  # the key cache holds keys of one value only
+        (value,) = event.summary.value  # keys are learnt from one value only
         own = value.metadata if value.HasField("metadata") else None
         return cached[0], cached[1], own
 
@@ -162,7 +162,7 @@ class BatchParts:
     ) -> Settled | None:
         """The file's rows, series, statistics and metadata as its decoder would make them,
         when they follow from the batch alone: its records are version headers (leading) and
-        records of cached keys, each key's series defined by its first record (no ``known``
+        records of learnt keys, each key's series defined by its first record (no ``known``
         tag: remembered or carried metadata, nor a tag twice), and fewer than
         ``chunk_points`` rows.  None otherwise (:meth:`decode` then reads the file)."""
         first, stop = file.first, file.stop
@@ -170,7 +170,7 @@ class BatchParts:
         numbers = self.key[marked + first].tolist()
         stats = DecodeStats()
         versions = 0
-        # Leading records of no cached key (the first ``marked`` ones: a file's first record
+        # Leading records of no learnt key (the first ``marked`` ones: a file's first record
         # is the first of its key) must be version headers; a later one leaves ``keys``
         # undefined.
         while versions < len(numbers) and numbers[versions] < 0:
@@ -198,8 +198,8 @@ class BatchParts:
 
     def _defined(self, keys: tuple[int, ...]) -> _Defined | None:
         """What the first records of ``keys`` (key numbers, in record order) define in a file
-        with no ``known`` tag, as a fresh decoder's ``define_scalar`` defines it; None when
-        one is not of a cached key or defines no series (a tag repeated, say).  Files of a
+        with no ``known`` tag, as a fresh routing's ``define_scalar`` defines it; None when
+        one is not of a learnt key or defines no series (a tag repeated, say).  Files of a
         sweep share a few such sequences, so each is asked once."""
         routing = Routing(self._selection)
         series_of = self._no_series.copy()
