@@ -77,6 +77,8 @@ TESTS = {
         "test_by_record.py",
     ],
     "tbconvert.reading.fast.block_scalars": _DECODING,
+    "tbconvert.reading.fast.block_template": _DECODING,
+    "tbconvert.reading.routing": [*_DECODING, "test_by_record.py", "test_scalar_keys.py"],
     "tbconvert.reading.decoder": [*_DECODING, "test_by_record.py", "test_scalar_keys.py"],
     "tbconvert.reading.fast.template": ["test_scalar_keys.py", "test_oracle.py"],
     "tbconvert.writing.writer": _CONVERSION,

@@ -111,8 +111,8 @@ class Job:
             self.summary.files_moved = relocate(
                 self.writer, self.origin, self.classification, known
             )
-            # After the moves: a moved file's tags are remembered in its new place.
-            remembered = known_metadata(self.writer, self.origin.source) if known else {}
+            # After the moves: a moved file's tags are known in its new place.
+            known_tags = known_metadata(self.writer, self.origin.source) if known else {}
         tasks: list[FileTask] = []
         options = self.options
         for plan in plan_files(self.classification, known, options.full, options.selection):
@@ -137,7 +137,7 @@ class Job:
                     offset=0 if state is None else state.offset_consumed,
                     stored_size=None if state is None else state.size,
                     stored_digest=None if state is None else state.head_digest,
-                    known_metadata=remembered.setdefault(owner, {}),
+                    known_metadata=known_tags.setdefault(owner, {}),
                     from_start=plan.from_start,
                     sidecar=plan.file.sidecar,
                 )

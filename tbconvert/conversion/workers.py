@@ -17,7 +17,7 @@ from typing import Any
 from tbconvert.conversion import stopping
 from tbconvert.conversion.options import ConvertTuning
 from tbconvert.errors import ConverterError
-from tbconvert.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
+from tbconvert.reading.chunks import Chunk, FileTask, KnownMetadataByOwner, ReadSettings
 from tbconvert.reading.small_files import read_files
 
 # Workers yield the CPU to the writer when both want it: the writer sets the pace, and a
@@ -233,12 +233,12 @@ def _work(tasks: list[FileTask], settings: ReadSettings, tuning: ConvertTuning, 
     Without the time bound a few files of mixed plugins (tens of milliseconds each, few
     points) made one parcel, and --jobs 2 decoded them all before the writer saw the first.
     """
-    carried: KnownMetadataByContext = {}
+    known_metadata: KnownMetadataByOwner = {}
     parcel: list[Any] = []
     points = size = 0
     started = time.perf_counter()
     try:
-        for _task, chunk in read_files(tasks, settings, carried):
+        for _task, chunk in read_files(tasks, settings, known_metadata):
             parcel.append(chunk)
             points += chunk.points()
             size += chunk.blob_bytes()

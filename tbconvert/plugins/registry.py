@@ -38,15 +38,17 @@ class LazyDecoders:
     def __init__(self, plugins: tuple[str, ...]) -> None:
         """Args: the plugins with a module ``tbconvert.plugins.<name>`` of their own."""
         self._plugins = frozenset(plugins)
-        self._loaded: dict[str, Decoder] = {}
+        self._loaded: dict[str, Any] = {}
 
     def get(self, plugin: str) -> Decoder | None:
-        """The plugin's decoder, None for a plugin without one."""
-        found = self._loaded.get(plugin)
-        if found is None and plugin in self._plugins:
-            module = importlib.import_module(f"tbconvert.plugins.{plugin}")
-            found = self._loaded[plugin] = module.decode
-        return found
+        """The plugin's decoder (its module's ``decode``), None for a plugin without one."""
+        module = self._loaded.get(plugin)
+        if module is None:
+            if plugin not in self._plugins:
+                return None
+            module = self._loaded[plugin] = importlib.import_module(f"tbconvert.plugins.{plugin}")
+        decode: Decoder = module.decode
+        return decode
 
 
 DECODERS = LazyDecoders(DECODED_PLUGINS)

@@ -6,9 +6,9 @@ writer applies in order.  Series are announced as ``rows.SeriesDefinition`` s wi
 numbers that the writer maps to store ids; rows carry file id 0 until the writer knows the
 file's id.
 
-Files of one (run, context) are read in order by one reader, which carries the plugin
-metadata seen in earlier files to later ones (TF1 writers send it once per tag, and
-``FileWriter.reopen`` starts a new file without it).
+Files of one owner (run, context) are read in order by one reader, which passes the known
+metadata of the owner's tags from earlier files to later ones (TF1 writers send it once per
+tag, and ``FileWriter.reopen`` starts a new file without it).
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 from tbconvert.filters import Selection
 from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.decoder import EventDecoder
-from tbconvert.reading.fast import KnownMetadata
+from tbconvert.reading.fast.template import LearntKeys
 from tbconvert.reading.first_record import head_digest
 from tbconvert.reading.large_records import MAX_RECORD_SIZE
 from tbconvert.reading.records import Damage, RecordReader, open_event_file
 from tbconvert.reading.remote_reads import RemoteReads
+from tbconvert.reading.routing import KnownMetadata, KnownMetadataByOwner
 from tbconvert.reading.tuning import DEFAULT_TUNING, ReadTuning
 from tbconvert.rows import FileRows, SeriesDefinition, TagMetadata
 
@@ -38,8 +39,18 @@ _RECORD_BATCH = 8192
 # record that memory is bounded by.
 CHUNK_BYTES = 16 << 20
 
-# (run_path, context) -> tag -> metadata seen in earlier files of that (run, context).
-KnownMetadataByContext = dict[tuple[str, str], KnownMetadata]
+__all__ = [
+    "CHUNK_BYTES",
+    "Chunk",
+    "FileTask",
+    "KnownMetadataByOwner",
+    "ReadSettings",
+    "bytes_to_read",
+    "known_metadata_of",
+    "read_file",
+    "restart_of",
+    "unreadable_reason",
+]
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,8 @@ class ReadSettings:
         max_record_size: Records with more payload bytes are skipped unread, as damage.
         tuning: Which path a file takes and how records are batched (never the rows).
         remote: How this pass reads remote objects (storage options, heads read once).
+        learnt_keys: The single-scalar keys the conversion's decoders have learnt (in each
+            worker process, its own copy), shared by every file it reads.
     """
 
     selection: Selection
@@ -61,6 +74,7 @@ class ReadSettings:
     max_record_size: int = MAX_RECORD_SIZE
     tuning: ReadTuning = DEFAULT_TUNING
     remote: RemoteReads | None = field(default=None, compare=False, repr=False)
+    learnt_keys: LearntKeys = field(default_factory=LearntKeys, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -74,7 +88,7 @@ class FileTask:
         size, mtime_ns: Its size and mtime when planned (nothing past ``size`` is read).
         offset: The stored offset read to (0 when new).
         stored_size, stored_digest: The stored size and first-record digest (None when new).
-        known_metadata: Tag metadata the store remembers for this (run, context).
+        known_metadata: The known metadata the store holds for the tags of its owner.
         from_start: Read from 0 whatever the store holds (stored under a narrower selection).
         sidecar: A sidecar of params (``reading.sidecars``), not an event file.
     """
@@ -156,9 +170,10 @@ def bytes_to_read(task: FileTask, settings: ReadSettings) -> int:
 
 
 def read_file(
-    task: FileTask, settings: ReadSettings, carried: KnownMetadataByContext
+    task: FileTask, settings: ReadSettings, known_metadata: KnownMetadataByOwner
 ) -> Iterator[Chunk]:
-    """Yield the chunks of one file; the first tells whether it restarts from 0."""
+    """Yield the chunks of one file; the first tells whether it restarts from 0.
+    ``known_metadata`` holds what earlier files of this read found, and gets this file's."""
     try:
         handle = open_event_file(task.path, task.size, settings.remote)
     except OSError as error:
@@ -177,20 +192,24 @@ def read_file(
         )
         by_record = task.size - (0 if restart else task.offset) < settings.tuning.by_record_bytes
         decoder = EventDecoder(
-            settings.selection, known_metadata(task, carried), by_record=by_record
+            settings.selection,
+            known_metadata_of(task, known_metadata),
+            by_record=by_record,
+            learnt_keys=settings.learnt_keys,
         )
         size = max(1, min(_RECORD_BATCH, settings.chunk_points))
         # Checked record by record too: NumPy's checks of a whole buffer cost more on so few.
-        batches = reader.batches(size) if by_record else reader.blocks(size)
+        stretches = reader.record_lists(size) if by_record else reader.blocks(size)
         first = True
         while True:
-            chunk = _next_chunk(settings, reader, batches, decoder)
+            chunk = _next_chunk(settings, reader, stretches, decoder)
             if first:
                 chunk.restart, chunk.replaces, chunk.digest = restart, replaces, digest
                 first = False
             if chunk.done:
                 chunk.stats = decoder.stats
-                carried.setdefault((task.run_path, task.context), {}).update(decoder.metadata())
+                owner = (task.run_path, task.context)
+                known_metadata.setdefault(owner, {}).update(decoder.metadata())
             yield chunk
             if chunk.done:
                 return
@@ -209,9 +228,9 @@ def restart_of(task: FileTask, settings: ReadSettings, digest: str | None) -> tu
     return replaces or task.from_start, replaces
 
 
-def known_metadata(task: FileTask, carried: KnownMetadataByContext) -> KnownMetadata:
-    """Metadata the store remembers for the task's (run, context), as protobuf messages,
-    updated with what earlier files of this conversion carried."""
+def known_metadata_of(task: FileTask, known_metadata: KnownMetadataByOwner) -> KnownMetadata:
+    """The known metadata of the tags of the task's owner: what the store holds, as
+    protobuf messages, updated with what earlier files of this read found."""
     from tensorboard.compat.proto.summary_pb2 import SummaryMetadata
 
     known: KnownMetadata = {
@@ -224,14 +243,14 @@ def known_metadata(task: FileTask, carried: KnownMetadataByContext) -> KnownMeta
         )
         for tag, stored in task.known_metadata.items()
     }
-    known.update(carried.get((task.run_path, task.context), {}))
+    known.update(known_metadata.get((task.run_path, task.context), {}))
     return known
 
 
 def _next_chunk(
     settings: ReadSettings,
     reader: RecordReader,
-    batches: Iterator[Block | list[tuple[int, bytes]]],
+    stretches: Iterator[Block | list[tuple[int, bytes]]],
     decoder: EventDecoder,
 ) -> Chunk:
     before = reader.consumed
@@ -239,11 +258,11 @@ def _next_chunk(
     announced = len(decoder.definitions)
     done = False
     while decoder.pending() < settings.chunk_points and reader.consumed - before < CHUNK_BYTES:
-        batch = next(batches, None)
-        if batch is None:
+        records = next(stretches, None)
+        if records is None:
             done = True
             break
-        decoder.feed(batch)
+        decoder.feed(records)
     rows, blobs = decoder.take()
     stats = decoder.stats
     return Chunk(

@@ -84,25 +84,27 @@ def _was_string(field: FieldDescriptor) -> bool:
     return field.full_name in _string_fields()
 
 
-@lru_cache(maxsize=1)
 def _string_fields() -> frozenset[str]:
-    _lenient_event_class()
-    return frozenset(_STRING_FIELDS)
+    return lenient_schema()[1]
 
 
-_STRING_FIELDS: set[str] = set()
+def _lenient_event_class() -> type[Message]:
+    return lenient_schema()[0]
 
 
 @lru_cache(maxsize=1)
-def _lenient_event_class() -> type[Message]:
+def lenient_schema() -> tuple[type[Message], frozenset[str]]:
+    """Event's twin with every string field read as bytes, and those fields' full names
+    (built once per process, when a first record needs it)."""
     from google.protobuf import descriptor_pool, message_factory
 
     pool = descriptor_pool.DescriptorPool()
+    string_fields: set[str] = set()
     for file_proto in _dependency_order(event_pb2.DESCRIPTOR):
-        pool.Add(_bytes_twin(file_proto))
+        pool.Add(_bytes_twin(file_proto, string_fields))
     descriptor = pool.FindMessageTypeByName(f"{_LENIENT_PACKAGE}.{Event.DESCRIPTOR.full_name}")
     message_class: type[Message] = message_factory.GetMessageClass(descriptor)
-    return message_class
+    return message_class, frozenset(string_fields)
 
 
 def _dependency_order(file_descriptor: Any) -> list[descriptor_pb2.FileDescriptorProto]:
@@ -125,7 +127,11 @@ def _dependency_order(file_descriptor: Any) -> list[descriptor_pb2.FileDescripto
     return ordered
 
 
-def _bytes_twin(proto: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.FileDescriptorProto:
+def _bytes_twin(
+    proto: descriptor_pb2.FileDescriptorProto, string_fields: set[str]
+) -> descriptor_pb2.FileDescriptorProto:
+    """``proto`` in a package of its own, its string fields made bytes (their names added to
+    ``string_fields``)."""
     from google.protobuf import descriptor_pb2
 
     twin = descriptor_pb2.FileDescriptorProto()
@@ -135,18 +141,20 @@ def _bytes_twin(proto: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.Fil
     twin.package = f"{_LENIENT_PACKAGE}.{old_package}" if old_package else _LENIENT_PACKAGE
     twin.dependency[:] = [f"{_LENIENT_PACKAGE}/{name}" for name in proto.dependency]
     for message in twin.message_type:
-        _retype(message, f"{old_package}.{message.name}")
+        _retype(message, f"{old_package}.{message.name}", string_fields)
     return twin
 
 
-def _retype(message: descriptor_pb2.DescriptorProto, full_name: str) -> None:
+def _retype(
+    message: descriptor_pb2.DescriptorProto, full_name: str, string_fields: set[str]
+) -> None:
     from google.protobuf import descriptor_pb2
 
     for field in message.field:
         if field.type == descriptor_pb2.FieldDescriptorProto.TYPE_STRING:
             field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-            _STRING_FIELDS.add(f"{_LENIENT_PACKAGE}.{full_name}.{field.name}")
+            string_fields.add(f"{_LENIENT_PACKAGE}.{full_name}.{field.name}")
         if field.type_name.startswith("."):
             field.type_name = f".{_LENIENT_PACKAGE}{field.type_name}"
     for nested in message.nested_type:
-        _retype(nested, f"{full_name}.{nested.name}")
+        _retype(nested, f"{full_name}.{nested.name}", string_fields)

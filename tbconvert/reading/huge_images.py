@@ -13,52 +13,28 @@ general path.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from google.protobuf.message import DecodeError
 
 from tbconvert.plugins import images
-from tbconvert.plugins.base import Decoded
-from tbconvert.reading.decode_stats import DecodeStats
+from tbconvert.reading import wire
 from tbconvert.reading.events import Event
+from tbconvert.reading.routing import Routing
 
 # Smaller records go the general way: their copies cost little.
 HUGE_RECORD = 16 << 20
 
-_LENGTH_DELIMITED = 2
-_EVENT_SUMMARY, _SUMMARY_VALUE, _VALUE_IMAGE, _IMAGE_ENCODED = 5, 1, 4, 4
 # The other members of Event's and of Summary.Value's oneof: the last one on the wire wins,
 # so the summary and the image must be the only ones.
-_EVENT_ONEOF = frozenset({3, 4, 6, 7, 8, 9})
-_VALUE_ONEOF = frozenset({2, 3, 5, 6, 8})
+_EVENT_ONEOF = wire.EVENT_WHAT - {wire.EVENT_SUMMARY}
+_VALUE_ONEOF = wire.VALUE_KIND - {wire.VALUE_IMAGE}
 # (field start, key end, content start, content end) of one length-delimited field.
 _Field = tuple[int, int, int, int]
 
 
-class _Decoder(Protocol):
-    """What of ``EventDecoder`` this path uses: its routing and emitting of one value."""
-
-    stats: DecodeStats
-
-    def _route(self, tag: str, kind: str | None, own: Any) -> Any: ...
-
-    def _emit(
-        self,
-        tag: str,
-        plugin: str,
-        decoded: Decoded,
-        metadata: Any,
-        step: int,
-        offset: int,
-        index: int,
-        wall_time: float,
-    ) -> int: ...
-
-
-def feed(decoder: _Decoder, offset: int, payload: bytes) -> bool:
-    """Decode the record at ``offset`` when it is a huge one-image Event that the images
-    plugin takes, exactly as ``EventDecoder.feed_records`` would; False, having decoded
-    nothing, for any other record."""
+def feed(routing: Routing, offset: int, payload: bytes) -> bool:
+    """Decode the record at ``offset`` through the file's ``routing`` when it is a huge
+    one-image Event that the images plugin takes, exactly as ``EventDecoder.feed_records``
+    would; False, having decoded nothing, for any other record."""
     if len(payload) < HUGE_RECORD:
         return False
     found = split_image(payload)
@@ -71,16 +47,17 @@ def feed(decoder: _Decoder, offset: int, payload: bytes) -> bool:
         return False
     value = event.summary.value[0]
     tag = value.tag or value.node_name
-    route = decoder._route(tag, "image", value.metadata if value.HasField("metadata") else None)
+    route = routing.route(tag, "image", value.metadata if value.HasField("metadata") else None)
     if route is not None and route[0] != "images":
         return False  # the general path routes it again, to the same place
     wall_time = event.wall_time
     if wall_time == wall_time:  # NaN is kept in rows, left out of the file's span
-        decoder.stats.widen_span(wall_time, wall_time)
+        routing.stats.widen_span(wall_time, wall_time)
     if route is not None:
+        _plugin, _decoder, metadata = route
         image = value.image
         decoded = images.image_rows(payload[start:end], image.width, image.height)
-        decoder._emit(tag, "images", decoded, route[2], event.step, offset, 0, wall_time)
+        routing.emit(tag, "images", decoded, metadata, event.step, offset, 0, wall_time)
     return True
 
 
@@ -91,19 +68,19 @@ def split_image(payload: bytes) -> tuple[bytes, int, int] | None:
     path: list[_Field] = []
     start, end = 0, len(payload)
     for number, oneof in (
-        (_EVENT_SUMMARY, _EVENT_ONEOF),
-        (_SUMMARY_VALUE, None),
-        (_VALUE_IMAGE, _VALUE_ONEOF),
-        (_IMAGE_ENCODED, None),
+        (wire.EVENT_SUMMARY, _EVENT_ONEOF),
+        (wire.SUMMARY_VALUE, None),
+        (wire.VALUE_IMAGE, _VALUE_ONEOF),
+        (wire.IMAGE_ENCODED, None),
     ):
         fields = _fields(payload, start, end)
         if fields is None:
             return None
         wanted = [field for field in fields if field[0] == number]
         others = {field[0] for field in fields if field[0] != number}
-        if len(wanted) != 1 or wanted[0][1] != _LENGTH_DELIMITED or (oneof and others & oneof):
+        if len(wanted) != 1 or wanted[0][1] != wire.LENGTH_DELIMITED or (oneof and others & oneof):
             return None
-        if number == _SUMMARY_VALUE and others:
+        if number == wire.SUMMARY_VALUE and others:
             return None
         path.append(wanted[0][2])
         start, end = wanted[0][2][2:]
@@ -122,7 +99,7 @@ def _without(payload: bytes, path: list[_Field]) -> bytes:
             (
                 payload[low:field_start],
                 payload[field_start:key_end],
-                _varint_bytes(len(inner)),
+                wire.varint_bytes(len(inner)),
                 inner,
                 payload[content_end:high],
             )
@@ -136,44 +113,22 @@ def _fields(buf: bytes, start: int, end: int) -> list[tuple[int, int, _Field]] |
     fields = []
     i = start
     while i < end:
-        key, key_end = _varint(buf, i, end)
-        wire = key & 7
+        key, key_end = wire.varint(buf, i, end)
+        wire_type = key & 7
         content_start = key_end
-        if wire == 0:
-            _value, content_end = _varint(buf, key_end, end)
-        elif wire == 1:
+        if wire_type == wire.VARINT:
+            _value, content_end = wire.varint(buf, key_end, end)
+        elif wire_type == wire.FIXED64:
             content_end = key_end + 8
-        elif wire == 5:
+        elif wire_type == wire.FIXED32:
             content_end = key_end + 4
-        elif wire == _LENGTH_DELIMITED:
-            length, content_start = _varint(buf, key_end, end)
+        elif wire_type == wire.LENGTH_DELIMITED:
+            length, content_start = wire.varint(buf, key_end, end)
             content_end = content_start + length
         else:
             return None
         if content_end > end or key >> 3 == 0:
             return None
-        fields.append((key >> 3, wire, (i, key_end, content_start, content_end)))
+        fields.append((key >> 3, wire_type, (i, key_end, content_start, content_end)))
         i = content_end
     return fields
-
-
-def _varint(buf: bytes, i: int, end: int) -> tuple[int, int]:
-    """The varint at ``buf[i]`` and the index past it; past ``end`` when it runs over."""
-    value = shift = 0
-    while i < end and shift < 64:
-        byte = buf[i]
-        value |= (byte & 0x7F) << shift
-        i += 1
-        if byte < 0x80:
-            return value, i
-        shift += 7
-    return 0, end + 1
-
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)

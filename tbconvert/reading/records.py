@@ -260,19 +260,19 @@ class RecordReader(LargeRecords):
         Yields:
             The offset of each record's header and its payload bytes.
         """
-        for batch in self.batches(1):
-            yield from batch
+        for records in self.record_lists(1):
+            yield from records
 
-    def batches(self, size: int = 2048) -> Iterator[list[tuple[int, bytes]]]:
+    def record_lists(self, size: int = 2048) -> Iterator[list[tuple[int, bytes]]]:
         """Yield lists of up to ``size`` ``(record_offset, payload)`` pairs.
 
         The attributes (``consumed``, ``records``) describe the stream just past the last record
-        of the batch when it is yielded; the per-record bookkeeping is what batching saves.
+        of the list when it is yielded; the per-record bookkeeping is what the lists save.
         """
         return self._read(size, whole=False)
 
     def blocks(self, size: int = 8192) -> Iterator[Block | list[tuple[int, bytes]]]:
-        """Like :meth:`batches`, but where a whole buffer of records verifies at once, yield
+        """Like :meth:`record_lists`, but where a whole buffer of records verifies at once, yield
         :class:`~tbconvert.reading.fast.blocks.Block` s of up to ``size`` records instead of payload
         pairs.
         """
@@ -334,15 +334,15 @@ class RecordReader(LargeRecords):
         return end, damaged
 
     def _checked(self, buf: bytes, base: int, i: int, size: int) -> Generator[Any, None, int]:
-        """Yield batches of records from ``buf[i]``, checking each; return where it stopped."""
+        """Yield lists of records from ``buf[i]``, checking each; return where it stopped."""
         hdr = _HEADER.unpack_from
         u32 = _U32.unpack_from
         crc = google_crc32c.value
         lengths = self._lengths
         cap = self._max_record
         delta, mask = MASK_DELTA, U32_MASK
-        batch: list[tuple[int, bytes]] = []
-        append = batch.append
+        listed: list[tuple[int, bytes]] = []
+        append = listed.append
         n = len(buf)
         # Hot loop: it only handles success; resume_at() re-examines whatever makes it stop.
         # The masking is crc.mask() written inline (a call per record costs measurably).
@@ -364,16 +364,16 @@ class RecordReader(LargeRecords):
                 break
             append((base + i, payload))
             i = j + 4
-            if len(batch) >= size:
+            if len(listed) >= size:
                 self.consumed = base + i
-                self.records += len(batch)
-                yield batch
-                batch = []
-                append = batch.append
+                self.records += len(listed)
+                yield listed
+                listed = []
+                append = listed.append
         self.consumed = max(self.consumed, base + i)
-        self.records += len(batch)
-        if batch:
-            yield batch
+        self.records += len(listed)
+        if listed:
+            yield listed
         return i
 
 

@@ -5,12 +5,12 @@ a file is checked and decoded record by record (``ReadTuning.by_record_bytes``),
 block path's NumPy calls cost more than a few hundred records save.  Here the files of a
 batch are read whole and laid end to end, so that one call checks every checksum of the
 batch (``blocks.verify``) and one parse reads the single-scalar template of every record
-(``block_scalars.parse``).  In each file, a record goes through the file's
-:class:`~tbconvert.reading.decoder.EventDecoder` only when its key is not known to the key
-cache (``fast.template.KNOWN``) or is the first of its key in the file (that record defines
-the key's series there, as it would record by record); every other record becomes a packed
-row of that series, in record order (``fast.batch``).  A file of nothing but its version
-header and records of cached keys needs no decoder at all.
+(``block_template.parse``).  In each file, a record goes through the file's
+:class:`~tbconvert.reading.decoder.EventDecoder` only when its key is not among the keys the
+conversion has learnt (``fast.template.LearntKeys``) or is the first of its key in the file
+(that record defines the key's series there, as it would record by record); every other record
+becomes a packed row of that series, in record order (``fast.batch``).  A file of nothing but
+its version header and records of learnt keys needs no decoder at all.
 
 Each file still becomes exactly the one chunk ``chunks.read_file`` makes of it.  A file that
 would not (torn or damaged, more points than a chunk, a first record past its planned size,
@@ -23,24 +23,23 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from tbconvert.reading import chunks
-from tbconvert.reading.chunks import Chunk, FileTask, KnownMetadataByContext, ReadSettings
+from tbconvert.reading.chunks import Chunk, FileTask, KnownMetadataByOwner, ReadSettings
 from tbconvert.reading.decoder import EventDecoder
 from tbconvert.reading.fast.batch import BatchParts, Settled
 from tbconvert.reading.first_record import digest_of, first_record
 from tbconvert.reading.remote import fetch_all, is_remote
 
-__all__ = ["read_batch", "read_files"]
+__all__ = ["FileBatch", "read_batch", "read_files"]
 
 # Windows opens a descriptor in text mode unless told otherwise.
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
 
 def read_files(
-    tasks: Sequence[FileTask], settings: ReadSettings, carried: KnownMetadataByContext
+    tasks: Sequence[FileTask], settings: ReadSettings, known_metadata: KnownMetadataByOwner
 ) -> Iterator[tuple[FileTask, Chunk]]:
     """The chunks of every task in task order, as ``chunks.read_file`` makes them; files
     under ``settings.tuning.by_record_bytes`` are read in batches (:func:`read_batch`).
@@ -61,41 +60,41 @@ def read_files(
             if size < tuning.batch_bytes and len(batch) < most:
                 continue
             most = min(2 * most, tuning.batch_files)
-        yield from read_batch(batch, settings, carried)
+        yield from read_batch(batch, settings, known_metadata)
         batch, size = [], 0
         if not small:
-            yield from _read_one(task, settings, carried)
-    yield from read_batch(batch, settings, carried)
+            yield from _read_one(task, settings, known_metadata)
+    yield from read_batch(batch, settings, known_metadata)
 
 
 def _read_one(
-    task: FileTask, settings: ReadSettings, carried: KnownMetadataByContext
+    task: FileTask, settings: ReadSettings, known_metadata: KnownMetadataByOwner
 ) -> Iterator[tuple[FileTask, Chunk]]:
     if task.sidecar:
         from tbconvert.reading.sidecars import read_sidecar  # rare: kept off start-up
 
         yield task, read_sidecar(task, settings)
         return
-    for chunk in chunks.read_file(task, settings, carried):
+    for chunk in chunks.read_file(task, settings, known_metadata):
         yield task, chunk
 
 
 def read_batch(
-    tasks: list[FileTask], settings: ReadSettings, carried: KnownMetadataByContext
+    tasks: list[FileTask], settings: ReadSettings, known_metadata: KnownMetadataByOwner
 ) -> Iterator[tuple[FileTask, Chunk]]:
     """The chunks of a batch of small files, read whole and checked together; a file the
     batch cannot take is handed to ``chunks.read_file``."""
     if not tasks:
         return
-    batch = _Batch(settings)
+    batch = FileBatch(settings)
     loaded = [
         batch.load(task, data) for task, data in zip(tasks, _contents(tasks, settings), strict=True)
     ]
     batch.check(loaded)
     for task, file in zip(tasks, loaded, strict=True):
-        chunk = None if file is None or file.damaged else batch.chunk(file, carried)
+        chunk = None if file is None or file.damaged else batch.chunk(file, known_metadata)
         if chunk is None:
-            yield from _read_one(task, settings, carried)
+            yield from _read_one(task, settings, known_metadata)
             continue
         yield task, chunk
 
@@ -103,7 +102,7 @@ def read_batch(
 @dataclass
 class _File:
     """One file of a batch: its bytes from ``start`` lie from ``base`` in the batch's
-    buffer, and its records are ``first:stop`` of the batch's (set by ``_Batch.check``)."""
+    buffer, and its records are ``first:stop`` of the batch's (set by ``FileBatch.check``)."""
 
     task: FileTask
     restart: bool
@@ -122,15 +121,22 @@ class _File:
         return self.start - self.base
 
 
-class _Batch:
-    """Files read whole and laid end to end in ``buf``; ``starts``, each record's header."""
+class FileBatch:
+    """Small files read whole and laid end to end in ``buf``.
+
+    Attributes:
+        settings: What the conversion reads with.
+        buf: The files' bytes from where each is read (set by :meth:`check`).
+        parts: The template read from every record of the batch (set by :meth:`check`;
+            None when no file of the batch has records to read).
+    """
 
     def __init__(self, settings: ReadSettings) -> None:
+        """Args: what the conversion reads with."""
         self.settings = settings
         self._size = 0
-        # Set by check():
         self.buf = b""
-        self._parts: BatchParts | None = None
+        self.parts: BatchParts | None = None
 
     def load(self, task: FileTask, data: bytes | None) -> _File | None:
         """Take ``task``'s file (None: it could not be read); None when ``read_file`` must
@@ -156,7 +162,7 @@ class _Batch:
         of them.  A file whose records do not end exactly at its end, or (when some record
         of the batch is damaged) whose own records fail, is marked ``damaged``."""
 
-        from tbconvert.reading.fast import block_scalars, blocks
+        from tbconvert.reading.fast import block_template, blocks
 
         files = [file for file in loaded if file is not None]
         data = b"".join(memoryview(file.data)[file.start :] for file in files)
@@ -164,7 +170,7 @@ class _Batch:
         for file in files:
             file.data = b""  # in ``buf`` now
         # Padded so that the template's reach covers the last records too.
-        self.buf = data + bytes(block_scalars.REACH)
+        self.buf = data + bytes(block_template.REACH)
         files = [file for file in files if file.stop > file.first]
         if not files:
             return
@@ -174,25 +180,26 @@ class _Batch:
                 part = slice(file.first, file.stop)
                 file.damaged = not blocks.verify(self.buf, starts[part], lengths[part])
         # The lengths of a damaged file's records still tile it: parse() stays in bounds.
-        self._parts = BatchParts(
-            self.buf, starts, lengths, files, partial(EventDecoder, self.settings.selection)
+        settings = self.settings
+        self.parts = BatchParts(
+            self.buf, starts, lengths, files, settings.selection, settings.learnt_keys
         )
 
-    def chunk(self, file: _File, carried: KnownMetadataByContext) -> Chunk | None:
+    def chunk(self, file: _File, known_metadata: KnownMetadataByOwner) -> Chunk | None:
         """The file's one chunk, or None when ``read_file`` must read it."""
         task = file.task
-        group = (task.run_path, task.context)
-        parts = self._parts  # None when no file of the batch has records to read
+        owner = (task.run_path, task.context)
+        parts = self.parts
         settled = None
         if parts is not None and file.stop > file.first:
-            known = task.known_metadata.keys() | carried.get(group, {}).keys()
+            known = task.known_metadata.keys() | known_metadata.get(owner, {}).keys()
             settled = parts.settled(file, known, self.settings.chunk_points)
         if settled is None:
-            settled = self._decode(file, carried)
+            settled = self._decode(file, known_metadata)
             if settled is None:
                 return None
         stats = settled.stats
-        carried.setdefault(group, {}).update(settled.metadata)
+        known_metadata.setdefault(owner, {}).update(settled.metadata)
         return Chunk(
             settled.rows,
             settled.blobs,
@@ -210,10 +217,14 @@ class _Batch:
             read=task.size - (0 if file.restart else task.offset),
         )
 
-    def _decode(self, file: _File, carried: KnownMetadataByContext) -> Settled | None:
+    def _decode(self, file: _File, known_metadata: KnownMetadataByOwner) -> Settled | None:
         """The file read through its decoder; None when ``read_file`` must read it."""
-        decoder = EventDecoder(self.settings.selection, chunks.known_metadata(file.task, carried))
-        parts = self._parts
+        decoder = EventDecoder(
+            self.settings.selection,
+            chunks.known_metadata_of(file.task, known_metadata),
+            learnt_keys=self.settings.learnt_keys,
+        )
+        parts = self.parts
         if parts is not None and file.stop > file.first and not parts.decode(decoder, file):
             return None
         if decoder.pending() >= self.settings.chunk_points:

@@ -104,11 +104,13 @@ def test_a_worker_killed_midway_is_an_error_not_a_hang(
     read_file = chunks.read_file
 
     def killed_at_run_3(
-        task: chunks.FileTask, settings: chunks.ReadSettings, carried: chunks.KnownMetadataByContext
+        task: chunks.FileTask,
+        settings: chunks.ReadSettings,
+        known_metadata: chunks.KnownMetadataByOwner,
     ) -> Iterator[Any]:
         if "run_3" in task.run_path:
             os._exit(9)  # as the kernel's OOM killer would end it: no exception, no message
-        yield from read_file(task, settings, carried)
+        yield from read_file(task, settings, known_metadata)
 
     monkeypatch.setattr(chunks, "read_file", killed_at_run_3)  # inherited by forked workers
     with pytest.raises(ConverterError, match=r"worker exited \(code 9\)"):

@@ -25,7 +25,7 @@ from tensorboard.summary.writer.record_writer import RecordWriter
 from tbconvert import convert
 from tbconvert.filters import Selection
 from tbconvert.plugins._tensorproto import DT_FLOAT
-from tbconvert.reading.fast import block_scalars
+from tbconvert.reading.fast import block_template
 from tests.support.decoding import decode_file, exact
 from tests.support.eventfiles import (
     append_events,
@@ -226,7 +226,7 @@ def test_block_path_with_freshly_built_key_masks(tmp_path: Path) -> None:
     # The key masks are built once per process and size: build them here from scratch.
     path = _protobuf_events(tmp_path / "proto")
     general, _ = decode_file(path, whole=False)
-    block_scalars._key_masks.cache_clear()
+    block_template.key_masks.cache_clear()
     whole, decoded_in_general = decode_file(path, whole=True, size=8192)
     assert whole == general
     assert decoded_in_general < general["reader"][1] / 2

@@ -24,7 +24,7 @@ from tensorboard.plugins.audio import metadata as audio_metadata
 from tensorboard.plugins.audio.plugin_data_pb2 import AudioPluginData
 
 from tbconvert import convert
-from tbconvert.reading.decoder import EventDecoder
+from tbconvert.plugins import scalars as scalars_plugin
 from tests.support.decoding import decode_file
 from tests.support.eventfiles import (
     append_events,
@@ -96,13 +96,13 @@ def test_the_general_path_decodes_a_known_scalar_without_its_plugin(
     ]
     path = write_events(tmp_path / "run" / "events.out.tfevents.1.h", events)
     plugin_decoded: list[str] = []
-    decode_value = EventDecoder._decode_value
+    decode = scalars_plugin.decode
 
-    def counted(self: EventDecoder, value: Any, *args: Any) -> None:
+    def counted(value: Any, metadata: Any) -> Any:
         plugin_decoded.append(value.tag)
-        decode_value(self, value, *args)
+        return decode(value, metadata)
 
-    monkeypatch.setattr(EventDecoder, "_decode_value", counted)
+    monkeypatch.setattr(scalars_plugin, "decode", counted)
     decoded, general = decode_file(path, whole=False)
     assert general == 51 and len(decoded["rows"]["scalars"]) == 150
     assert plugin_decoded == ["loss", "acc", "lr"]

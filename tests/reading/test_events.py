@@ -33,9 +33,7 @@ def _marked_event() -> tuple[bytes, int]:
 @pytest.mark.mutant_gap
 def test_invalid_utf8_in_nested_and_repeated_strings_is_repaired_from_a_fresh_schema() -> None:
     # The lenient twin schema is built once per process: build it here from scratch.
-    events._lenient_event_class.cache_clear()
-    events._string_fields.cache_clear()
-    events._STRING_FIELDS.clear()
+    events.lenient_schema.cache_clear()
     payload, markers = _marked_event()
     assert payload.count(b"Q") == markers
     event, lossy = events.parse_event(payload.replace(b"Q", b"\xff"))
@@ -53,9 +51,7 @@ def test_invalid_utf8_in_nested_and_repeated_strings_is_repaired_from_a_fresh_sc
 
 @pytest.mark.mutant_gap
 def test_an_event_level_string_is_repaired_too() -> None:
-    events._lenient_event_class.cache_clear()
-    events._string_fields.cache_clear()
-    events._STRING_FIELDS.clear()
+    events.lenient_schema.cache_clear()
     payload = Event(wall_time=1.0, file_version="brain.Event:Q").SerializeToString()
     event, lossy = events.parse_event(payload.replace(b"Q", b"\xfe"))
     assert lossy and event.file_version == "brain.Event:\\xfe"

@@ -21,6 +21,7 @@ from tensorboard.plugins.image import metadata as image_metadata
 from tbconvert.filters import Selection
 from tbconvert.reading import huge_images
 from tbconvert.reading.decoder import EventDecoder
+from tbconvert.reading.routing import Routing
 from tests.support.eventfiles import simple_value
 
 
@@ -123,12 +124,12 @@ def test_takes_one_image_events_and_leaves_the_rest(
 ) -> None:
     """Not passing by construction: the huge path really decodes these (and not the others)."""
     monkeypatch.setattr(huge_images, "HUGE_RECORD", 0)
-    decoder = EventDecoder(Selection())
-    taken = [huge_images.feed(decoder, 0, payload) for payload in payloads_of(CASES[name])]
+    routing = Routing(Selection())
+    taken = [huge_images.feed(routing, 0, payload) for payload in payloads_of(CASES[name])]
     assert taken[-1]
     for events in LEFT_WHOLE.values():
         payload = payloads_of(events)[0]
-        assert not huge_images.feed(EventDecoder(Selection()), 0, payload)
+        assert not huge_images.feed(Routing(Selection()), 0, payload)
 
 
 def test_strings_that_are_not_utf8_are_left_to_the_general_path(
@@ -136,7 +137,7 @@ def test_strings_that_are_not_utf8_are_left_to_the_general_path(
 ) -> None:
     raw = image_event(tag="bad!").SerializeToString().replace(b"bad!", b"bad\xff")
     monkeypatch.setattr(huge_images, "HUGE_RECORD", 0)
-    assert not huge_images.feed(EventDecoder(Selection()), 0, raw)
+    assert not huge_images.feed(Routing(Selection()), 0, raw)
     assert repr(decode([raw], True, monkeypatch)) == repr(decode([raw], False, monkeypatch))
 
 

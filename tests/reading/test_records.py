@@ -261,7 +261,7 @@ def test_a_stream_without_a_file_descriptor_is_read_to_its_end(tmp_path: Path) -
     stream.seek(0, io.SEEK_END)
     writer.write(b"appended later")
     stream.seek(0)
-    assert [payload for batch in reader.batches() for _offset, payload in batch] == payloads
+    assert [payload for batch in reader.record_lists() for _offset, payload in batch] == payloads
     assert reader.consumed == size and not reader.torn
 
 
@@ -287,7 +287,7 @@ def test_known_good_lengths_keep_a_clean_file_on_the_fast_path(
     monkeypatch.setattr(RecordReader, "resume_at", counted)
     with open_event_file(str(path)) as f:
         reader = RecordReader(f, block_size=8 << 20)
-        read = [payload for batch in reader.batches(1000) for _offset, payload in batch]
+        read = [payload for batch in reader.record_lists(1000) for _offset, payload in batch]
     assert read == payloads
     assert slow_calls == [0, path.stat().st_size]  # to fill the buffer, and at its end
 

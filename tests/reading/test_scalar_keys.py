@@ -1,5 +1,5 @@
-"""The key cache (``tbconvert.reading.fast.template``): records decoded from their bytes alone must
-be what protobuf makes of them, whatever the bytes.
+"""The learnt keys (``tbconvert.reading.fast.template``): records decoded from their bytes alone
+must be what protobuf makes of them, whatever the bytes.
 
 Payloads are assembled field by field at the wire level, so that they cover what writers
 make (TF1 simple_value, TF2 rank-0 tensors with and without a shape, metadata on every
@@ -29,6 +29,7 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tbconvert.filters import Selection
 from tbconvert.reading.decoder import EventDecoder
 from tbconvert.reading.fast import template
+from tbconvert.reading.fast.template import LearntKeys
 from tests.support.eventfiles import simple_value, summary_event, tf2_scalar
 
 PROPERTY = settings(max_examples=150, deadline=None)
@@ -152,13 +153,14 @@ def build(templates: list[dict[str, Any]], draws: list[Any]) -> list[tuple[int, 
     return out
 
 
-def decode(records: list[tuple[int, bytes]]) -> dict[str, Any]:
-    """Everything one decoder makes of the records, fed one at a time and then in one batch
-    (so keys learnt from a record are used by the records after it)."""
-    decoder = EventDecoder(Selection(), {}, by_record=True)
+def decode(records: list[tuple[int, bytes]], keys: LearntKeys | None = None) -> dict[str, Any]:
+    """Everything one decoder makes of the records, fed one at a time and then all at once
+    (so keys learnt from a record are used by the records after it), learning into ``keys``
+    (a fresh table if None)."""
+    decoder = EventDecoder(Selection(), {}, by_record=True, learnt_keys=keys)
     for record in records:
-        decoder.feed_records([record])
-    decoder.feed_records(records)
+        decoder.feed([record])
+    decoder.feed(records)
     rows, _blobs = decoder.take()
     return {
         "rows": {table: [exact(row) for row in table_rows] for table, table_rows in rows.items()},
@@ -224,10 +226,8 @@ def parses(data: bytes) -> bool:
 
 
 @pytest.fixture
-def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> dict[bytes, Any]:
-    known: dict[bytes, Any] = {}
-    monkeypatch.setattr(template, "KNOWN", known)
-    return known
+def fresh_keys() -> LearntKeys:
+    return LearntKeys()
 
 
 _PLAIN = {"shape": None, "tensor_extra": b"", "after_value": b"", "second_value": False}
@@ -246,10 +246,10 @@ _PLAIN = {"shape": None, "tensor_extra": b"", "after_value": b"", "second_value"
 )
 def test_records_decode_as_protobuf_reads_them(templates, draws) -> None:
     records = build(templates, draws)
+    keys = LearntKeys()
+    with_keys = decode(records, keys)
+    learnt = dict(keys.tags)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(template, "KNOWN", {})
-        with_keys = decode(records)
-        learnt = dict(template.KNOWN)
         patch.setattr(template, "split", lambda payload: None)
         without = decode(records)
     assert with_keys == without
@@ -278,14 +278,14 @@ def test_records_decode_as_protobuf_reads_them(templates, draws) -> None:
         assert tag and key.startswith(tag.encode(), 6)
 
 
-def test_keys_are_shared_by_decoders(fresh_cache: dict[bytes, Any]) -> None:
+def test_keys_are_shared_by_decoders(fresh_keys: LearntKeys) -> None:
     """A second file's records of a learnt key skip protobuf once its series is defined."""
     records = [
         (n * 100, summary_event(n, 1.7e9 + n, [simple_value("loss", n / 4)]).SerializeToString())
         for n in range(1, 50)
     ]
-    EventDecoder(Selection(), {}, by_record=True).feed_records(records)
-    assert [tag for tag, _ in fresh_cache.values()] == ["loss"]
+    EventDecoder(Selection(), {}, by_record=True, learnt_keys=fresh_keys).feed(records)
+    assert [tag for tag, _ in fresh_keys.tags.values()] == ["loss"]
     parsed = 0
     original = Event.FromString
 
@@ -296,20 +296,20 @@ def test_keys_are_shared_by_decoders(fresh_cache: dict[bytes, Any]) -> None:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("tbconvert.reading.decoder.Event.FromString", counting, raising=False)
-        decoder = EventDecoder(Selection(), {}, by_record=True)
-        decoder.feed_records(records)
+        decoder = EventDecoder(Selection(), {}, by_record=True, learnt_keys=fresh_keys)
+        decoder.feed(records)
     assert parsed == 1  # the first record, which defines the series
     assert len(decoder.take()[0]["scalars"]) == 49
 
 
-def test_tf2_keys_with_metadata_on_every_record(fresh_cache: dict[bytes, Any]) -> None:
+def test_tf2_keys_with_metadata_on_every_record(fresh_keys: LearntKeys) -> None:
     records = [
         (n * 100, summary_event(n, 1.7e9 + n, [tf2_scalar("acc", n / 8)]).SerializeToString())
         for n in range(10)
     ]
-    decoder = EventDecoder(Selection(), {}, by_record=True)
-    decoder.feed_records(records)
-    assert [entry for entry in fresh_cache.values()] == [("acc", False)]
+    decoder = EventDecoder(Selection(), {}, by_record=True, learnt_keys=fresh_keys)
+    decoder.feed(records)
+    assert [entry for entry in fresh_keys.tags.values()] == [("acc", False)]
     rows = decoder.take()[0]["scalars"]
     assert [(row[1], row[6]) for row in rows] == [(n, n / 8) for n in range(10)]
 
@@ -362,7 +362,7 @@ COINCIDENCES = {
 
 
 @pytest.mark.parametrize("fields", COINCIDENCES.values(), ids=list(COINCIDENCES))
-def test_a_coincidence_teaches_no_key(fields: tuple[bytes, bytes], fresh_cache) -> None:
+def test_a_coincidence_teaches_no_key(fields: tuple[bytes, bytes]) -> None:
     learn_from, other = (value_fields(b"loss", part) for part in fields)
     check_coincidence(learn_from, other)
 
@@ -382,7 +382,7 @@ OUTSIDE = {
 
 
 @pytest.mark.parametrize("records", OUTSIDE.values(), ids=list(OUTSIDE))
-def test_only_one_value_per_event_is_a_key(records: tuple[bytes, bytes], fresh_cache) -> None:
+def test_only_one_value_per_event_is_a_key(records: tuple[bytes, bytes]) -> None:
     check_coincidence(*records)
 
 

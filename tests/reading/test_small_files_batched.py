@@ -1,7 +1,7 @@
 """Small files read in batches (``tbconvert/reading/small_files.py``, issue #14) make exactly the
 chunks that reading each file on its own makes (``chunks.read_file``, itself checked against
 TensorBoard in ``test_oracle``): rows in record order bit for bit, series, offsets, digests,
-damage, statistics and the metadata carried to later files of a run.
+damage, statistics and the known metadata passed to later files of a run.
 
 Random sets of files are written with tensorboard's own ``RecordWriter`` from hand-built
 Events (simple values and TF2 tensors with and without metadata, other plugins' tensors,
@@ -35,12 +35,12 @@ from tbconvert.reading import small_files
 from tbconvert.reading.chunks import (
     Chunk,
     FileTask,
-    KnownMetadataByContext,
+    KnownMetadataByOwner,
     ReadSettings,
     read_file,
 )
-from tbconvert.reading.fast import template
 from tbconvert.reading.fast.batch import BatchParts
+from tbconvert.reading.fast.template import LearntKeys
 from tbconvert.reading.records import RecordReader
 from tbconvert.reading.small_files import read_files
 from tbconvert.reading.tuning import BY_RECORD_BYTES, ReadTuning
@@ -224,9 +224,9 @@ def _comparable(task: FileTask, chunk: Chunk) -> tuple[Any, ...]:
 
 
 def _one_by_one(tasks: list[FileTask], read: ReadSettings) -> Iterator[tuple[FileTask, Chunk]]:
-    carried: KnownMetadataByContext = {}
+    known_metadata: KnownMetadataByOwner = {}
     for task in tasks:
-        for chunk in read_file(task, read, carried):
+        for chunk in read_file(task, read, known_metadata):
             yield task, chunk
 
 
@@ -257,15 +257,19 @@ def test_batches_make_the_chunks_of_files_read_one_by_one(
 ) -> None:
     root = tmp_path_factory.mktemp("batches")
     tasks = _tasks(root, files)
-    read = ReadSettings(selection, chunk_points, tuning=ReadTuning(first_batch_files=first_batch))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(template, "KNOWN", {})
-        if cache == "learnt unfiltered":  # keys of tags the selection leaves out are known
-            list(_one_by_one(tasks, ReadSettings(Selection(), chunk_points)))
-        expected = [_comparable(*item) for item in _one_by_one(tasks, read)]  # learns keys
-        if cache == "empty":
-            template.KNOWN.clear()
-        got = [_comparable(*item) for item in read_files(tasks, read, {})]
+    keys = LearntKeys()
+    read = ReadSettings(
+        selection,
+        chunk_points,
+        tuning=ReadTuning(first_batch_files=first_batch),
+        learnt_keys=keys,
+    )
+    if cache == "learnt unfiltered":  # keys of tags the selection leaves out are known
+        list(_one_by_one(tasks, ReadSettings(Selection(), chunk_points, learnt_keys=keys)))
+    expected = [_comparable(*item) for item in _one_by_one(tasks, read)]  # learns keys
+    if cache == "empty":
+        keys.clear()
+    got = [_comparable(*item) for item in read_files(tasks, read, {})]
     assert got == expected
 
 
@@ -300,14 +304,14 @@ def test_a_sweep_read_in_batches_is_stored_as_read_one_by_one(
     batched = str(tmp_path / "batched.db")
     tbconvert.convert(logdir, batched, progress=False)
     calls = 0
-    batch = small_files.read_batch
+    check = small_files.FileBatch.check
 
-    def counted(tasks: list[FileTask], *args: Any) -> Iterator[tuple[FileTask, Chunk]]:
+    def counted(batch: small_files.FileBatch, loaded: list[Any]) -> None:
         nonlocal calls
-        calls += bool(tasks)
-        return batch(tasks, *args)
+        calls += 1
+        check(batch, loaded)
 
-    monkeypatch.setattr(small_files, "read_batch", counted)
+    monkeypatch.setattr(small_files.FileBatch, "check", counted)
     one_by_one = str(tmp_path / "one_by_one.db")
     one_file_batches = ConvertTuning(read=ReadTuning(first_batch_files=0, batch_files=0))
     tbconvert.convert(logdir, one_by_one, progress=False, tuning=one_file_batches)
@@ -331,15 +335,14 @@ def test_files_are_batched_only_under_the_by_record_size(tmp_path: Path) -> None
         for i, p in enumerate(paths)
     ]
     seen: list[list[str]] = []
-    batch = small_files.read_batch
+    check = small_files.FileBatch.check
 
-    def recorded(batch_tasks: list[FileTask], *args: Any) -> Iterator[tuple[FileTask, Chunk]]:
-        if batch_tasks:
-            seen.append([task.path for task in batch_tasks])
-        return batch(batch_tasks, *args)
+    def recorded(batch: small_files.FileBatch, loaded: list[Any]) -> None:
+        seen.append([file.task.path for file in loaded])  # every file loads here
+        check(batch, loaded)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(small_files, "read_batch", recorded)
+        patch.setattr(small_files.FileBatch, "check", recorded)
         list(read_files(tasks, read, {}))
     assert str(big) not in {path for paths in seen for path in paths}
     assert sorted(path for paths in seen for path in paths) == sorted(
@@ -388,10 +391,10 @@ def test_files_of_one_length_are_walked_by_their_own_records(tmp_path: Path) -> 
         FileTask(i, str(p), p.name, "run", "", p.stat().st_size, 0, 0, None, None, {})
         for i, p in enumerate(paths)
     ]
-    batch = small_files._Batch(ReadSettings(Selection(), 100_000))
+    batch = small_files.FileBatch(ReadSettings(Selection(), 100_000))
     loaded = [batch.load(task, Path(task.path).read_bytes()) for task in tasks]
     batch.check(loaded)
-    parts = batch._parts
+    parts = batch.parts
     assert parts is not None
     for path, file in zip(paths, loaded, strict=True):
         assert file is not None and not file.damaged
@@ -449,8 +452,7 @@ def _settled_as_read_one_by_one(paths: list[Path], monkeypatch: pytest.MonkeyPat
         FileTask(i, str(p), p.name, f"run{i}", "", p.stat().st_size, 0, 0, None, None, {})
         for i, p in enumerate(paths)
     ]
-    read = ReadSettings(Selection(), 100_000)
-    monkeypatch.setattr(template, "KNOWN", {})
+    read = ReadSettings(Selection(), 100_000)  # a fresh table of learnt keys
     expected = [_comparable(*item) for item in _one_by_one(tasks, read)]  # learns the keys
     settled = []
     real = BatchParts.settled

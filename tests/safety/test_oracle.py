@@ -58,7 +58,7 @@ from tensorboard.util import tensor_util
 
 import tbconvert
 from tbconvert.conversion.options import ConvertTuning
-from tbconvert.reading.fast import template
+from tbconvert.reading.fast.template import LearntKeys
 from tbconvert.reading.tuning import ReadTuning
 from tests.support.eventfiles import (
     event_file_name,
@@ -510,19 +510,28 @@ class Converted(NamedTuple):
 
 
 @pytest.fixture(scope="module", params=["blocks", "records"])
-def reading(request: pytest.FixtureRequest) -> Iterator[str]:
+def reading(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[str]]]:
     """How the files are decoded: by the block path, or record by record (as files under
-    ``ReadTuning.by_record_bytes`` are) through the key cache (``fast.template``), emptied first
-    so that the conversion learns its keys itself."""
+    ``ReadTuning.by_record_bytes`` are) through the learnt keys (``fast.template``), which each
+    conversion starts afresh; and the tags of the keys learnt."""
+    learnt: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         if request.param == "records":
-            patch.setattr(template, "KNOWN", {})
-        yield request.param
+            learn = LearntKeys.learn
+
+            def recorded(keys: LearntKeys, key: bytes, tag: str, simple: bool) -> None:
+                learnt.append(tag)
+                learn(keys, key, tag, simple)
+
+            patch.setattr(LearntKeys, "learn", recorded)
+        yield request.param, learnt
 
 
 @pytest.fixture(scope="module")
 def converted(
-    tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory, reading: str
+    tmp_path_factory: pytest.TempPathFactory,
+    make_store: StoreFactory,
+    reading: tuple[str, list[str]],
 ) -> Iterator[Converted]:
     root = tmp_path_factory.mktemp("oracle")
     logdir = root / "logdir"
@@ -531,7 +540,7 @@ def converted(
     store = make_store(root)
     # Aim's layout: the files were placed by its rules (one context per family of
     # encodings); what this module checks is what is decoded, the auto layout has its own tests.
-    by_record = ReadTuning(by_record_bytes=1 << 40) if reading == "records" else None
+    by_record = ReadTuning(by_record_bytes=1 << 40) if reading[0] == "records" else None
     summary = tbconvert.convert(
         logdir,
         store,
@@ -540,8 +549,9 @@ def converted(
         layout="aim",
         tuning=ConvertTuning(read=by_record) if by_record else ConvertTuning(),
     )
-    if reading == "records":
-        assert template.KNOWN, "the key cache learnt no key"
+    how, learnt = reading
+    if how == "records":
+        assert learnt, "no key was learnt"
     with closing(connect(store)) as conn:
         yield Converted(expected, store, conn, not is_server(store), summary, logdir)
 

@@ -48,7 +48,7 @@ def decode_file(
     rows: dict[str, list[Any]] = {}
     with open_event_file(str(path)) as f:
         reader = RecordReader(f, block_size=8 << 20)
-        for item in reader.blocks(size) if whole else reader.batches(size):
+        for item in reader.blocks(size) if whole else reader.record_lists(size):
             decoder.feed(item)
             taken, _ = decoder.take()  # as reading.chunks does after each chunk
             for table, table_rows in taken.items():

@@ -1,10 +1,10 @@
 """The records of a batch of small files, parsed together (``small_files``, issue #14).
 
 One NumPy pass reads the single-scalar template of every record of the batch
-(``block_scalars.parse``) and numbers their keys.  A file's records then go to its
+(``block_template.parse``) and numbers their keys.  A file's records then go to its
 :class:`~tbconvert.reading.decoder.EventDecoder` only where the decoder has something to
 decide (:meth:`BatchParts.decode`); a file of nothing but version headers and records of
-cached keys needs no decoder at all (:meth:`BatchParts.settled`), which is a sweep's usual
+learnt keys needs no decoder at all (:meth:`BatchParts.settled`), which is a sweep's usual
 file.
 """
 
@@ -12,23 +12,28 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
 
+from tbconvert.filters import Selection
+from tbconvert.reading import wire
 from tbconvert.reading.decode_stats import DecodeStats
 from tbconvert.reading.events import Event
-from tbconvert.reading.fast import GeneralPath, KnownMetadata, template
+from tbconvert.reading.fast import GeneralPath
+from tbconvert.reading.fast.template import LearntKeys
+from tbconvert.reading.routing import KnownMetadata, Routing, count_version_header
 from tbconvert.rows import FileRows, SeriesDefinition
 
 __all__ = ["BatchParts", "FileRecords", "Settled"]
 
 _FLOAT64 = struct.Struct("<d")
-# An Event of a wall time (field 1, fixed64) and a version string (field 3) under 128 bytes:
-# what every writer puts first in a file.  Its header bytes, and where its length byte is.
-_WALL_TIME_KEY, _VERSION_KEY, _VERSION_LENGTH_AT = template.WALL_TIME, template.FILE_VERSION, 10
+# An Event of a wall time and a version string under 128 bytes, what every writer puts first
+# in a file: where the version's header and its length byte are.
+_VERSION_AT = 9
+_VERSION_LENGTH_AT = _VERSION_AT + 1
 
 
 class FileRecords(Protocol):
@@ -75,22 +80,24 @@ class BatchParts:
         starts: Any,
         lengths: Any,
         files: Sequence[FileRecords],
-        new_decoder: Callable[[], GeneralPath],
+        selection: Selection,
+        learnt_keys: LearntKeys,
     ) -> None:
-        """Args: the batch's buffer, records and files with records, in buffer order;
-        ``new_decoder``: makes an empty decoder of the batch's selection, which defines the
-        series of each key (the one rule of ``define_scalar``)."""
+        """Args: the batch's buffer, records and files with records, in buffer order; what
+        to keep (the routing defines the series of each key: ``define_scalar``); the keys
+        the conversion has learnt."""
         import numpy as np
 
-        from tbconvert.reading.fast import block_scalars
+        from tbconvert.reading.fast import block_template
         from tbconvert.reading.fast.blocks import Block
         from tbconvert.rows import packed_dtype
 
         self.buf, self.starts, self.lengths = buf, starts, lengths
         block = Block(buf, 0, starts, lengths)
-        parsed = self.parsed = block_scalars.parse(block)
-        # Each record's key number (-1: not of the template, or not in the key cache).
+        parsed = self.parsed = block_template.parse(block)
+        # Each record's key number (-1: not of the template, or not a learnt key).
         self.key = np.full(len(starts), -1, dtype=np.int64)
+        self._learnt = learnt_keys.tags
         self.tags: list[tuple[str, bool, Any]] = []
         candidates = np.flatnonzero(parsed.ok)
         if len(candidates):
@@ -100,18 +107,18 @@ class BatchParts:
             numbers = numbers.reshape(-1)
             keys = parsed.keys[candidates]
             # Equal hashes are not enough: the keys themselves must equal their first's.
-            usable = block_scalars.equal_keys(keys, keys[firsts[numbers]])
+            usable = block_template.equal_keys(keys, keys[firsts[numbers]])
             numbering = np.full(len(firsts), -1, dtype=np.int64)
             for n, record in enumerate(candidates[firsts].tolist()):
-                tag = self._cached_tag(record)
+                tag = self._learnt_tag(record)
                 if tag is not None:
                     numbering[n] = len(self.tags)
                     self.tags.append(tag)
             self.key[candidates[usable]] = numbering[numbers[usable]]
         # By key number, what ``define_scalar`` defines from a key's first record (it depends
         # on the selection alone), None where the general path would not take its fast path.
-        self._new_decoder = new_decoder
-        definer = new_decoder()
+        self._selection = selection
+        definer = Routing(selection)
         self._definitions = [definer.scalar_definition(*tag) for tag in self.tags]
         counts = [file.stop - file.first for file in files]
         file_of = np.repeat(np.arange(len(files)), counts)
@@ -128,10 +135,10 @@ class BatchParts:
         self.rows["step"] = parsed.step
         self.rows["offset"] = starts + np.repeat([file.shift for file in files], counts)
         self.rows["wall_time"] = parsed.wall_time
-        self.rows["value"] = block_scalars.values(block, parsed)
+        self.rows["value"] = block_template.values(block, parsed)
 
-    def _cached_tag(self, record: int) -> tuple[str, bool, Any] | None:
-        """The (tag, simple) the key cache holds for the record's key, if any (the key's
+    def _learnt_tag(self, record: int) -> tuple[str, bool, Any] | None:
+        """The (tag, simple) learnt for the record's key, if any (the key's
         field byte tells a simple value from a tensor, as ``parsed.simple`` does), and the
         metadata the record carries (None if none)."""
         parsed = self.parsed
@@ -139,14 +146,14 @@ class BatchParts:
         width = int(parsed.keys[record, 0]) & 0xFF  # parse() put the key's width there
         at = int(parsed.value_at[record])
         key = self.buf[end - width : at] + self.buf[at + 4 : end]
-        cached = template.KNOWN.get(key)
+        cached = self._learnt.get(key)
         if cached is None:
             return None
         try:
             event = Event.FromString(self.buf[end - int(self.lengths[record]) : end])
         except DecodeError:
             return None
-        (value,) = event.summary.value  # the key cache holds keys of one value only
+        (value,) = event.summary.value  # keys are learnt from one value only
         own = value.metadata if value.HasField("metadata") else None
         return cached[0], cached[1], own
 
@@ -155,7 +162,7 @@ class BatchParts:
     ) -> Settled | None:
         """The file's rows, series, statistics and metadata as its decoder would make them,
         when they follow from the batch alone: its records are version headers (leading) and
-        records of cached keys, each key's series defined by its first record (no ``known``
+        records of learnt keys, each key's series defined by its first record (no ``known``
         tag: remembered or carried metadata, nor a tag twice), and fewer than
         ``chunk_points`` rows.  None otherwise (:meth:`decode` then reads the file)."""
         first, stop = file.first, file.stop
@@ -163,7 +170,7 @@ class BatchParts:
         numbers = self.key[marked + first].tolist()
         stats = DecodeStats()
         versions = 0
-        # Leading records of no cached key (the first ``marked`` ones: a file's first record
+        # Leading records of no learnt key (the first ``marked`` ones: a file's first record
         # is the first of its key) must be version headers; a later one leaves ``keys``
         # undefined.
         while versions < len(numbers) and numbers[versions] < 0:
@@ -171,8 +178,7 @@ class BatchParts:
             if wall_time is None:
                 return None
             versions += 1
-            stats.other_events["file_version"] += 1
-            stats.widen_span(wall_time, wall_time)
+            count_version_header(stats, wall_time)
         keys = tuple(numbers[versions:])
         if keys not in self._series_of_keys:
             self._series_of_keys[keys] = self._defined(keys)
@@ -192,22 +198,22 @@ class BatchParts:
 
     def _defined(self, keys: tuple[int, ...]) -> _Defined | None:
         """What the first records of ``keys`` (key numbers, in record order) define in a file
-        with no ``known`` tag, as a fresh decoder's ``define_scalar`` defines it; None when
-        one is not of a cached key or defines no series (a tag repeated, say).  Files of a
+        with no ``known`` tag, as a fresh routing's ``define_scalar`` defines it; None when
+        one is not of a learnt key or defines no series (a tag repeated, say).  Files of a
         sweep share a few such sequences, so each is asked once."""
-        decoder = self._new_decoder()
+        routing = Routing(self._selection)
         series_of = self._no_series.copy()
         for number in keys:
             definition = self._definitions[number] if number >= 0 else None
             if definition is None:
                 return None
             _, simple, own = self.tags[number]
-            series = decoder.define_scalar(definition, simple, own)
+            series = routing.define_scalar(definition, simple, own)
             if series is None:
                 return None
             series_of[number] = series
-        tags = frozenset(definition.tag for definition in decoder.definitions)
-        return _Defined(list(decoder.definitions), tags, decoder.metadata(), series_of)
+        tags = frozenset(definition.tag for definition in routing.definitions)
+        return _Defined(list(routing.definitions), tags, routing.metadata(), series_of)
 
     def _version_wall_time(self, record: int) -> float | None:
         """The wall time of a record that is a version header and nothing else, if finite
@@ -216,8 +222,8 @@ class BatchParts:
         buf = self.buf
         if (
             length < _VERSION_LENGTH_AT + 1
-            or buf[start] != _WALL_TIME_KEY
-            or buf[start + 9] != _VERSION_KEY
+            or buf[start] != wire.WALL_TIME
+            or buf[start + _VERSION_AT] != wire.FILE_VERSION
             or buf[start + _VERSION_LENGTH_AT] != length - _VERSION_LENGTH_AT - 1
             or not buf[start + _VERSION_LENGTH_AT + 1 : start + length].isascii()
         ):
@@ -242,7 +248,9 @@ class BatchParts:
                 tag, simple, own = self.tags[number]
                 definition = self._definitions[number]
                 series = (
-                    None if definition is None else decoder.define_scalar(definition, simple, own)
+                    None
+                    if definition is None
+                    else decoder.routing.define_scalar(definition, simple, own)
                 )
                 if series is not None:
                     series_of[number] = series
@@ -255,7 +263,7 @@ class BatchParts:
             packed_from = local + 1
             if number >= 0:  # the key's first record: its series must exist after it
                 self._feed(decoder, waiting)
-                series = decoder.scalar_series(tag, simple)
+                series = decoder.routing.scalar_series(tag, simple)
                 if series is None:
                     return False
                 series_of[number] = series
@@ -270,7 +278,7 @@ class BatchParts:
     @staticmethod
     def _feed(decoder: GeneralPath, waiting: list[tuple[int, bytes]]) -> None:
         if waiting:
-            decoder.feed_records(waiting)
+            decoder.feed(waiting)
             waiting.clear()
 
     def _pack(
