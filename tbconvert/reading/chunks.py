@@ -196,6 +196,7 @@ def read_file(
             known_metadata_of(task, known_metadata),
             by_record=by_record,
             learnt_keys=settings.learnt_keys,
+            huge_record_bytes=settings.tuning.huge_record_bytes,
         )
         size = max(1, min(_RECORD_BATCH, settings.chunk_points))
         # Checked record by record too: NumPy's checks of a whole buffer cost more on so few.

@@ -19,6 +19,7 @@ from tbconvert.reading import huge_images
 from tbconvert.reading.events import Event, UnparseableEvent, parse_event
 from tbconvert.reading.fast.template import KeyedRecords, LearntKeys
 from tbconvert.reading.routing import KnownMetadata, Routing
+from tbconvert.reading.tuning import HUGE_RECORD_BYTES
 from tbconvert.reading.wire import DT_FLOAT
 from tbconvert.rows import FileRows
 
@@ -48,13 +49,16 @@ class EventDecoder:
         *,
         by_record: bool = False,
         learnt_keys: LearntKeys | None = None,
+        huge_record_bytes: int = HUGE_RECORD_BYTES,
     ) -> None:
         """Args: what to keep; the known metadata of the owner's tags from earlier files or
         the store, for tags whose first value in this file carries none (TF1 writers send it
         once per tag); ``by_record``: decode every record on its own, never a block at once
         (for a few hundred records, learning each key costs more than it saves);
         ``learnt_keys``: the single-scalar keys learnt so far by the conversion (a fresh
-        table if None), which records fed one by one are looked up in and teach."""
+        table if None), which records fed one by one are looked up in and teach;
+        ``huge_record_bytes``: a record read alone from this size on may be a huge image
+        (``huge_images``)."""
         self.routing = Routing(selection, known_metadata)
         self.buffer = self.routing.buffer
         self.definitions = self.routing.definitions
@@ -63,11 +67,14 @@ class EventDecoder:
         self._keyed: KeyedRecords | None = None
         self._blocks: BlockScalars | None = None
         self._by_record = by_record
+        self._huge_record_bytes = huge_record_bytes
 
     def feed(self, records: Block | list[tuple[int, bytes]]) -> None:
         """Decode a stretch of records: (offset, payload) pairs, or a verified block."""
         if isinstance(records, list):
-            if len(records) != 1 or not huge_images.feed(self.routing, *records[0]):
+            if len(records) != 1 or not huge_images.feed(
+                self.routing, *records[0], self._huge_record_bytes
+            ):
                 self._keyed_records().feed(records)
         elif self._by_record or len(records) < _BLOCK_MIN:
             self._keyed_records().feed(records.pairs())

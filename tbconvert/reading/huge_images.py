@@ -4,7 +4,7 @@ Through protobuf, an Event holding a 150 MB image costs the image three times: t
 upb's copy of it, and the ``encoded_image_string`` made from that.  Here the wire format is
 walked by hand to the image's bytes; the Event is parsed without them (its *skeleton*, a few
 hundred bytes), and the image is sliced from the payload once.  Only records of
-``HUGE_RECORD`` bytes or more that hold exactly one ``Summary.Value`` with a
+``ReadTuning.huge_record_bytes`` or more that hold exactly one ``Summary.Value`` with a
 ``Summary.Image`` (what every writer's ``add_image`` and ``add_video`` make) take this path,
 and only when the general path would give that value to the images plugin; everything else
 is decoded by ``EventDecoder`` as usual.  ``tests/reading/test_huge_images.py`` pins it to the
@@ -19,9 +19,7 @@ from tbconvert.plugins import images
 from tbconvert.reading import wire
 from tbconvert.reading.events import Event
 from tbconvert.reading.routing import Routing
-
-# Smaller records go the general way: their copies cost little.
-HUGE_RECORD = 16 << 20
+from tbconvert.reading.tuning import HUGE_RECORD_BYTES
 
 # The other members of Event's and of Summary.Value's oneof: the last one on the wire wins,
 # so the summary and the image must be the only ones.
@@ -31,11 +29,13 @@ _VALUE_ONEOF = wire.VALUE_KIND - {wire.VALUE_IMAGE}
 _Field = tuple[int, int, int, int]
 
 
-def feed(routing: Routing, offset: int, payload: bytes) -> bool:
+def feed(
+    routing: Routing, offset: int, payload: bytes, huge_record_bytes: int = HUGE_RECORD_BYTES
+) -> bool:
     """Decode the record at ``offset`` through the file's ``routing`` when it is a huge
     one-image Event that the images plugin takes, exactly as ``EventDecoder.feed_records``
     would; False, having decoded nothing, for any other record."""
-    if len(payload) < HUGE_RECORD:
+    if len(payload) < huge_record_bytes:
         return False
     found = split_image(payload)
     if found is None:

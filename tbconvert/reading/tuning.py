@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BY_RECORD_BYTES", "DEFAULT_TUNING", "ReadTuning"]
+__all__ = ["BY_RECORD_BYTES", "DEFAULT_TUNING", "HUGE_RECORD_BYTES", "ReadTuning"]
 
 BY_RECORD_BYTES = 16 << 10
+HUGE_RECORD_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class ReadTuning:
         whole_min_bytes, whole_min_records: A stretch of a buffer is checked and split in
             one NumPy pass only when it holds at least this many bytes and records: below
             them, checking records one by one costs less than NumPy's fixed cost per call.
+        huge_record_bytes: A record at least this large that holds one image is decoded with
+            its image cut from the payload (``huge_images``): below it, protobuf's copy of
+            the image costs little.
     """
 
     by_record_bytes: int = BY_RECORD_BYTES
@@ -40,6 +44,7 @@ class ReadTuning:
     batch_files: int = 1024
     whole_min_bytes: int = 4096
     whole_min_records: int = 64
+    huge_record_bytes: int = HUGE_RECORD_BYTES
 
 
 DEFAULT_TUNING = ReadTuning()

@@ -56,12 +56,9 @@ def text_metadata() -> SummaryMetadata:
     return SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="text"))
 
 
-def decode(
-    payloads: list[bytes], huge: bool, monkeypatch: pytest.MonkeyPatch, **selection: Any
-) -> tuple[Any, ...]:
+def decode(payloads: list[bytes], huge: bool, **selection: Any) -> tuple[Any, ...]:
     """Everything a decoder made of ``payloads``, each fed as a batch of its own."""
-    monkeypatch.setattr(huge_images, "HUGE_RECORD", 0 if huge else 1 << 62)
-    decoder = EventDecoder(Selection(**selection))
+    decoder = EventDecoder(Selection(**selection), huge_record_bytes=0 if huge else 1 << 62)
     for offset, payload in enumerate(payloads):
         decoder.feed([(offset * 1000, payload)])
     rows, blobs = decoder.take()
@@ -108,37 +105,27 @@ def payloads_of(events: list[Event]) -> list[bytes]:
     [{}, {"plugins": frozenset({"scalars"})}, {"exclude_tags": ("samples",)}],
     ids=["all", "scalars only", "tag excluded"],
 )
-def test_decodes_as_the_general_path(
-    name: str, selection: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_decodes_as_the_general_path(name: str, selection: dict[str, Any]) -> None:
     payloads = payloads_of({**CASES, **LEFT_WHOLE}[name])
     # By repr: NaN equals nothing, not even itself.
-    assert repr(decode(payloads, True, monkeypatch, **selection)) == repr(
-        decode(payloads, False, monkeypatch, **selection)
-    )
+    assert repr(decode(payloads, True, **selection)) == repr(decode(payloads, False, **selection))
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_takes_one_image_events_and_leaves_the_rest(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_takes_one_image_events_and_leaves_the_rest(name: str) -> None:
     """Not passing by construction: the huge path really decodes these (and not the others)."""
-    monkeypatch.setattr(huge_images, "HUGE_RECORD", 0)
     routing = Routing(Selection())
-    taken = [huge_images.feed(routing, 0, payload) for payload in payloads_of(CASES[name])]
+    taken = [huge_images.feed(routing, 0, payload, 0) for payload in payloads_of(CASES[name])]
     assert taken[-1]
     for events in LEFT_WHOLE.values():
         payload = payloads_of(events)[0]
-        assert not huge_images.feed(Routing(Selection()), 0, payload)
+        assert not huge_images.feed(Routing(Selection()), 0, payload, 0)
 
 
-def test_strings_that_are_not_utf8_are_left_to_the_general_path(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_strings_that_are_not_utf8_are_left_to_the_general_path() -> None:
     raw = image_event(tag="bad!").SerializeToString().replace(b"bad!", b"bad\xff")
-    monkeypatch.setattr(huge_images, "HUGE_RECORD", 0)
-    assert not huge_images.feed(Routing(Selection()), 0, raw)
-    assert repr(decode([raw], True, monkeypatch)) == repr(decode([raw], False, monkeypatch))
+    assert not huge_images.feed(Routing(Selection()), 0, raw, 0)
+    assert repr(decode([raw], True)) == repr(decode([raw], False))
 
 
 def test_the_skeleton_is_the_event_without_its_image() -> None:

@@ -18,8 +18,8 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 
 from tbconvert import convert
 from tbconvert.cli import cli
-from tbconvert.reading import huge_images
 from tbconvert.reading.records import RecordReader
+from tbconvert.reading.tuning import HUGE_RECORD_BYTES
 from tbconvert.writing.sqlite import BLOB_PIECE
 from tests.reading.test_huge_images import png_like
 from tests.support.eventfiles import event_file_name, file_version_event, simple_value
@@ -55,7 +55,7 @@ def write_log(path: Path, images: list[bytes]) -> list[int]:
 
 
 def test_huge_images_are_stored_byte_for_byte(tmp_path: Path, store: str) -> None:
-    assert max(huge_images.HUGE_RECORD, BLOB_PIECE, 8 << 20) < BIG
+    assert max(HUGE_RECORD_BYTES, BLOB_PIECE, 8 << 20) < BIG
     images = [big_image(0), big_image(1)]
     write_log(tmp_path / "logs" / "run" / event_file_name(1.0), images)
     for _ in range(2):  # the second time, nothing new is stored
