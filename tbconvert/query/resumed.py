@@ -1,7 +1,7 @@
 """A scalar series as its last attempt left it (``--resumed current``; the view
 ``v_scalars_current`` holds the same rows for SQL clients, and a property test holds the two
 to one rule: the commands read through this module because the view is about three times
-slower on big series, docs/performance.md#a-resumed-runs-current-points-the-view-and-the-reader).
+slower on big series: docs/performance.md, "A resumed run's current points").
 
 In write order (the series' files by path, records by offset, values by index), a point whose
 step is less than the previous point's starts a new attempt and drops the earlier points at or
