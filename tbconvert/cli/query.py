@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -55,7 +55,7 @@ def query(
 
     \b
     Example:
-      tbconvert query "SELECT run, tag, value FROM v_last_scalars" --store runs.db
+      tbconvert query "SELECT run_path, tag, value FROM v_last_scalars" --store runs.db
       tbconvert query "SELECT * FROM v_runs WHERE run_path LIKE :p" --param p='sweep/%' --format md
       tbconvert query @best.sql --store runs.db --format csv > best.csv
     """
@@ -124,28 +124,34 @@ class _Capped:
         self.rows, self.limit = rows, limit
         self.count, self.more = 0, False
 
-    def __iter__(self) -> Iterator[list[Any]]:
-        for row in self.rows:
-            if self.count == self.limit:
+    def __iter__(self) -> Iterator[Sequence[Any]]:
+        for count, row in enumerate(self.rows):
+            if count == self.limit:
                 self.more = True
                 return
-            self.count += 1
+            self.count = count + 1
             # JSON and CSV have no bytes: a blob is written in base64.
-            yield [base64.b64encode(v).decode() if isinstance(v, bytes) else v for v in row]
+            yield row if bytes not in map(type, row) else [_base64(value) for value in row]
+
+
+def _base64(value: Any) -> Any:
+    return base64.b64encode(value).decode() if isinstance(value, bytes) else value
 
 
 def _progress(rows: Iterator[tuple[Any, ...]], hidden: bool) -> Iterable[tuple[Any, ...]]:
     """A row counter on stderr while rows stream into a file or pipe (none on a terminal's
     stdout, whose lines it would cut)."""
+    if hidden:
+        return rows
     from tqdm import tqdm
 
     counted: Iterable[tuple[Any, ...]] = tqdm(
-        rows, unit=" rows", disable=True if hidden else None, leave=False, file=sys.stderr
+        rows, unit=" rows", disable=None, leave=False, file=sys.stderr
     )
     return counted
 
 
-def _write_stream(columns: tuple[str, ...], rows: Iterable[list[Any]], fmt: str) -> None:
+def _write_stream(columns: tuple[str, ...], rows: Iterable[Sequence[Any]], fmt: str) -> None:
     from tbconvert.output.export import write_rows
 
     try:

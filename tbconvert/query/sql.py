@@ -40,64 +40,34 @@ if TYPE_CHECKING:
 # Statements that only read, by their first word.  SHOW and TABLE are PostgreSQL's, PRAGMA is
 # SQLite's (the authorizer refuses a pragma given a value).
 READING_WORDS = ("SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW", "PRAGMA")
+# Rows a PostgreSQL stream receives at a time, where libpq can send them in chunks.
+STREAM_CHUNK_ROWS = 1000
+# PostgreSQL types (their OIDs) that psycopg reads as None, bool, int, float, str or bytes:
+# results of only these columns skip plain_value, a Python call per value.
+_PLAIN_TYPES = frozenset((16, 17, 18, 19, 20, 21, 23, 25, 26, 700, 701, 705, 1042, 1043))
 # Words that name a write, to say which one a PostgreSQL refusal was about: its own message
 # names the outer statement ("cannot execute SELECT" for a data-modifying WITH).
 _WRITE_WORDS = ("INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "DROP", "ALTER", "TRUNCATE")
 # SQLite authorizer action codes (sqlite3.h), by number, for the refusal's message.
-_SQLITE_ACTIONS = [
-    "COPY",
-    "CREATE_INDEX",
-    "CREATE_TABLE",
-    "CREATE_TEMP_INDEX",
-    "CREATE_TEMP_TABLE",
-    "CREATE_TEMP_TRIGGER",
-    "CREATE_TEMP_VIEW",
-    "CREATE_TRIGGER",
-    "CREATE_VIEW",
-    "DELETE",
-    "DROP_INDEX",
-    "DROP_TABLE",
-    "DROP_TEMP_INDEX",
-    "DROP_TEMP_TABLE",
-    "DROP_TEMP_TRIGGER",
-    "DROP_TEMP_VIEW",
-    "DROP_TRIGGER",
-    "DROP_VIEW",
-    "INSERT",
-    "PRAGMA",
-    "READ",
-    "SELECT",
-    "TRANSACTION",
-    "UPDATE",
-    "ATTACH",
-    "DETACH",
-    "ALTER_TABLE",
-    "REINDEX",
-    "ANALYZE",
-    "CREATE_VTABLE",
-    "DROP_VTABLE",
-    "FUNCTION",
-    "SAVEPOINT",
-    "RECURSIVE",
-]
+# fmt: off
+_SQLITE_ACTIONS = (
+    "COPY", "CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX", "CREATE_TEMP_TABLE",
+    "CREATE_TEMP_TRIGGER", "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_VIEW", "DELETE",
+    "DROP_INDEX", "DROP_TABLE", "DROP_TEMP_INDEX", "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER",
+    "DROP_TEMP_VIEW", "DROP_TRIGGER", "DROP_VIEW", "INSERT", "PRAGMA", "READ", "SELECT",
+    "TRANSACTION", "UPDATE", "ATTACH", "DETACH", "ALTER_TABLE", "REINDEX", "ANALYZE",
+    "CREATE_VTABLE", "DROP_VTABLE", "FUNCTION", "SAVEPOINT", "RECURSIVE",
+)
 _READING_ACTIONS = frozenset(
     (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE)
 )
 # Pragmas whose argument names what they describe, not a value they set.
-_DESCRIBING_PRAGMAS = frozenset(
-    [
-        "table_info",
-        "table_xinfo",
-        "table_list",
-        "index_list",
-        "index_info",
-        "index_xinfo",
-        "foreign_key_list",
-        "foreign_key_check",
-        "integrity_check",
-        "quick_check",
-    ]
-)
+# fmt: off
+_DESCRIBING_PRAGMAS = frozenset((
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+))
+# fmt: on
 # Comments, quoted strings and identifiers (PostgreSQL's $tag$ strings too), then bare words.
 _TOKENS = re.compile(
     r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]"
@@ -282,21 +252,35 @@ def _postgres_rows(
             cursor = raw.cursor()
             # stream() prepares the statement (the extended protocol): the server's parser
             # refuses a second statement, which a simple query would run.
-            rows = cursor.stream(compiled.string, values)
+            rows = cursor.stream(compiled.string, values, size=_stream_chunk())
             try:
                 first = next(rows, None)
-                columns = tuple(d.name for d in cursor.description or ())
-                yield columns, _plain_rows(rows, first)
+                described = cursor.description or ()
+                columns = tuple(d.name for d in described)
+                plain = all(d.type_code in _PLAIN_TYPES for d in described)
+                yield columns, _plain_rows(rows, first, converted=not plain)
             finally:
                 rows.close()  # a stream left early is cancelled before the rollback
         finally:
             raw.rollback()
 
 
+def _stream_chunk() -> int:
+    """Rows a stream takes per message: libpq 17 and later send them in chunks, older ones
+    one at a time (docs/performance.md#tbconvert-query-on-a-big-store-49-2026-11-28)."""
+    import psycopg
+
+    return STREAM_CHUNK_ROWS if psycopg.pq.version() >= 170000 else 1
+
+
 def _plain_rows(
-    rows: Iterator[tuple[Any, ...]], first: tuple[Any, ...] | None
+    rows: Iterator[tuple[Any, ...]], first: tuple[Any, ...] | None, *, converted: bool
 ) -> Iterator[tuple[Any, ...]]:
     if first is None:
+        return
+    if not converted:
+        yield first
+        yield from rows
         return
     yield tuple(map(plain_value, first))
     for row in rows:

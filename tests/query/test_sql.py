@@ -201,3 +201,17 @@ def test_reading_pragmas_and_describing_ones_run(store: Any, store_path: str) ->
     assert run_read_only(store, "PRAGMA query_only").rows == [(1,)]
     function = "SELECT name FROM pragma_table_info('runs') ORDER BY cid"
     assert run_read_only(store, function).rows == query_rows(store_path, function)
+
+
+def test_server_values_become_plain(store: Any, store_path: str) -> None:
+    if not is_server(store_path):
+        pytest.skip("numeric, date and timestamp columns are PostgreSQL's")
+    sql = (
+        "SELECT 2::numeric AS whole, 1.5::numeric AS part, 'NaN'::float8 AS nan, "
+        "date '2026-01-02' AS day, timestamp '2026-01-02 03:04:05' AS at, "
+        "'\\x00ff'::bytea AS data, count(*) AS runs FROM v_runs"
+    )
+    ((whole, part, nan, day, at, data, runs),) = run_read_only(store, sql).rows
+    assert (whole, part, day, at, data) == (2, 1.5, "2026-01-02", "2026-01-02T03:04:05", b"\0\xff")
+    assert type(whole) is int and math.isnan(nan)
+    assert runs == query_rows(store_path, "SELECT count(*) FROM v_runs")[0][0]
