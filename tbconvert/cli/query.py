@@ -104,24 +104,30 @@ def _print_rows(
     quiet: bool,
 ) -> tuple[int, bool]:
     """Print the statement's rows on stdout; return how many, and whether there were more."""
-    from tbconvert.cli.render import exact_cell, render_rows
-    from tbconvert.query.sql import read_only_rows, run_read_only
+    from tbconvert.cli.render import TABLE_FORMATS, exact_cell, render_rows
+    from tbconvert.query.sql import read_only_rows
 
-    if fmt in ("table", "md"):
-        result = run_read_only(opened, sql, parameters, max_rows)
-        echo_data(render_rows(result.columns, result.rows, fmt, null="NULL", cell=exact_cell))
-        return len(result.rows), result.truncated
+    table = fmt in TABLE_FORMATS
     with read_only_rows(opened, sql, parameters) as (columns, rows):
-        capped = _Capped(_progress(rows, quiet or sys.stdout.isatty()), max_rows)
-        _write_stream(columns, capped, fmt)
+        # A table is printed once every row is in: its counter never cuts a line of it.
+        counted = _progress(rows, quiet or (not table and sys.stdout.isatty()))
+        capped = _Capped(counted, max_rows, base64_blobs=not table)
+        if table:
+            kept = list(capped)
+        else:
+            _write_stream(columns, capped, fmt)
+    if table:
+        echo_data(render_rows(columns, kept, fmt, null="NULL", cell=exact_cell))
     return capped.count, capped.more
 
 
 class _Capped:
     """Rows up to a limit, counting them and noticing one more."""
 
-    def __init__(self, rows: Iterable[tuple[Any, ...]], limit: int | None) -> None:
-        self.rows, self.limit = rows, limit
+    def __init__(
+        self, rows: Iterable[tuple[Any, ...]], limit: int | None, *, base64_blobs: bool
+    ) -> None:
+        self.rows, self.limit, self.base64_blobs = rows, limit, base64_blobs
         self.count, self.more = 0, False
 
     def __iter__(self) -> Iterator[Sequence[Any]]:
@@ -131,7 +137,10 @@ class _Capped:
                 return
             self.count = count + 1
             # JSON and CSV have no bytes: a blob is written in base64.
-            yield row if bytes not in map(type, row) else [_base64(value) for value in row]
+            if self.base64_blobs and bytes in map(type, row):
+                yield [_base64(value) for value in row]
+            else:
+                yield row
 
 
 def _base64(value: Any) -> Any:

@@ -36,7 +36,7 @@ def render_table(
     """
     # A line break in a value would break the table's lines: it reads as \n.
     cells, widths, numeric = _layout(
-        columns, data, null, lambda value: (cell or _cell)(value).replace("\n", "\\n")
+        columns, data, null, lambda value: _one_line((cell or _cell)(value))
     )
     lines = [list(columns), *([["-" * width for width in widths]] if rule else []), *cells]
     return "\n".join(
@@ -111,6 +111,10 @@ def _layout(
         for i in range(len(columns))
     ]
     return cells, widths, numeric
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _markdown(text: str) -> str:

@@ -111,6 +111,9 @@ def test_markdown_escapes_pipes_backslashes_and_line_breaks(store: str) -> None:
     header, rows = parse_markdown(result.stdout)
     expected = [values["a"], values["b"].replace("\r\n", "\n"), values["c"], values["d"], "NULL"]
     assert header == ["a", "b", "c", "d", "e"] and rows == [expected]
+    # The aligned table keeps one line per row too: a line break reads as \n.
+    table = _query(store, sql, *params).stdout.splitlines()
+    assert len(table) == 2 and "one\\ntwo" in table[1]
 
 
 def test_blobs_are_sizes_in_tables_and_base64_in_json(store: str) -> None:

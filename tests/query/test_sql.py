@@ -215,3 +215,17 @@ def test_server_values_become_plain(store: Any, store_path: str) -> None:
     assert (whole, part, day, at, data) == (2, 1.5, "2026-01-02", "2026-01-02T03:04:05", b"\0\xff")
     assert type(whole) is int and math.isnan(nan)
     assert runs == query_rows(store_path, "SELECT count(*) FROM v_runs")[0][0]
+
+
+def test_the_python_api_page_example_runs(store: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "python-api.md").read_text()
+    (block,) = [
+        part.split("```", 1)[0]
+        for part in page.split("```python\n")[1:]
+        if "run_read_only(store" in part.split("```", 1)[0]
+    ]
+    namespace: dict[str, Any] = {"store": store}
+    exec(compile(block, "docs/python-api.md", "exec"), namespace)  # our own docs
+    result = namespace["result"]
+    assert result.columns == ("run_path", "value") and result.rows and not result.truncated
+    assert str(result.columns) in capsys.readouterr().out
