@@ -13,22 +13,9 @@ from typing import Any
 
 import pytest
 
-import tbconvert
 from tbconvert.errors import StoreError, UsageError
 from tbconvert.query.sql import RefusedStatement, run_read_only, statement_words
-from tests.support.snapshots import StoreFactory, is_server, query_rows, view_rows
-from tests.support.sweep import build_store
-
-
-@pytest.fixture(scope="module")
-def store_path(tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory) -> str:
-    return build_store(tmp_path_factory.mktemp("sql"), make_store)
-
-
-@pytest.fixture
-def store(store_path: str) -> Any:
-    with tbconvert.open_store(store_path) as opened:
-        yield opened
+from tests.support.snapshots import is_server, query_rows, view_rows
 
 
 def _plain(value: Any) -> Any:
