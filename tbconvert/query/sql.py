@@ -30,7 +30,7 @@ from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tbconvert.errors import UsageError
+from tbconvert.errors import StoreError, UsageError
 from tbconvert.store.engine import BUSY_TIMEOUT_MS, sqlite_path
 from tbconvert.store.errors import translate_errors
 
@@ -141,9 +141,11 @@ def read_only_rows(
     """
     words = statement_words(sql)
     check_reading(words, store.display)
-    url = store.engine.url.render_as_string(hide_password=False)
-    path = sqlite_path(url)
-    if store.engine.dialect.name == "sqlite" and path is not None:
+    if store.engine.dialect.name == "sqlite":
+        url = store.engine.url.render_as_string()
+        path = sqlite_path(url)
+        if path is None:
+            raise StoreError("an in-memory store cannot be opened read-only", path=store.display)
         opened = _sqlite_rows(path, "immutable=1" in url, sql, dict(parameters or {}), store)
     else:
         opened = _postgres_rows(store, sql, dict(parameters or {}))
