@@ -142,11 +142,12 @@ def read_only_rows(
     words = statement_words(sql)
     check_reading(words, store.display)
     if store.engine.dialect.name == "sqlite":
-        url = store.engine.url.render_as_string()
-        path = sqlite_path(url)
+        url = store.engine.url  # its text would percent-encode a "file:" database
+        path = sqlite_path(f"sqlite:///{url.database or ''}")
         if path is None:
             raise StoreError("an in-memory store cannot be opened read-only", path=store.display)
-        opened = _sqlite_rows(path, "immutable=1" in url, sql, dict(parameters or {}), store)
+        immutable = url.query.get("immutable") == "1"
+        opened = _sqlite_rows(path, immutable, sql, dict(parameters or {}), store)
     else:
         opened = _postgres_rows(store, sql, dict(parameters or {}))
     with _refusals(store.display, words), opened as (columns, rows):
