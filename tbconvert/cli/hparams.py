@@ -73,7 +73,7 @@ def hparams(
       tbconvert hparams --store runs.db --metric loss --sort val:loss
       tbconvert hparams --store runs.db --metric accuracy --format md >> report.md
     """
-    from tbconvert.cli.render import TABLE_FORMATS, render_rows
+    from tbconvert.cli.tables import TABLE_FORMATS, render_rows
     from tbconvert.output.hparams import hparams_rows
 
     columns, rows = read_store(

@@ -104,7 +104,7 @@ def _print_rows(
     quiet: bool,
 ) -> tuple[int, bool]:
     """Print the statement's rows on stdout; return how many, and whether there were more."""
-    from tbconvert.cli.render import TABLE_FORMATS, exact_cell, render_rows
+    from tbconvert.cli.tables import TABLE_FORMATS, exact_cell, render_rows
     from tbconvert.query.sql import read_only_rows
 
     table = fmt in TABLE_FORMATS
