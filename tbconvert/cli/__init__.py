@@ -3,11 +3,12 @@
 The app (the click group) and the options commands share are in ``app``; each command
 family has a module named after it: ``convert`` (tf, tensorboard), ``runs`` (runs, show),
 ``hparams``, ``export`` (export, datasette-metadata), ``plot`` (plot, report), ``serve``,
-``db`` and ``push`` (push mlflow).  All text rendering is in ``render``.  Library modules
-are imported inside commands, so ``--help`` starts fast.
+``db``, ``push`` (push mlflow) and ``query``.  All text rendering is in ``render``, the
+table formats in ``tables``.  Library modules are imported inside commands, so ``--help``
+starts fast.
 
-Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error, 3 finished but damaged
-records or unreadable files were skipped.
+Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error (a statement ``query``
+refuses too), 3 finished but damaged records or unreadable files were skipped.
 """
 
 from __future__ import annotations
@@ -22,10 +23,22 @@ import click
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Importing a command module registers its commands on the app.
-from tbconvert.cli import convert, db, export, hparams, plot, push, runs, serve
+from tbconvert.cli import convert, db, export, hparams, plot, push, query, runs, serve
 from tbconvert.cli.app import cli, end_process
 
-__all__ = ["cli", "convert", "db", "export", "hparams", "main", "plot", "push", "runs", "serve"]
+__all__ = [
+    "cli",
+    "convert",
+    "db",
+    "export",
+    "hparams",
+    "main",
+    "plot",
+    "push",
+    "query",
+    "runs",
+    "serve",
+]
 
 
 def main() -> None:

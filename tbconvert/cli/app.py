@@ -59,6 +59,29 @@ def json_option(function: F) -> F:
     )(function)
 
 
+_FORMAT_HELP = {
+    "table": "an aligned table",
+    "md": "a Markdown table",
+    "csv": "CSV",
+    "json": "one JSON array",
+    "jsonl": "JSON lines",
+}
+
+
+def format_option(choices: tuple[str, ...]) -> Callable[[F], F]:
+    """``--format``: how a command prints its rows on stdout, the first of ``choices`` by
+    default (``table`` and ``md`` rendered by ``render.render_rows``)."""
+    described = ", ".join(_FORMAT_HELP.get(choice, choice) for choice in choices)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default=choices[0],
+        show_default=True,
+        help=f"Print {described}.",
+    )
+
+
 def output_file(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """An ``-o FILE`` value; a directory there is a failure naming it (exit 1, as a missing
     logdir is: SPEC §2), not click's usage error."""

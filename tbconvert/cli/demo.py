@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tbconvert.cli.render import render_table
+from tbconvert.cli.tables import render_table
 
 QUERY = (
     "SELECT run_path, context, tag, step, value\n"

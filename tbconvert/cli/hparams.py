@@ -12,6 +12,7 @@ from tbconvert.cli.app import (
     F,
     cli,
     echo_data,
+    format_option,
     read_store,
     run_option,
     store_option,
@@ -20,7 +21,7 @@ from tbconvert.cli.app import (
 # Kept in step with tbconvert.query.tables.AGGREGATES by a test (the library is imported
 # lazily, for start-up time).
 AGGREGATES = ("last", "min", "max", "best")
-HPARAMS_FORMATS = ("table", "csv", "json", "jsonl")
+HPARAMS_FORMATS = ("table", "csv", "json", "jsonl", "md")
 
 
 def metric_options(function: F) -> F:
@@ -54,14 +55,7 @@ def metric_options(function: F) -> F:
     help="Sort on this column (a param or metric, 'loss (val)' or val:loss); -COLUMN sorts "
     "descending. Empty cells last.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(HPARAMS_FORMATS),
-    default="table",
-    show_default=True,
-    help="An aligned table, CSV, one JSON array, or JSON lines.",
-)
+@format_option(HPARAMS_FORMATS)
 def hparams(
     store: str,
     run_globs: tuple[str, ...],
@@ -77,8 +71,9 @@ def hparams(
       tbconvert hparams --store runs.db --metric accuracy --sort=-accuracy
       tbconvert hparams --store runs.db --metric loss --agg min --format csv > sweep.csv
       tbconvert hparams --store runs.db --metric loss --sort val:loss
+      tbconvert hparams --store runs.db --metric accuracy --format md >> report.md
     """
-    from tbconvert.cli.render import render_table
+    from tbconvert.cli.tables import TABLE_FORMATS, render_rows
     from tbconvert.output.hparams import hparams_rows
 
     columns, rows = read_store(
@@ -89,10 +84,10 @@ def hparams(
 
         chosen = (f"{'lowest' if best_direction(m) == 'min' else 'highest'} {m}" for m in metrics)
         click.echo("best: " + ", ".join(chosen), err=True)
-    if fmt != "table":
+    if fmt not in TABLE_FORMATS:
         echo_data(_text_of(columns, rows, fmt).rstrip("\n"))
     elif rows:
-        echo_data(render_table(columns, rows))
+        echo_data(render_rows(columns, rows, fmt))
     else:
         click.echo(
             "no hparams sessions (add_hparams or the hparams plugin) in this store", err=True

@@ -1,4 +1,5 @@
-"""Text rendering for the terminal: tables, run listings, the conversion summary."""
+"""Text rendering for the terminal: run listings, the conversion and push summaries (the
+table formats themselves are in ``tables``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
+
+from tbconvert.cli.tables import escape_markdown, render_markdown, render_rows, render_table
 
 if TYPE_CHECKING:
     from tbconvert.conversion.summary import Summary
@@ -15,39 +18,9 @@ _MAX_LISTED = 10
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
-def render_table(
-    columns: Sequence[str],
-    data: Sequence[Sequence[Any]],
-    indent: str = "",
-    *,
-    null: str = "-",
-    rule: bool = False,
-) -> str:
-    """An aligned plain-text table: numbers right-aligned, text left-aligned.
-
-    Args:
-        null: How a NULL cell reads.
-        rule: Underline the header with dashes.
-    """
-    cells = [[null if value is None else _cell(value) for value in row] for row in data]
-    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
-    numeric = [
-        bool(data) and all(isinstance(row[i], (int, float)) or row[i] is None for row in data)
-        for i in range(len(columns))
-    ]
-    lines = [list(columns), *([["-" * width for width in widths]] if rule else []), *cells]
-    return "\n".join(
-        indent
-        + "  ".join(
-            value.rjust(width) if right else value.ljust(width)
-            for value, width, right in zip(line, widths, numeric, strict=True)
-        ).rstrip()
-        for line in lines
-    )
-
-
-def render_runs(runs: Sequence[dict[str, Any]]) -> str:
-    """The ``tbconvert runs`` listing: one line per run, with its source when there are several."""
+def render_runs(runs: Sequence[dict[str, Any]], fmt: str = "table") -> str:
+    """The ``tbconvert runs`` listing: one line per run, with its source when there are several;
+    ``fmt``: ``table`` or ``md`` (:func:`render_rows`)."""
     if not runs:
         return "no runs in this store"
     several = len({row["source"] for row in runs}) > 1
@@ -55,7 +28,7 @@ def render_runs(runs: Sequence[dict[str, Any]]) -> str:
     columns = ("id", "run", *(("source",) if several else ()))
     columns += ("group", "contexts", "series", "points", "params")
     columns += ("files",) if troubled else ()
-    return render_table(
+    return render_rows(
         columns,
         [
             (
@@ -71,6 +44,7 @@ def render_runs(runs: Sequence[dict[str, Any]]) -> str:
             )
             for row in runs
         ],
+        fmt,
     )
 
 
@@ -79,65 +53,71 @@ def _trouble(problems: dict[str, int]) -> str:
     return ", ".join(f"{count} {status}" for status, count in sorted(problems.items())) or "-"
 
 
-def render_run(detail: dict[str, Any]) -> str:
-    """The ``tbconvert show`` text: the run, its series per plugin, params and files."""
+def render_run(detail: dict[str, Any], fmt: str = "table") -> str:
+    """The ``tbconvert show`` text: the run, its series per plugin, params and files; ``fmt``
+    ``md`` gives Markdown (a heading per section, each table a Markdown table)."""
     run = detail["run"]
-    lines = [
-        f"run      {run['run_path']}  (id {run['run_id']}, name {run['name']})",
-        f"logdir   {run['logdir']}",
-        f"group    {run['group_path'] or '-'}",
-        f"written  {_time(run['first_wall_time'])} .. {_time(run['last_wall_time'])}",
+    markdown = fmt == "md"
+    facts = [
+        ("run", f"{run['run_path']}  (id {run['run_id']}, name {run['name']})"),
+        ("logdir", run["logdir"]),
+        ("group", run["group_path"] or "-"),
+        ("written", f"{_time(run['first_wall_time'])} .. {_time(run['last_wall_time'])}"),
     ]
+    lines = [
+        f"- {name}: {escape_markdown(value)}" if markdown else f"{name:<8} {value}"
+        for name, value in facts
+    ]
+
+    def section(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        table = render_markdown(columns, rows) if markdown else render_table(columns, rows, "  ")
+        lines.extend(
+            ["", f"### {title}" if markdown else title, *([""] if markdown else []), table]
+        )
+
     by_plugin: dict[str, list[dict[str, Any]]] = {}
     for series in detail["series"]:
         by_plugin.setdefault(series["plugin"], []).append(series)
     for plugin, series_list in sorted(by_plugin.items()):
-        lines += [
-            "",
+        trend = plugin == "scalars"
+        section(
             f"{plugin} ({len(series_list)} series)",
-            render_table(
-                ("context", "tag", "points", "steps", "last value")
-                + (("trend",) if plugin == "scalars" else ()),
-                [
-                    (
-                        _context(s["context"]),
-                        s["tag"],
-                        s["points"],
-                        _steps(s),
-                        _value(s.get("last_value", "")),
-                    )
-                    + ((sparkline(s.get("trend") or []),) if plugin == "scalars" else ())
-                    for s in series_list
-                ],
-                indent="  ",
-            ),
-        ]
-    sessions = len(detail["params"])
-    lines += ["", f"params ({sessions} session{'' if sessions == 1 else 's'})"]
-    lines += [
-        f"  {_context(context)}: {_params_line({context: values})}"
-        for context, values in detail["params"].items()
-    ]
-    lines += [
-        "",
-        f"files ({len(detail['files'])})",
-        render_table(
-            ("path", "context", "bytes", "read to", "records", "damaged", "status"),
+            ("context", "tag", "points", "steps", "last value") + (("trend",) if trend else ()),
             [
                 (
-                    f["path"],
-                    _context(f["context"]),
-                    f["size"],
-                    f["offset_consumed"],
-                    f["records"],
-                    f["damaged_records"],
-                    f["status"] + (f": {f['last_error']}" if f["last_error"] else ""),
+                    _context(s["context"]),
+                    s["tag"],
+                    s["points"],
+                    _steps(s),
+                    _value(s.get("last_value", "")),
                 )
-                for f in detail["files"]
+                + ((sparkline(s.get("trend") or []),) if trend else ())
+                for s in series_list
             ],
-            indent="  ",
-        ),
+        )
+    sessions = len(detail["params"])
+    title = f"params ({sessions} session{'' if sessions == 1 else 's'})"
+    lines += ["", f"### {title}" if markdown else title, *([""] if markdown and sessions else [])]
+    lines += [
+        f"{'-' if markdown else ' '} {_context(context)}: {_params_line({context: values})}"
+        for context, values in detail["params"].items()
     ]
+    section(
+        f"files ({len(detail['files'])})",
+        ("path", "context", "bytes", "read to", "records", "damaged", "status"),
+        [
+            (
+                f["path"],
+                _context(f["context"]),
+                f["size"],
+                f["offset_consumed"],
+                f["records"],
+                f["damaged_records"],
+                f["status"] + (f": {f['last_error']}" if f["last_error"] else ""),
+            )
+            for f in detail["files"]
+        ],
+    )
     return "\n".join(lines)
 
 
@@ -160,14 +140,6 @@ def sparkline(values: Sequence[float | None]) -> str:
             level = round((value - low) / (high - low) * (len(_BLOCKS) - 1))
             characters.append(_BLOCKS[level])
     return "".join(characters)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
 
 
 def _context(name: str) -> str:

@@ -9,37 +9,45 @@ from tbconvert.cli.app import (
     EXIT_CODES_EPILOG,
     cli,
     echo_data,
+    format_option,
     json_option,
     read_store,
     run_option,
     store_option,
 )
 
+# ``json`` is the whole document (as --json); ``table`` and ``md`` the listing.
+SHOW_FORMATS = ("table", "md", "json")
+
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
 @store_option
 @run_option
+@format_option(SHOW_FORMATS)
 @json_option
-def runs(store: str, run_globs: tuple[str, ...], as_json: bool) -> None:
+def runs(store: str, run_globs: tuple[str, ...], fmt: str, as_json: bool) -> None:
     """List the runs of a store: group, contexts, series and point counts, params.
 
     \b
     Example:
       tbconvert runs --store logs.db
       tbconvert runs --store logs.db --run 'sweep/*' --json | jq '.[].run_path'
+      tbconvert runs --store logs.db --format md >> notes.md
     """
     from tbconvert.cli.render import render_runs
     from tbconvert.output import export
 
     rows = read_store(store, lambda opened: opened.runs(run_globs))
-    echo_data(export.dumps(rows) if as_json else render_runs(rows))
+    fmt = _json_or(fmt, as_json)
+    echo_data(export.dumps(rows) if fmt == "json" else render_runs(rows, fmt))
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
 @click.argument("run")
 @store_option
+@format_option(SHOW_FORMATS)
 @json_option
-def show(run: str, store: str, as_json: bool) -> None:
+def show(run: str, store: str, fmt: str, as_json: bool) -> None:
     """Show one run: series per plugin with step ranges and last values, params, files.
 
     RUN is the run's path relative to its logdir (as `tbconvert runs` lists it), or its id.
@@ -48,9 +56,18 @@ def show(run: str, store: str, as_json: bool) -> None:
     Example:
       tbconvert show group_1/run_2 --store logs.db
       tbconvert show run_1 --store logs.db --json | jq '.series[] | {tag, last_value}'
+      tbconvert show run_1 --store logs.db --format md >> notes.md
     """
     from tbconvert.cli.render import render_run
     from tbconvert.output import export
 
     detail = read_store(store, lambda opened: opened.describe(run))
-    echo_data(export.dumps(detail) if as_json else render_run(detail))
+    fmt = _json_or(fmt, as_json)
+    echo_data(export.dumps(detail) if fmt == "json" else render_run(detail, fmt))
+
+
+def _json_or(fmt: str, as_json: bool) -> str:
+    """``--json`` is ``--format json``; with another ``--format`` it is a usage error."""
+    if as_json and fmt not in ("table", "json"):
+        raise click.UsageError(f"--json and --format {fmt} ask for two formats: give one")
+    return "json" if as_json else fmt

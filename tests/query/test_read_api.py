@@ -14,7 +14,6 @@ import math
 import sys
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -32,22 +31,9 @@ from tests.support.sweep import (
     STEPS,
     SWEEP,
     W0,
-    build_store,
     sweep_loss,
     sweep_pixels,
 )
-
-
-@pytest.fixture(scope="module")
-def store_path(tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory) -> str:
-    return build_store(tmp_path_factory.mktemp("read_api"), make_store)
-
-
-@pytest.fixture
-def store(store_path: str) -> Any:
-    with tbconvert.open_store(store_path) as opened:
-        yield opened
-
 
 # --------------------------------------------------------------------------- open_store
 

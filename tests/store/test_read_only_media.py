@@ -35,6 +35,7 @@ READS = [
     ["hparams", "--format", "json"],
     ["export", "scalars", "-o", "-"],
     ["export", "params", "-o", "-"],
+    ["query", "SELECT run_path, tag, step, value FROM v_scalars ORDER BY 1, 2, 3", "-q"],
 ]
 
 
