@@ -15,7 +15,7 @@ from tbconvert.reading.records import Damage
 EXIT_OK = 0
 EXIT_DAMAGED = 3
 # Figures of the logdir itself, not of what a pass did: a later pass's replace an earlier's.
-_LATEST = frozenset({"runs", "contexts", "logdir", "store", "dry_run"})
+_LATEST = frozenset({"runs", "runs_in_logdir", "contexts", "logdir", "store", "dry_run"})
 
 
 def _flatten(counts: dict[str, dict[str, int]]) -> dict[tuple[str, str], int]:
@@ -43,6 +43,9 @@ class Summary:
     store: str
     dry_run: bool = False
     runs: int = 0
+    # ``--shard K/N``: which shard ran (``runs`` are its runs), of how many runs in the logdir.
+    shard: str | None = None
+    runs_in_logdir: int = 0
     runs_created: int = 0
     runs_extended: int = 0
     contexts: int = 0
@@ -144,7 +147,9 @@ class Summary:
                 "total": self.runs,
                 "created": self.runs_created,
                 "extended": self.runs_extended,
+                "in_logdir": self.runs_in_logdir,
             },
+            "shard": self.shard,
             "contexts": self.contexts,
             "series": {"created": self.series_created, "extended": self.series_extended},
             "points": dict(sorted(self.points.items())),
