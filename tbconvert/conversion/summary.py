@@ -147,9 +147,8 @@ class Summary:
                 "total": self.runs,
                 "created": self.runs_created,
                 "extended": self.runs_extended,
-                "in_logdir": self.runs_in_logdir,
             },
-            "shard": self.shard,
+            "shard": self._shard_dict(),
             "contexts": self.contexts,
             "series": {"created": self.series_created, "extended": self.series_extended},
             "points": dict(sorted(self.points.items())),
@@ -185,6 +184,18 @@ class Summary:
             "passes": self.passes,
             "stopped": self.stopped,
             "exit_code": self.exit_code,
+        }
+
+    def _shard_dict(self) -> dict[str, Any] | None:
+        """``--shard``: which one, and how many of the logdir's runs it took (``runs``)."""
+        if self.shard is None:
+            return None
+        index, count = self.shard.split("/")
+        return {
+            "index": int(index),
+            "count": int(count),
+            "runs": self.runs,
+            "runs_in_logdir": self.runs_in_logdir,
         }
 
     def to_json(self) -> str:

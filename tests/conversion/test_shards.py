@@ -252,9 +252,10 @@ def test_the_command_line_says_which_shard_ran(logs: Path, tmp_path: Path) -> No
     )
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
-    assert summary["shard"] == "1/3"
-    assert summary["runs"]["in_logdir"] == 21 and summary["runs"]["total"] == len(runs_of(store))
-    assert f"shard 1/3: {summary['runs']['total']} of the logdir's 21 runs" in result.stderr
+    runs = len(runs_of(store))
+    assert summary["shard"] == {"index": 1, "count": 3, "runs": runs, "runs_in_logdir": 21}
+    assert summary["runs"]["total"] == runs
+    assert f"shard 1/3: {runs} of the logdir's 21 runs" in result.stderr
     logged = query_rows(store, "SELECT options FROM conversions")
     assert json.loads(logged[0][0])["shard"] == "1/3"
 
