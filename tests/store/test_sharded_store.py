@@ -56,29 +56,13 @@ def map_shards(logdir: str, store: str, storage_options: dict[str, Any] | None =
 def test_three_shard_processes_at_once_give_one_plain_conversion(pg_server, tmp_path: Path) -> None:
     logs = write_shard_logdir(tmp_path / "logs")
     store = pg_server.new_database("sharded")
+    command = [sys.executable, "-m", "tbconvert", "tf", "--logdir", str(logs), "--store", store]
+    shards = [["--source", "tb", "--shard", f"{index}/{SHARDS}", "-q"] for index in range(SHARDS)]
     processes = [
         subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tbconvert",
-                "tf",
-                "--logdir",
-                str(logs),
-                "--store",
-                store,
-                "--source",
-                "tb",
-                "--shard",
-                f"{index}/{SHARDS}",
-                "-q",
-            ],
-            cwd=ROOT,
-            env=child_env(),
-            stderr=subprocess.PIPE,
-            text=True,
+            command + shard, cwd=ROOT, env=child_env(), stderr=subprocess.PIPE, text=True
         )
-        for index in range(SHARDS)
+        for shard in shards
     ]
     for process in processes:
         _out, err = process.communicate(timeout=300)
