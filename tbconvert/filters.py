@@ -1,4 +1,5 @@
-"""What a user selects: plugins and tag globs for conversion, and one glob vocabulary.
+"""What a user selects: plugins and tag globs for conversion, one glob vocabulary, and the
+share of a logdir's runs one of several converters takes (``--shard K/N``).
 
 Globs are shell patterns matched with ``fnmatch.fnmatchcase`` (``*`` also crosses ``/``), for
 ``--run``, ``--tag``, ``--exclude-tag`` and ``--context`` alike, when converting and reading.
@@ -6,11 +7,14 @@ Globs are shell patterns matched with ``fnmatch.fnmatchcase`` (``*`` also crosse
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from tbconvert.errors import UsageError
 from tbconvert.plugins.names import DECODED_PLUGINS
 
 Globs = str | Sequence[str] | None
@@ -99,3 +103,48 @@ class Selection:
         if self.tags and (not other.tags or not set(other.tags) <= set(self.tags)):
             return False
         return set(self.exclude_tags) <= set(other.exclude_tags)
+
+
+_SHARD_TEXT = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count``: the runs whose path hashes to ``index`` (``--shard K/N``).
+
+    The hash is the first 8 bytes of the SHA-256 of the run path (``.`` for the logdir's
+    root), big-endian, modulo ``count``: the same on every machine and Python, whatever order
+    the runs are listed in, and a run keeps its shard when others appear.  The range is
+    checked where the options are built (``ConvertOptions``).
+    """
+
+    index: int
+    count: int
+
+    def owns(self, run_path: str) -> bool:
+        """True when the run ``run_path`` falls to this shard."""
+        return shard_of(run_path, self.count) == self.index
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``"K/N"`` as a shard (not yet range-checked).
+
+        Raises:
+            UsageError: the text is not two whole numbers around a slash.
+        """
+        found = _SHARD_TEXT.fullmatch(text)
+        if found is None:
+            raise UsageError(
+                f"--shard is {text!r}",
+                hint="give K/N, this converter's share K (0 to N-1) of N, e.g. --shard 0/4",
+            )
+        return cls(int(found.group(1)), int(found.group(2)))
+
+
+def shard_of(run_path: str, count: int) -> int:
+    """The shard (0 to ``count`` - 1) the run ``run_path`` falls to (see :class:`Shard`)."""
+    digest = hashlib.sha256(run_path.encode("utf-8", "surrogateescape")).digest()
+    return int.from_bytes(digest[:8], "big") % count

@@ -120,6 +120,13 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         "from the protocol's usual chain (environment, config files, instance roles).",
     )
     @click.option(
+        "--shard",
+        metavar="K/N",
+        help="Convert only the runs whose path hashes to K of N (K from 0 to N-1): N "
+        "converters, on N machines, each with its own K, convert the logdir once together "
+        "into one store (docs/scale-out.md).",
+    )
+    @click.option(
         "--upgrade-store",
         is_flag=True,
         help="Upgrade an older PostgreSQL store's schema first (SQLite files are "
@@ -164,6 +171,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
         exclude_tags: tuple[str, ...],
         jobs: int,
         source: str | None,
+        shard: str | None,
         upgrade_store: bool,
         storage_options: tuple[str, ...],
         watch: bool,
@@ -190,12 +198,13 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
           tbconvert tf --logdir ~/logs --store ~/logs.db --watch --interval 30
           tbconvert tf --logdir /data/tb --source gpu1 --store postgresql://me@db/tb
           tbconvert tf --logdir s3://bucket/tb --store ~/logs.db
+          tbconvert tf --logdir /data/tb --source tb --shard 0/4 --store postgresql://me@db/tb
         """
         if watch and dry_run:
             raise click.UsageError("--watch and --dry-run do not go together")
         _import_library()
         from tbconvert.conversion.options import ConvertOptions, no_notice
-        from tbconvert.filters import Selection
+        from tbconvert.filters import Selection, Shard
 
         options = run_library(
             verbose,
@@ -216,6 +225,7 @@ def _tf_command(name: str, hidden: bool = False) -> click.Command:
                 max_record_size=max_record_size,
                 progress=False if quiet else None,
                 notify=no_notice if quiet else lambda line: click.echo(line, err=True),
+                shard=None if shard is None else Shard.parse(shard),
             ),
         )
         summary = _run(

@@ -193,7 +193,7 @@ def render_summary(summary: Summary) -> str:
     lines = [
         f"Converted {summary.logdir} into {summary.store} in {summary.elapsed:.2f} s",
         f"  runs:     {summary.runs} ({summary.runs_created} new, "
-        f"{summary.runs_extended} extended), {summary.contexts} contexts",
+        f"{summary.runs_extended} extended), {summary.contexts} contexts" + _shard_note(summary),
         f"  series:   {summary.series_created} new, {summary.series_extended} extended",
         f"  points:   {summary.total_points:,}"
         + (
@@ -256,6 +256,13 @@ def render_summary(summary: Summary) -> str:
     return "\n".join(lines)
 
 
+def _shard_note(summary: Summary) -> str:
+    """Which shard ran, and its share of the logdir's runs (``--shard``)."""
+    if summary.shard is None:
+        return ""
+    return f"; shard {summary.shard}: {summary.runs} of the logdir's {summary.runs_in_logdir} runs"
+
+
 def render_plan(summary: Summary) -> str:
     """What a dry run would read."""
     lines = [f"Dry run: {summary.logdir} -> {summary.store} (nothing written)"]
@@ -269,7 +276,7 @@ def render_plan(summary: Summary) -> str:
         )
     lines.extend(f"  {line.replace('took', 'would take', 1)}" for line in summary.taken_over)
     lines.append(
-        f"  {summary.runs} runs, {summary.files_total} files, "
+        f"  {summary.runs} runs{_shard_note(summary)}, {summary.files_total} files, "
         f"{sum(e['bytes'] for e in summary.plan if e['action'] != 'unchanged'):,} bytes "
         "to read"
     )

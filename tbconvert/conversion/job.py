@@ -256,21 +256,29 @@ class Job:
         """Mark the stored files no longer in the logdir gone (``prune``), and name the ones
         still damaged that this pass did not report (read before, or touched since)."""
         # Skipped orphans are still there: left alone, as runs left out by --run are.
-        present = {source.rel_path for source in self.classification.files}
-        present.update(self.classification.orphans)
+        classification = self.classification
+        present = {source.rel_path for source in classification.files}
+        present.update(classification.orphans)
         reported = {problem.path for problem in self.summary.problems}
         with self.writer.transaction():
             # A converter of a nested logdir running at the same time may have stored files
             # of this one since the plan: they are this one's too (its reads stop there).
-            take_over(self.writer, self.origin, self.classification, self.summary, self.options)
+            take_over(self.writer, self.origin, classification, self.summary, self.options)
             stored = self.writer.files.of_source(self.origin.source)
-            gone = [file_id for file_id, path, _status in stored if path not in present]
+            # Another shard's runs are its own to settle, and their files are still there.
+            gone = [
+                file_id
+                for file_id, path, _status, run_path in stored
+                if path not in present
+                and path not in classification.elsewhere
+                and classification.owns(run_path)
+            ]
             if prune:
                 self.writer.files.mark_gone(gone)
         self.summary.files_gone = len(gone) if prune else 0
         self.summary.still_damaged = sorted(
             path
-            for _id, path, status in stored
+            for _id, path, status, _run_path in stored
             if status in ("damaged", "invalid") and path in present and path not in reported
         )
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from tbconvert.errors import UsageError
-from tbconvert.filters import Selection
+from tbconvert.filters import Selection, Shard
 from tbconvert.reading.chunks import CHUNK_BYTES, ReadSettings
 from tbconvert.reading.large_records import MAX_RECORD_SIZE, MIN_MAX_RECORD_SIZE
 from tbconvert.reading.remote_reads import RemoteReads
@@ -88,7 +88,8 @@ class ConvertOptions:
 
     Raises:
         UsageError: on construction, for a value no conversion can take (an empty
-            ``source``, a ``max_record_size`` under 1 MiB).
+            ``source``, a ``max_record_size`` under 1 MiB, a ``shard`` K/N without
+            0 <= K < N).
     """
 
     layout: str = "auto"
@@ -108,8 +109,15 @@ class ConvertOptions:
     max_record_size: int = MAX_RECORD_SIZE
     notify: Callable[[str], Any] = field(default=no_notice, compare=False)
     tuning: ConvertTuning = field(default_factory=ConvertTuning)
+    # ``--shard K/N``: only the runs whose path hashes to K of N (None: every run).
+    shard: Shard | None = None
 
     def __post_init__(self) -> None:
+        if self.shard is not None and not 0 <= self.shard.index < self.shard.count:
+            raise UsageError(
+                f"--shard is {self.shard}",
+                hint="give K/N with N at least 1 and K from 0 to N-1, e.g. --shard 0/4",
+            )
         if self.source is not None and not self.source.strip():
             raise UsageError(
                 "the source name is empty", hint="give --source a name, or leave it out"
@@ -135,7 +143,7 @@ class ConvertOptions:
     def logged(self, source: str, flat: bool) -> dict[str, Any]:
         """What the store's conversions log keeps of the options."""
         plugins = self.selection.plugins
-        return {
+        logged: dict[str, Any] = {
             "source": source,
             "layout": self.layout,
             "flat": flat,
@@ -144,13 +152,17 @@ class ConvertOptions:
             "tags": list(self.selection.tags),
             "exclude_tags": list(self.selection.exclude_tags),
         }
+        if self.shard is not None:
+            logged["shard"] = str(self.shard)
+        return logged
 
     def with_keywords(self, **keywords: Any) -> ConvertOptions:
         """These options with :func:`tbconvert.convert`'s keywords applied (checked again).
 
         The keywords are the fields, except that ``plugins`` (names, or None for all),
         ``tags`` and ``exclude_tags`` replace the parts of ``selection``; ``runs`` takes any
-        sequence, ``storage_options`` any mapping (or None), and ``notify`` None for silence.
+        sequence, ``storage_options`` any mapping (or None), ``notify`` None for silence, and
+        ``shard`` a :class:`~tbconvert.filters.Shard`, a pair ``(K, N)`` or the text ``"K/N"``.
 
         Raises:
             TypeError: a keyword :func:`tbconvert.convert` does not take.
@@ -175,7 +187,31 @@ class ConvertOptions:
             keywords["storage_options"] = dict(keywords["storage_options"] or {})
         if keywords.get("notify", ...) is None:
             keywords["notify"] = no_notice
+        if "shard" in keywords:
+            keywords["shard"] = as_shard(keywords["shard"])
         return replace(self, selection=selection, **keywords)
+
+
+def as_shard(value: Shard | tuple[int, int] | str | None) -> Shard | None:
+    """A ``shard`` keyword as a :class:`~tbconvert.filters.Shard` (range checked by the
+    options).
+
+    Raises:
+        UsageError: a value that is no shard.
+    """
+    if value is None or isinstance(value, Shard):
+        return value
+    if isinstance(value, str):
+        return Shard.parse(value)
+    try:
+        index, count = value
+    except (TypeError, ValueError):
+        raise UsageError(
+            f"shard is {value!r}", hint="give (K, N) or 'K/N': the share K (0 to N-1) of N"
+        ) from None
+    if not isinstance(index, int) or not isinstance(count, int):
+        raise UsageError(f"shard is {value!r}", hint="K and N are whole numbers")
+    return Shard(index, count)
 
 
 # The keywords of :func:`tbconvert.convert` beside ``options``.

@@ -34,6 +34,9 @@ from tbconvert.store.file_heads import read_file_heads
 from tbconvert.writing.file_heads import save_file_heads
 from tbconvert.writing.writer import StoreWriter
 
+# The made-up run whose lock a pass holds while it replaces a source's ``file_heads``, as
+# ``conversion.takeover`` locks its own.
+_HEADS_LOCK_SOURCE, _HEADS_LOCK_RUN = "", "file-heads"
 # Allocations between two collections of the youngest generation while converting.
 _GC_YOUNGEST = 100_000
 
@@ -105,22 +108,24 @@ def _convert_pass(
         nested_heads = takeover.nested_heads(
             url, source or logdir_name(logdir), logdir_name(logdir)
         )
-    classification = discovery.filter_runs(
-        discovery.classify(
-            logdir,
-            layout=options.layout,
-            flat=options.flat,
-            skip_orphans=options.skip_orphans,
-            known_heads={**nested_heads, **known_heads},
-            remote=remote,
-        ),
-        options.runs,
+    classified = discovery.classify(
+        logdir,
+        layout=options.layout,
+        flat=options.flat,
+        skip_orphans=options.skip_orphans,
+        known_heads={**nested_heads, **known_heads},
+        remote=remote,
+    )
+    classification = discovery.select_shard(
+        discovery.filter_runs(classified, options.runs), options.shard
     )
     summary = Summary(
         logdir=classification.logdir,
         store=store_display(url),
         dry_run=options.dry_run,
         runs=len(classification.runs),
+        shard=None if options.shard is None else str(options.shard),
+        runs_in_logdir=len(classified.runs),
         files_total=len(classification.files),
         orphans=list(classification.orphans),
         orphans_skipped=options.skip_orphans,
@@ -230,6 +235,9 @@ def _convert_into(
                     job.run(prune=not options.runs)
                 if heads is not None:
                     with writer.transaction():
+                        # The shards of one logdir (--shard) each save every file's head:
+                        # one after the other, so none deletes rows another is inserting.
+                        writer.lock_runs(_HEADS_LOCK_SOURCE, [_HEADS_LOCK_RUN])
                         save_file_heads(writer.statements, origin.source, heads)
             finally:
                 writer.close()

@@ -15,7 +15,7 @@ from tbconvert.reading.records import Damage
 EXIT_OK = 0
 EXIT_DAMAGED = 3
 # Figures of the logdir itself, not of what a pass did: a later pass's replace an earlier's.
-_LATEST = frozenset({"runs", "contexts", "logdir", "store", "dry_run"})
+_LATEST = frozenset({"runs", "runs_in_logdir", "contexts", "logdir", "store", "dry_run"})
 
 
 def _flatten(counts: dict[str, dict[str, int]]) -> dict[tuple[str, str], int]:
@@ -43,6 +43,9 @@ class Summary:
     store: str
     dry_run: bool = False
     runs: int = 0
+    # ``--shard K/N``: which shard ran (``runs`` are its runs), of how many runs in the logdir.
+    shard: str | None = None
+    runs_in_logdir: int = 0
     runs_created: int = 0
     runs_extended: int = 0
     contexts: int = 0
@@ -145,6 +148,7 @@ class Summary:
                 "created": self.runs_created,
                 "extended": self.runs_extended,
             },
+            "shard": self._shard_dict(),
             "contexts": self.contexts,
             "series": {"created": self.series_created, "extended": self.series_extended},
             "points": dict(sorted(self.points.items())),
@@ -180,6 +184,18 @@ class Summary:
             "passes": self.passes,
             "stopped": self.stopped,
             "exit_code": self.exit_code,
+        }
+
+    def _shard_dict(self) -> dict[str, Any] | None:
+        """``--shard``: which one, and how many of the logdir's runs it took (``runs``)."""
+        if self.shard is None:
+            return None
+        index, count = self.shard.split("/")
+        return {
+            "index": int(index),
+            "count": int(count),
+            "runs": self.runs,
+            "runs_in_logdir": self.runs_in_logdir,
         }
 
     def to_json(self) -> str:

@@ -95,7 +95,8 @@ def plan_moves(
     """The files of other sources nested with this logdir that this conversion takes over:
     those of its logdir now (filed as it classifies them) and, when it converts the ``whole``
     logdir (no ``--run``), those no longer there whose run lies inside it (filed by their run's
-    path, to be marked gone as this conversion's own)."""
+    path, to be marked gone as this conversion's own; with ``--shard``, of this shard's runs
+    only)."""
     present = {file.rel_path: file for file in classification.files}
     left_out = set(classification.orphans)  # kept unconverted (--skip-orphans)
     moves = []
@@ -108,8 +109,10 @@ def plan_moves(
             now = present.get(mapped)
             if now is not None:
                 run_path, context = now.run_path, now.context
-            elif whole and mapped not in left_out:
+            elif whole and mapped not in left_out and mapped not in classification.elsewhere:
                 run_path, context = nested.mapped(held.run_path) or "", held.context
+                if not classification.owns(run_path):
+                    continue  # another shard's (--shard) to take over
             else:
                 continue  # left out of this conversion
             if run_path:

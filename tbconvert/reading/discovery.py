@@ -16,6 +16,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from tbconvert.filters import Shard
 from tbconvert.reading.first_record import first_tags, first_tags_in
 from tbconvert.reading.layouts import LAYOUTS, PARAMS_SIDECARS, auto_owners
 from tbconvert.reading.remote import fetch_heads
@@ -34,6 +35,7 @@ __all__ = [
     "classify",
     "filter_runs",
     "is_event_file",
+    "select_shard",
 ]
 
 
@@ -84,6 +86,15 @@ class Classification:
     # Remote logdirs: how this pass reads them (storage options, the heads read once), for
     # the planner and the readers.
     remote: RemoteReads = field(default_factory=RemoteReads, compare=False, repr=False)
+    # ``--shard``: the share of the logdir's runs kept (:func:`select_shard`), and the event
+    # files of the runs other shards own, which are there though not converted here.
+    shard: Shard | None = None
+    elsewhere: frozenset[str] = field(default_factory=frozenset, compare=False, repr=False)
+    runs_in_logdir: int | None = None
+
+    def owns(self, run_path: str) -> bool:
+        """True when the run ``run_path`` is this conversion's to change (its shard's)."""
+        return self.shard is None or self.shard.owns(run_path)
 
     @property
     def files(self) -> tuple[EventFileSource, ...]:
@@ -346,3 +357,34 @@ def filter_runs(classification: Classification, run_globs: Sequence[str]) -> Cla
         if any(fnmatch.fnmatchcase(run.run_path, pattern) for pattern in run_globs)
     )
     return replace(classification, runs=kept)
+
+
+def select_shard(classification: Classification, shard: Shard | None) -> Classification:
+    """Keep only the runs of ``shard`` (all of them for None).
+
+    Orphans go with the run of their directory (``.`` for the logdir's root), kept or
+    skipped; the files of the other shards' runs are listed in ``elsewhere``, so that this
+    shard neither takes them for gone nor takes them over.
+    """
+    if shard is None:
+        return classification
+    runs: list[RunSource] = []
+    others: list[RunSource] = []
+    for run in classification.runs:
+        (runs if shard.owns(run.run_path) else others).append(run)
+    orphans = [path for path in classification.orphans if shard.owns(orphan_run_path(path))]
+    elsewhere = {source.rel_path for run in others for source in run.files}
+    elsewhere.update(set(classification.orphans) - set(orphans))
+    return replace(
+        classification,
+        runs=tuple(runs),
+        orphans=tuple(orphans),
+        shard=shard,
+        elsewhere=frozenset(elsewhere),
+        runs_in_logdir=len(classification.runs),
+    )
+
+
+def orphan_run_path(path: str) -> str:
+    """The run an orphan event file is kept as: its directory (``.`` for the logdir)."""
+    return posixpath.dirname(path) or "."

@@ -27,7 +27,8 @@ _SERIES_OF_FILE = (
     "AND f.context_id = s.context_id WHERE f.id = :file_id"
 )
 _FILES_OF_SOURCE = (
-    "SELECT f.id, f.path, f.status FROM event_files AS f JOIN runs AS r ON r.id = f.run_id "
+    "SELECT f.id, f.path, f.status, r.run_path FROM event_files AS f "
+    "JOIN runs AS r ON r.id = f.run_id "
     "WHERE r.source = :source AND f.status <> 'gone' ORDER BY f.id"
 )
 
@@ -110,10 +111,11 @@ class FileStates:
         """Every stored file state of one source, keyed by its path relative to the logdir."""
         return select_file_states(self._conn, source)
 
-    def of_source(self, source: str) -> list[tuple[int, str, str]]:
-        """(file id, path, status) of every file not yet marked gone, for one source."""
+    def of_source(self, source: str) -> list[tuple[int, str, str, str]]:
+        """(file id, path, status, run path) of every file not yet marked gone, for one
+        source."""
         rows = self._statements.all(_FILES_OF_SOURCE, {"source": source})
-        return [(row[0], row[1], row[2]) for row in rows]
+        return [(row[0], row[1], row[2], row[3]) for row in rows]
 
     def mark_gone(self, file_ids: Sequence[int]) -> None:
         """Mark files that disappeared from the logdir; their points stay."""
