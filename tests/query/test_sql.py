@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+import tbconvert
 from tbconvert.errors import StoreError, UsageError
 from tbconvert.query.sql import RefusedStatement, run_read_only, statement_words
+from tests.support.pgserver import PostgresServer
 from tests.support.snapshots import is_server, query_rows, view_rows
 
 
@@ -190,18 +192,20 @@ def test_reading_pragmas_and_describing_ones_run(store: Any, store_path: str) ->
     assert run_read_only(store, function).rows == query_rows(store_path, function)
 
 
-def test_server_values_become_plain(store: Any, store_path: str) -> None:
-    if not is_server(store_path):
-        pytest.skip("numeric, date and timestamp columns are PostgreSQL's")
-    sql = (
-        "SELECT 2::numeric AS whole, 1.5::numeric AS part, 'NaN'::float8 AS nan, "
-        "date '2026-01-02' AS day, timestamp '2026-01-02 03:04:05' AS at, "
-        "'\\x00ff'::bytea AS data, count(*) AS runs FROM v_runs"
-    )
-    ((whole, part, nan, day, at, data, runs),) = run_read_only(store, sql).rows
+def test_server_values_become_plain(pg_server: PostgresServer) -> None:
+    """Numeric, date, timestamp and bytea columns exist on PostgreSQL only: a store of its own
+    there, whichever backend the module's store is on."""
+    url = pg_server.new_database("plain_values")
+    with tbconvert.open_store(url, upgrade=True) as store:
+        sql = (
+            "SELECT 2::numeric AS whole, 1.5::numeric AS part, 'NaN'::float8 AS nan, "
+            "date '2026-01-02' AS day, timestamp '2026-01-02 03:04:05' AS at, "
+            "'\\x00ff'::bytea AS data, count(*) AS runs FROM v_runs"
+        )
+        ((whole, part, nan, day, at, data, runs),) = run_read_only(store, sql).rows
     assert (whole, part, day, at, data) == (2, 1.5, "2026-01-02", "2026-01-02T03:04:05", b"\0\xff")
     assert type(whole) is int and math.isnan(nan)
-    assert runs == query_rows(store_path, "SELECT count(*) FROM v_runs")[0][0]
+    assert runs == query_rows(url, "SELECT count(*) FROM v_runs")[0][0] == 0
 
 
 def test_the_python_api_page_example_runs(store: Any, capsys: pytest.CaptureFixture[str]) -> None:
