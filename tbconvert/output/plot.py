@@ -301,7 +301,15 @@ def grouped_lines(
         center = statistics.median if aggregate == "median" else statistics.mean
         band = statistics.band(kind, center)
         lines.append(
-            PlotLine(tag, f"{label} ({runs} runs)", statistics.steps, center, band, context, group)
+            PlotLine(
+                tag,
+                f"{label} ({_count(runs, 'run')})",
+                statistics.steps,
+                center,
+                band,
+                context,
+                group,
+            )
         )
     return lines
 
@@ -348,3 +356,8 @@ def _draw(figure_class: Any, lines: list[PlotLine], x: str, smoothing: float, lo
     if x == "wall":
         figure.autofmt_xdate()
     return figure
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 run``, ``2 runs``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -15,6 +15,7 @@ from tbconvert import convert, open_store
 from tbconvert.cli import cli
 from tbconvert.output import plot as library
 from tbconvert.query.aggregation import aggregate, t975
+from tbconvert.query.groups import Grouping
 
 pytest.importorskip("matplotlib")
 
@@ -129,3 +130,11 @@ def test_the_report_draws_the_same_groups_with_their_bands(sweep: str, tmp_path:
     # Labels name what tells the groups apart (seed is aggregated over, nothing else is fixed).
     for lr, opt in itertools.product([0.1, 0.01, 0.003], ["sgd", "adam"]):
         assert f"lr={lr}, opt={opt} (4 runs)" in charts
+
+
+def test_a_group_of_one_run_is_labelled_in_the_singular(sweep: str) -> None:
+    with open_store(sweep) as store:
+        curves = library.select_curves(store, tag="loss")
+        one_group_a_run = Grouping(by=("run:(.*)",))
+        lines = library.grouped_lines(store, curves, one_group_a_run, None, 0.0, "mean", "std")
+    assert lines and all(line.label.endswith(" (1 run)") for line in lines)
