@@ -1,0 +1,178 @@
+"""Reading a store's point tables in batches for ``export dataset``: rows as Arrow tables
+with the columns of the public views, each with the bucket of its run.
+
+Rows come from the driver's own cursor (``fetchmany`` on SQLite, a server-side cursor on
+PostgreSQL), a batch at a time, so memory stays bounded whatever the store's size; the
+names of a row's run, context and series are added by array look-ups, not joins, so that
+the database only walks one table.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+# Per point table: its own columns as the view shows them (with their Arrow types), and
+# whether they end with the data of a blob.  Tensors also carry their series' plugin.
+POINT_TABLES: dict[str, tuple[tuple[tuple[str, str], ...], bool]] = {
+    "scalars": ((("step", "int64"), ("wall_time", "float64"), ("value", "float64")), False),
+    "texts": (
+        (("step", "int64"), ("wall_time", "float64"), ("idx", "int64"), ("value", "string")),
+        False,
+    ),
+    "histograms": (
+        (
+            ("step", "int64"),
+            ("wall_time", "float64"),
+            ("count", "float64"),
+            ("min", "float64"),
+            ("max", "float64"),
+            ("buckets", "string"),
+        ),
+        False,
+    ),
+    "images": (
+        (
+            ("step", "int64"),
+            ("wall_time", "float64"),
+            ("idx", "int64"),
+            ("format", "string"),
+            ("width", "int64"),
+            ("height", "int64"),
+        ),
+        True,
+    ),
+    "audio": (
+        (("step", "int64"), ("wall_time", "float64"), ("idx", "int64"), ("sample_rate", "float64")),
+        True,
+    ),
+    "tensors": (
+        (("step", "int64"), ("wall_time", "float64"), ("dtype", "string"), ("shape", "string")),
+        True,
+    ),
+}
+# Rows per fetch: scalars are small; a blob table's rows may hold megabytes each.
+FETCH_ROWS = {"scalars": 65536, "texts": 8192, "histograms": 8192}
+BLOB_FETCH_ROWS = 64
+
+
+def bucket_of(run_path: str, buckets: int) -> int:
+    """The partition of a run: a hash of its path, the same whatever order runs come in."""
+    return zlib.crc32(run_path.encode("utf-8")) % buckets
+
+
+@dataclass
+class SeriesIndex:
+    """Every series of the store, looked up by id: its run, context, tag, plugin, bucket."""
+
+    position: Any  # numpy: series id -> row in the arrays below (-1: none)
+    bucket: Any  # numpy: series id -> bucket
+    names: Any  # pyarrow Table: run_id, run_path, context, tag, plugin (one row per series)
+    by_owner: dict[tuple[int, int], list[int]]  # (run_id, context_id) -> series ids
+
+
+def read_series(conn: Connection, buckets: int) -> SeriesIndex:
+    """Index the store's series (one small query)."""
+    import numpy as np
+    import pyarrow as pa
+
+    found = conn.exec_driver_sql(
+        "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin, s.context_id "
+        "FROM series AS s JOIN runs AS r ON r.id = s.run_id "
+        "JOIN contexts AS c ON c.id = s.context_id ORDER BY s.id"
+    ).all()
+    top = max((row[0] for row in found), default=0) + 1
+    position = np.full(top, -1, dtype=np.int64)
+    bucket = np.zeros(top, dtype=np.int64)
+    by_owner: dict[tuple[int, int], list[int]] = {}
+    for index, (series_id, run_id, run_path, _, _, _, context_id) in enumerate(found):
+        position[series_id] = index
+        bucket[series_id] = bucket_of(run_path, buckets)
+        by_owner.setdefault((run_id, context_id), []).append(series_id)
+    columns = list(zip(*found, strict=True)) if found else [()] * 7
+    names = pa.table(
+        {
+            "run_id": pa.array(columns[1], pa.int64()),
+            "run_path": pa.array(columns[2], pa.string()),
+            "context": pa.array(columns[3], pa.string()),
+            "tag": pa.array(columns[4], pa.string()),
+            "plugin": pa.array(columns[5], pa.string()),
+        }
+    )
+    return SeriesIndex(position, bucket, names, by_owner)
+
+
+def schema_of(table: str) -> Any:
+    """The Arrow schema of a point table's dataset files: the view's columns."""
+    import pyarrow as pa
+
+    own, blob = POINT_TABLES[table]
+    fields = [("run_id", pa.int64()), ("run_path", pa.string()), ("context", pa.string())]
+    fields.append(("tag", pa.string()))
+    if table == "tensors":
+        fields.append(("plugin", pa.string()))
+    fields += [(name, pa.type_for_alias(kind)) for name, kind in own]
+    if blob:
+        fields.append(("data", pa.binary()))
+    return pa.schema(fields)
+
+
+def _select(table: str, where: str) -> str:
+    own, blob = POINT_TABLES[table]
+    columns = ", ".join(f"p.{name}" for name, _ in own)
+    join = " JOIN blobs AS b ON b.id = p.blob_id" if blob else ""
+    data = ", b.data" if blob else ""
+    return (
+        f"SELECT p.series_id, p.file_id, p.record_offset, {columns}{data} "
+        f"FROM {table} AS p{join}{where}"
+    )
+
+
+def fetch_batches(
+    conn: Connection, table: str, where: str = "", parameters: Sequence[Any] = ()
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of ``SELECT series_id, file_id, record_offset, <view columns>`` over a point
+    table (``where`` with ``?`` placeholders), a batch at a time, through the driver."""
+    sql = _select(table, where)
+    raw: Any = conn.connection.driver_connection
+    postgres = conn.dialect.name == "postgresql"
+    if postgres:
+        sql = sql.replace("?", "%s")
+        cursor = raw.cursor(name=f"tbconvert_dataset_{table}")  # server-side
+    else:
+        cursor = raw.cursor()
+    size = FETCH_ROWS.get(table, BLOB_FETCH_ROWS)
+    try:
+        cursor.execute(sql, tuple(parameters))
+        while True:
+            rows = cursor.fetchmany(size)
+            if not rows:
+                return
+            yield rows
+    finally:
+        cursor.close()
+
+
+def to_arrow(table: str, rows: list[tuple[Any, ...]], index: SeriesIndex) -> tuple[Any, Any]:
+    """A batch as (an Arrow table of the view's columns, and per row: series id, file id,
+    record offset as NumPy arrays stacked in one 3 x n array)."""
+    import numpy as np
+    import pyarrow as pa
+
+    columns = list(zip(*rows, strict=True))
+    keys = np.array(columns[:3], dtype=np.int64)
+    names = index.names.take(pa.array(index.position[keys[0]]))
+    schema = schema_of(table)
+    arrays = [names.column(name) for name in ("run_id", "run_path", "context", "tag")]
+    if table == "tensors":
+        arrays.append(names.column("plugin"))
+    start = len(arrays)
+    arrays += [
+        pa.array(values, type=schema.field(start + offset).type)
+        for offset, values in enumerate(columns[3:])
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema), keys
