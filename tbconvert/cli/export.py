@@ -120,8 +120,13 @@ def export_command(
     views' columns, partitioned as bucket=NN; run it again to add only what is new.
     """
     if kind == "dataset":
+        chosen = run_globs or tag_globs or context_globs or wide or group_by or aggregate_over
+        if chosen or fmt or metrics:
+            raise click.UsageError("export dataset takes the whole store: leave out filters")
         _export_dataset(store, output, buckets, storage_options, quiet)
         return
+    if buckets is not None or storage_options:
+        raise click.UsageError("--buckets and --storage-option are for export dataset")
     from tbconvert.output import export
 
     def write(opened: Any) -> int:
@@ -153,19 +158,6 @@ def export_command(
 
 @cli.command("datasette-metadata", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
 @store_option
-@click.option(
-    "--buckets",
-    type=click.IntRange(min=1),
-    help="dataset: the partitions of a new dataset's point tables [default: from its size].",
-)
-@click.option(
-    "--storage-option",
-    "storage_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="dataset: an option of the -o URL's file system, as fsspec takes it (repeatable).",
-)
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
 @click.option(
     "-o",
     "--output",

@@ -29,6 +29,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -169,7 +170,7 @@ def export_dataset(
     if manifest is not None:
         files.finish_pending(manifest, mark)
     files.clear_temporary()
-    with store.snapshot(), store.connect() as conn:
+    with store.snapshot(), store.connect() as conn, _small_page_cache(conn):
         marks = _file_marks(conn)
         if manifest is None:
             manifest = Manifest(buckets=_bucket_count(conn, buckets))
@@ -186,6 +187,21 @@ def export_dataset(
     update.commit(mark)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+@contextmanager
+def _small_page_cache(conn: Connection) -> Iterator[None]:
+    # A scan reads each page once: the writer's large SQLite page cache would only add its
+    # size to the peak memory.
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    previous = conn.exec_driver_sql("PRAGMA cache_size").scalar_one()
+    conn.exec_driver_sql("PRAGMA cache_size = -2048")
+    try:
+        yield
+    finally:
+        conn.exec_driver_sql(f"PRAGMA cache_size = {int(previous)}")
 
 
 def _require_pyarrow() -> None:
@@ -312,9 +328,10 @@ class _Update:
                     marks = ", ".join("?" * len(owned))
                     where = f" WHERE p.series_id IN ({marks}) AND p.file_id = ?"
                     queries.append((where + " AND p.record_offset >= ?", [*owned, file_id, offset]))
+        origin = bool(self.grown)  # a rewrite alone needs no file or offset
         for where, parameters in queries:
-            for rows in fetch_batches(conn, table, where, parameters):
-                yield to_arrow(table, rows, index)
+            for rows in fetch_batches(conn, table, where, parameters, origin):
+                yield to_arrow(table, rows, index, origin)
 
     def write_whole_tables(self, conn: Connection) -> None:
         """Write runs, params and series again where their content changed."""

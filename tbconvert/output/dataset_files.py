@@ -15,8 +15,8 @@ from typing import Any
 
 from tbconvert.output.dataset_manifest import TEMPORARY, DatasetFiles
 
-ROW_GROUP_BYTES = 16 << 20
-BUFFER_BUDGET_BYTES = 64 << 20
+ROW_GROUP_BYTES = 8 << 20
+BUFFER_BUDGET_BYTES = 32 << 20
 FILE_BYTES = 256 << 20
 
 
@@ -100,7 +100,7 @@ class TableWriter:
         where = self.files.path(TEMPORARY, name)
         self.files.fs.makedirs(posixpath.dirname(where), exist_ok=True)
         handle = self.files.fs.open(where, "wb")
-        writer = pq.ParquetWriter(handle, self.schema, compression="zstd")
+        writer = pq.ParquetWriter(handle, self.schema, compression="zstd", store_schema=False)
         names.append(name)
         opened = self._open[partition] = _Open(writer, handle, name)
         return opened

@@ -56,7 +56,7 @@ POINT_TABLES: dict[str, tuple[tuple[tuple[str, str], ...], bool]] = {
     ),
 }
 # Rows per fetch: scalars are small; a blob table's rows may hold megabytes each.
-FETCH_ROWS = {"scalars": 65536, "texts": 8192, "histograms": 8192}
+FETCH_ROWS = {"scalars": 32768, "texts": 4096, "histograms": 4096}
 BLOB_FETCH_ROWS = 64
 
 
@@ -107,37 +107,42 @@ def read_series(conn: Connection, buckets: int) -> SeriesIndex:
 
 
 def schema_of(table: str) -> Any:
-    """The Arrow schema of a point table's dataset files: the view's columns."""
+    """The Arrow schema of a point table's dataset files: the view's columns.  Names are
+    dictionary-encoded in memory (a batch holds each run's path once); the files do not store
+    the Arrow schema, so that engines read them back as plain strings."""
     import pyarrow as pa
 
     own, blob = POINT_TABLES[table]
-    fields = [("run_id", pa.int64()), ("run_path", pa.string()), ("context", pa.string())]
-    fields.append(("tag", pa.string()))
+    names = pa.dictionary(pa.int32(), pa.string())
+    fields = [("run_id", pa.int64()), ("run_path", names), ("context", names), ("tag", names)]
     if table == "tensors":
-        fields.append(("plugin", pa.string()))
+        fields.append(("plugin", names))
     fields += [(name, pa.type_for_alias(kind)) for name, kind in own]
     if blob:
         fields.append(("data", pa.binary()))
     return pa.schema(fields)
 
 
-def _select(table: str, where: str) -> str:
+def _select(table: str, where: str, origin: bool) -> str:
     own, blob = POINT_TABLES[table]
+    keys = "p.series_id, p.file_id, p.record_offset" if origin else "p.series_id"
     columns = ", ".join(f"p.{name}" for name, _ in own)
     join = " JOIN blobs AS b ON b.id = p.blob_id" if blob else ""
     data = ", b.data" if blob else ""
-    return (
-        f"SELECT p.series_id, p.file_id, p.record_offset, {columns}{data} "
-        f"FROM {table} AS p{join}{where}"
-    )
+    return f"SELECT {keys}, {columns}{data} FROM {table} AS p{join}{where}"
 
 
 def fetch_batches(
-    conn: Connection, table: str, where: str = "", parameters: Sequence[Any] = ()
+    conn: Connection,
+    table: str,
+    where: str = "",
+    parameters: Sequence[Any] = (),
+    origin: bool = True,
 ) -> Iterator[list[tuple[Any, ...]]]:
     """The rows of ``SELECT series_id, file_id, record_offset, <view columns>`` over a point
-    table (``where`` with ``?`` placeholders), a batch at a time, through the driver."""
-    sql = _select(table, where)
+    table (``where`` with ``?`` placeholders), a batch at a time, through the driver;
+    without ``origin``, without the file and offset (fewer columns are read faster)."""
+    sql = _select(table, where, origin)
     raw: Any = conn.connection.driver_connection
     postgres = conn.dialect.name == "postgresql"
     if postgres:
@@ -157,19 +162,25 @@ def fetch_batches(
         cursor.close()
 
 
-def to_arrow(table: str, rows: list[tuple[Any, ...]], index: SeriesIndex) -> tuple[Any, Any]:
+def to_arrow(
+    table: str, rows: list[tuple[Any, ...]], index: SeriesIndex, origin: bool = True
+) -> tuple[Any, Any]:
     """A batch as (an Arrow table of the view's columns, and per row: series id, file id,
-    record offset as NumPy arrays stacked in one 3 x n array)."""
+    record offset as NumPy arrays stacked in one 3 x n array; zeros for the two last
+    without ``origin``)."""
     import numpy as np
     import pyarrow as pa
 
     columns = list(zip(*rows, strict=True))
+    if not origin:
+        columns[1:1] = [(0,) * len(rows)] * 2
     keys = np.array(columns[:3], dtype=np.int64)
-    names = index.names.take(pa.array(index.position[keys[0]]))
+    positions = pa.array(index.position[keys[0]].astype(np.int32))
     schema = schema_of(table)
-    arrays = [names.column(name) for name in ("run_id", "run_path", "context", "tag")]
-    if table == "tensors":
-        arrays.append(names.column("plugin"))
+    arrays = [index.names.column("run_id").take(positions)]
+    for name in ("run_path", "context", "tag", "plugin")[: 4 if table == "tensors" else 3]:
+        dictionary = index.names.column(name).combine_chunks()
+        arrays.append(pa.DictionaryArray.from_arrays(positions, dictionary))
     start = len(arrays)
     arrays += [
         pa.array(values, type=schema.field(start + offset).type)
