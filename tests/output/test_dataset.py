@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from tests.support.eventfiles import append_events, scalar_events, write_events
 from tests.support.snapshots import StoreFactory, query_rows
 
 pa_dataset = pytest.importorskip("pyarrow.dataset")
+
+COOKBOOK = Path(__file__).resolve().parents[2] / "docs" / "cookbook.md"
 
 W0 = 1_795_400_000.0
 RUNS = ("sweep/a", "sweep/b", "sweep/c", "solo")
@@ -333,3 +336,32 @@ def test_the_command_refuses_stdout_and_other_buckets(filled: str, tmp_path: Pat
         cli, ["export", "dataset", "--store", filled, "-o", target, "--buckets", "7"]
     )
     assert other.exit_code == 2 and "buckets" in other.stderr
+
+
+def cookbook_blocks() -> list[str]:
+    """The Python blocks of the cookbook's section on the dataset."""
+    body = COOKBOOK.read_text(encoding="utf-8").split("## The Parquet dataset", 1)[1]
+    return re.findall(r"```python\n(.*?)```", body, re.DOTALL)
+
+
+def test_the_cookbook_has_four_readers() -> None:
+    assert len(cookbook_blocks()) == 4
+
+
+@pytest.mark.parametrize("number", range(4))
+def test_the_cookbook_reads_the_dataset(number: int, filled: str, tmp_path: Path) -> None:
+    block = cookbook_blocks()[number]
+    for module in ("duckdb", "polars"):
+        if f"import {module}" in block:
+            pytest.importorskip(module)
+    export(filled, tmp_path / "d", buckets=2)
+    namespace: dict[str, Any] = {"DATASET": str(tmp_path / "d")}
+    exec(block, namespace)
+    losses = query_rows(filled, "SELECT run_path FROM v_scalars WHERE tag = 'loss'")
+    found = {
+        0: lambda: len(namespace["curves"]) == len(losses),
+        1: lambda: [row[0] for row in namespace["rows"]] == sorted({r[0] for r in losses}),
+        2: lambda: sum(namespace["counts"]["points"]) == len(store_rows(filled, "scalars")),
+        3: lambda: namespace["runs"].num_rows == len(store_rows(filled, "runs")),
+    }[number]()
+    assert found
