@@ -218,7 +218,7 @@ def _export_dataset(
     rate = rows / summary.seconds if summary.seconds else 0.0
     click.echo(
         f"{rows} rows in {summary.files_written} new files written to {output} "
-        f"({summary.files_deleted} replaced files deleted, {summary.buckets} buckets, "
+        f"({summary.files_deleted} replaced files deleted, buckets: {summary.buckets}, "
         f"{summary.seconds:.1f} s, {rate:,.0f} rows/s)",
         err=True,
     )

@@ -39,6 +39,7 @@ from tbconvert.output.dataset_manifest import DatasetFiles, FileMark, Manifest
 from tbconvert.output.dataset_reads import (
     POINT_TABLES,
     SeriesIndex,
+    arrow_column,
     bucket_of,
     fetch_batches,
     read_series,
@@ -348,7 +349,7 @@ class _Update:
             writer = TableWriter(self.files, table, schema, self.generation)
             for rows in _view_batches(conn, view, order):
                 columns = list(zip(*rows, strict=True))
-                arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+                arrays = [arrow_column(c, f.type) for c, f in zip(columns, schema, strict=True)]
                 writer.add("", pa.Table.from_arrays(arrays, schema=schema))
             written = writer.close()
             self.new_files[table] = written or {"": []}

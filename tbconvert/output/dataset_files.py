@@ -15,8 +15,8 @@ from typing import Any
 
 from tbconvert.output.dataset_manifest import TEMPORARY, DatasetFiles
 
-ROW_GROUP_BYTES = 8 << 20
-BUFFER_BUDGET_BYTES = 32 << 20
+ROW_GROUP_BYTES = 6 << 20
+BUFFER_BUDGET_BYTES = 24 << 20
 FILE_BYTES = 256 << 20
 
 

@@ -56,8 +56,19 @@ POINT_TABLES: dict[str, tuple[tuple[tuple[str, str], ...], bool]] = {
     ),
 }
 # Rows per fetch: scalars are small; a blob table's rows may hold megabytes each.
-FETCH_ROWS = {"scalars": 32768, "texts": 4096, "histograms": 4096}
+FETCH_ROWS = {"scalars": 16384, "texts": 4096, "histograms": 4096}
 BLOB_FETCH_ROWS = 64
+
+
+def arrow_column(values: Sequence[Any], kind: Any) -> Any:
+    """An Arrow array of Python values (None is null), through a NumPy object array, which
+    pyarrow converts about three times faster than the list or tuple itself."""
+    import numpy as np
+    import pyarrow as pa
+
+    objects = np.empty(len(values), dtype=object)
+    objects[:] = values
+    return pa.array(objects, type=kind)
 
 
 def bucket_of(run_path: str, buckets: int) -> int:
@@ -96,11 +107,11 @@ def read_series(conn: Connection, buckets: int) -> SeriesIndex:
     columns = list(zip(*found, strict=True)) if found else [()] * 7
     names = pa.table(
         {
-            "run_id": pa.array(columns[1], pa.int64()),
-            "run_path": pa.array(columns[2], pa.string()),
-            "context": pa.array(columns[3], pa.string()),
-            "tag": pa.array(columns[4], pa.string()),
-            "plugin": pa.array(columns[5], pa.string()),
+            "run_id": arrow_column(columns[1], pa.int64()),
+            "run_path": arrow_column(columns[2], pa.string()),
+            "context": arrow_column(columns[3], pa.string()),
+            "tag": arrow_column(columns[4], pa.string()),
+            "plugin": arrow_column(columns[5], pa.string()),
         }
     )
     return SeriesIndex(position, bucket, names, by_owner)
@@ -175,7 +186,7 @@ def to_arrow(
     if not origin:
         columns[1:1] = [(0,) * len(rows)] * 2
     keys = np.array(columns[:3], dtype=np.int64)
-    positions = pa.array(index.position[keys[0]].astype(np.int32))
+    positions = pa.array(index.position[keys[0]].astype(np.int32), type=pa.int32())
     schema = schema_of(table)
     arrays = [index.names.column("run_id").take(positions)]
     for name in ("run_path", "context", "tag", "plugin")[: 4 if table == "tensors" else 3]:
@@ -183,7 +194,7 @@ def to_arrow(
         arrays.append(pa.DictionaryArray.from_arrays(positions, dictionary))
     start = len(arrays)
     arrays += [
-        pa.array(values, type=schema.field(start + offset).type)
+        arrow_column(values, schema.field(start + offset).type)
         for offset, values in enumerate(columns[3:])
     ]
     return pa.Table.from_arrays(arrays, schema=schema), keys
