@@ -34,10 +34,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tbconvert.errors import ConverterError, MissingDependency, UsageError, install_hint
-from tbconvert.output.dataset_files import TableWriter
+from tbconvert.output.dataset_files import TableWriter, bucket_number, partition_name, route
 from tbconvert.output.dataset_manifest import DatasetFiles, FileMark, Manifest
 from tbconvert.output.dataset_reads import (
     POINT_TABLES,
+    WHOLE_TABLES,
+    RowsToWrite,
     SeriesIndex,
     arrow_column,
     bucket_of,
@@ -45,6 +47,8 @@ from tbconvert.output.dataset_reads import (
     read_series,
     schema_of,
     to_arrow,
+    view_batches,
+    whole_schema,
 )
 
 if TYPE_CHECKING:
@@ -56,56 +60,6 @@ POINTS_PER_BUCKET = 16_000_000
 MAX_BUCKETS = 256
 # Above this many grown files, one scan of each table beats a query per file.
 QUERIES_PER_FILE = 256
-# The whole tables: the view, its order (for the digest), and its columns' Arrow types.
-WHOLE_TABLES: dict[str, tuple[str, str, tuple[tuple[str, str], ...]]] = {
-    "runs": (
-        "v_runs",
-        "run_id",
-        (
-            ("run_id", "int64"),
-            ("logdir", "string"),
-            ("run_path", "string"),
-            ("group_path", "string"),
-            ("name", "string"),
-            ("first_wall_time", "float64"),
-            ("last_wall_time", "float64"),
-            ("source", "string"),
-            ("host", "string"),
-        ),
-    ),
-    "params": (
-        "v_params",
-        "run_id, context, key, value",
-        (
-            ("run_id", "int64"),
-            ("run_path", "string"),
-            ("context", "string"),
-            ("key", "string"),
-            ("value", "string"),
-            ("value_num", "float64"),
-            ("value_type", "string"),
-        ),
-    ),
-    "series": (
-        "v_series",
-        "run_id, context, tag, plugin",
-        (
-            ("run_id", "int64"),
-            ("run_path", "string"),
-            ("context", "string"),
-            ("tag", "string"),
-            ("plugin", "string"),
-            ("points", "int64"),
-            ("first_step", "int64"),
-            ("last_step", "int64"),
-            ("first_wall_time", "float64"),
-            ("last_wall_time", "float64"),
-            ("last_value", "float64"),
-            ("min_value", "float64"),
-            ("max_value", "float64"),
-        ),
-    ),
-}
 Step = Callable[[str], None]
 
 
@@ -159,7 +113,26 @@ def export_dataset(
     _require_pyarrow()
     started = time.monotonic()
     files = _open_target(target, storage_options)
-    mark = step or (lambda _name: None)
+    try:
+        summary = _export(store, files, target, buckets, progress, step or (lambda _name: None))
+    except OSError as error:
+        raise ConverterError(
+            f"cannot write the dataset: {error.strerror or error}",
+            path=target,
+            hint="check the space and permissions there; the next run completes the dataset",
+        ) from error
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _export(
+    store: Store,
+    files: DatasetFiles,
+    target: str,
+    buckets: int | None,
+    progress: bool | None,
+    mark: Step,
+) -> DatasetSummary:
     try:
         manifest = files.read_manifest()
     except (ValueError, KeyError, TypeError) as error:
@@ -186,7 +159,6 @@ def export_dataset(
         update.write_whole_tables(conn)
     mark("written")
     update.commit(mark)
-    summary.seconds = time.monotonic() - started
     return summary
 
 
@@ -271,7 +243,7 @@ class _Update:
         self.new_files: dict[str, dict[str, list[str]]] = {}
         self.new_digests: dict[str, str] = {}
         self.schemas = {table: schema_of(table) for table in POINT_TABLES} | {
-            table: _whole_schema(types) for table, (_, _, types) in WHOLE_TABLES.items()
+            table: whole_schema(table) for table in WHOLE_TABLES
         }
 
     def _changes(self) -> tuple[set[int], dict[int, int]]:
@@ -295,21 +267,25 @@ class _Update:
                 dirty.add(bucket_of(before.run_path, buckets))
         if self.manifest.generation == 0:
             dirty = set(range(buckets))
-        return dirty, {f: o for f, o in grown.items() if bucket_of_mark(self, f) not in dirty}
+        return dirty, {
+            file_id: offset
+            for file_id, offset in grown.items()
+            if bucket_of(self.marks[file_id].run_path, buckets) not in dirty
+        }
 
     def write_points(self, conn: Connection) -> None:
         """Write the dirty buckets whole and the grown files' new points, table by table."""
         if not self.dirty and not self.grown:
             return
         index = read_series(conn, self.manifest.buckets)
-        keep = _Keep(index, self.dirty, self.grown)
+        keep = RowsToWrite(index, self.dirty, self.grown)
         with _bar(self.progress) as advance:
             for table in POINT_TABLES:
                 writer = TableWriter(self.files, table, schema_of(table), self.generation)
                 try:
                     for batch, keys in self._batches(conn, table, index):
                         wanted, buckets = keep(keys)
-                        _route(writer, batch, wanted, buckets)
+                        route(writer, batch, wanted, buckets)
                         advance(batch.num_rows)
                 except BaseException:
                     writer.abort()
@@ -336,9 +312,9 @@ class _Update:
 
     def write_whole_tables(self, conn: Connection) -> None:
         """Write runs, params and series again where their content changed."""
-        for table, (view, order, _types) in WHOLE_TABLES.items():
+        for table in WHOLE_TABLES:
             digest = hashlib.sha256()
-            for rows in _view_batches(conn, view, order):
+            for rows in view_batches(conn, table):
                 digest.update(repr(rows).encode("utf-8"))
             self.new_digests[table] = digest.hexdigest()
             if self.manifest.digests.get(table) == self.new_digests[table]:
@@ -347,7 +323,7 @@ class _Update:
 
             schema = self.schemas[table]
             writer = TableWriter(self.files, table, schema, self.generation)
-            for rows in _view_batches(conn, view, order):
+            for rows in view_batches(conn, table):
                 columns = list(zip(*rows, strict=True))
                 arrays = [arrow_column(c, f.type) for c, f in zip(columns, schema, strict=True)]
                 writer.add("", pa.Table.from_arrays(arrays, schema=schema))
@@ -366,7 +342,7 @@ class _Update:
             replaced = table in WHOLE_TABLES
             for partition in {*parts, *(current if replaced else ())} | self._dirty_parts(table):
                 new = parts.get(partition, [])
-                if replaced or _bucket_number(partition) in self.dirty:
+                if replaced or bucket_number(partition) in self.dirty:
                     deletions += current.get(partition, [])
                     current[partition] = list(new)
                 else:
@@ -399,84 +375,6 @@ class _Update:
         if table in WHOLE_TABLES:
             return set()
         return {partition_name(b) for b in self.dirty}
-
-
-def _whole_schema(types: tuple[tuple[str, str], ...]) -> Any:
-    import pyarrow as pa
-
-    return pa.schema([(name, pa.type_for_alias(kind)) for name, kind in types])
-
-
-def bucket_of_mark(update: _Update, file_id: int) -> int:
-    """The bucket of an event file's points, by its run's path."""
-    return bucket_of(update.marks[file_id].run_path, update.manifest.buckets)
-
-
-def partition_name(bucket: int) -> str:
-    """A bucket's directory, ``bucket=NN``."""
-    return f"bucket={bucket:02d}"
-
-
-def _bucket_number(partition: str) -> int:
-    return int(partition.partition("=")[2])
-
-
-class _Keep:
-    """Which rows of a batch the run writes: those of a dirty bucket, and a grown file's
-    points at or after the offset exported before."""
-
-    def __init__(self, index: SeriesIndex, dirty: set[int], grown: dict[int, int]) -> None:
-        import numpy as np
-
-        self.index = index
-        self.dirty = np.zeros(max([*dirty, 0]) + 1, dtype=bool)
-        self.dirty[list(dirty)] = True
-        top = max([*grown, 0]) + 1
-        self.start = np.full(top, np.iinfo(np.int64).max, dtype=np.int64)
-        for file_id, offset in grown.items():
-            self.start[file_id] = offset
-
-    def __call__(self, keys: Any) -> tuple[Any, Any]:
-        import numpy as np
-
-        series_ids, file_ids, offsets = keys
-        buckets = self.index.bucket[series_ids]
-        in_dirty = np.zeros(len(buckets), dtype=bool)
-        known = buckets < len(self.dirty)
-        in_dirty[known] = self.dirty[buckets[known]]
-        start = np.full(len(file_ids), np.iinfo(np.int64).max, dtype=np.int64)
-        listed = file_ids < len(self.start)
-        start[listed] = self.start[file_ids[listed]]
-        return in_dirty | (offsets >= start), buckets
-
-
-def _route(writer: TableWriter, batch: Any, wanted: Any, buckets: Any) -> None:
-    # A batch's rows to their buckets' files, each bucket's rows in their order.
-    import numpy as np
-
-    chosen = np.flatnonzero(wanted)
-    if not len(chosen):
-        return
-    order = chosen[np.argsort(buckets[chosen], kind="stable")]
-    ordered = buckets[order]
-    edges = np.flatnonzero(np.diff(ordered)) + 1
-    for part in np.split(np.arange(len(order)), edges):
-        rows = batch.take(order[part])
-        writer.add(partition_name(int(ordered[part[0]])), rows)
-
-
-def _view_batches(conn: Connection, view: str, order: str) -> Iterator[list[tuple[Any, ...]]]:
-    columns = ", ".join(name for name, _ in WHOLE_TABLES[_table_of(view)][2])
-    result = conn.exec_driver_sql(f"SELECT {columns} FROM {view} ORDER BY {order}")
-    while True:
-        rows = result.fetchmany(8192)
-        if not rows:
-            return
-        yield [tuple(row) for row in rows]
-
-
-def _table_of(view: str) -> str:
-    return next(table for table, (name, _, _) in WHOLE_TABLES.items() if name == view)
 
 
 class _bar:

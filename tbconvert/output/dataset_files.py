@@ -109,3 +109,27 @@ class TableWriter:
         opened = self._open.pop(partition)
         opened.writer.close()
         opened.handle.close()
+
+
+def partition_name(bucket: int) -> str:
+    """A bucket's directory, ``bucket=NN``."""
+    return f"bucket={bucket:02d}"
+
+
+def bucket_number(partition: str) -> int:
+    """The bucket of a partition's directory name."""
+    return int(partition.partition("=")[2])
+
+
+def route(writer: TableWriter, batch: Any, wanted: Any, buckets: Any) -> None:
+    """The ``wanted`` rows of a batch to their buckets' files, each bucket's in their order."""
+    import numpy as np
+
+    chosen = np.flatnonzero(wanted)
+    if not len(chosen):
+        return
+    order = chosen[np.argsort(buckets[chosen], kind="stable")]
+    ordered = buckets[order]
+    edges = np.flatnonzero(np.diff(ordered)) + 1
+    for part in np.split(np.arange(len(order)), edges):
+        writer.add(partition_name(int(ordered[part[0]])), batch.take(order[part]))

@@ -55,6 +55,56 @@ POINT_TABLES: dict[str, tuple[tuple[tuple[str, str], ...], bool]] = {
         True,
     ),
 }
+# The whole tables: the view, its order (for the digest), and its columns' Arrow types.
+WHOLE_TABLES: dict[str, tuple[str, str, tuple[tuple[str, str], ...]]] = {
+    "runs": (
+        "v_runs",
+        "run_id",
+        (
+            ("run_id", "int64"),
+            ("logdir", "string"),
+            ("run_path", "string"),
+            ("group_path", "string"),
+            ("name", "string"),
+            ("first_wall_time", "float64"),
+            ("last_wall_time", "float64"),
+            ("source", "string"),
+            ("host", "string"),
+        ),
+    ),
+    "params": (
+        "v_params",
+        "run_id, context, key, value",
+        (
+            ("run_id", "int64"),
+            ("run_path", "string"),
+            ("context", "string"),
+            ("key", "string"),
+            ("value", "string"),
+            ("value_num", "float64"),
+            ("value_type", "string"),
+        ),
+    ),
+    "series": (
+        "v_series",
+        "run_id, context, tag, plugin",
+        (
+            ("run_id", "int64"),
+            ("run_path", "string"),
+            ("context", "string"),
+            ("tag", "string"),
+            ("plugin", "string"),
+            ("points", "int64"),
+            ("first_step", "int64"),
+            ("last_step", "int64"),
+            ("first_wall_time", "float64"),
+            ("last_wall_time", "float64"),
+            ("last_value", "float64"),
+            ("min_value", "float64"),
+            ("max_value", "float64"),
+        ),
+    ),
+}
 # Rows per fetch: scalars are small; a blob table's rows may hold megabytes each.
 FETCH_ROWS = {"scalars": 16384, "texts": 4096, "histograms": 4096}
 BLOB_FETCH_ROWS = 64
@@ -198,3 +248,53 @@ def to_arrow(
         for offset, values in enumerate(columns[3:])
     ]
     return pa.Table.from_arrays(arrays, schema=schema), keys
+
+
+def whole_schema(table: str) -> Any:
+    """The Arrow schema of a whole table's files (``WHOLE_TABLES``)."""
+    import pyarrow as pa
+
+    return pa.schema([(name, pa.type_for_alias(kind)) for name, kind in WHOLE_TABLES[table][2]])
+
+
+def view_batches(conn: Connection, table: str) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of a whole table's view, in its order, a batch at a time."""
+    view, order, types = WHOLE_TABLES[table]
+    columns = ", ".join(name for name, _ in types)
+    result = conn.exec_driver_sql(f"SELECT {columns} FROM {view} ORDER BY {order}")
+    while True:
+        rows = result.fetchmany(8192)
+        if not rows:
+            return
+        yield [tuple(row) for row in rows]
+
+
+class RowsToWrite:
+    """Which rows of a batch a run writes: those of a bucket rewritten whole, and a grown
+    file's points at or after the offset exported before."""
+
+    def __init__(self, index: SeriesIndex, dirty: set[int], grown: dict[int, int]) -> None:
+        """Mark the buckets to rewrite and the offsets the grown files' new points start at."""
+        import numpy as np
+
+        self.index = index
+        self.dirty = np.zeros(max([*dirty, 0]) + 1, dtype=bool)
+        self.dirty[list(dirty)] = True
+        self.start = np.full(max([*grown, 0]) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+        for file_id, offset in grown.items():
+            self.start[file_id] = offset
+
+    def __call__(self, keys: Any) -> tuple[Any, Any]:
+        """Per row of a batch (``keys``: series ids, file ids, offsets), whether it is
+        written, and its bucket."""
+        import numpy as np
+
+        series_ids, file_ids, offsets = keys
+        buckets = self.index.bucket[series_ids]
+        in_dirty = np.zeros(len(buckets), dtype=bool)
+        known = buckets < len(self.dirty)
+        in_dirty[known] = self.dirty[buckets[known]]
+        start = np.full(len(file_ids), np.iinfo(np.int64).max, dtype=np.int64)
+        listed = file_ids < len(self.start)
+        start[listed] = self.start[file_ids[listed]]
+        return in_dirty | (offsets >= start), buckets
