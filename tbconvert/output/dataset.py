@@ -207,9 +207,15 @@ def _bucket_count(conn: Connection, asked: int | None) -> int:
         if asked < 1:
             raise UsageError(f"--buckets must be at least 1, not {asked}", hint="e.g. 16")
         return asked
-    points = conn.exec_driver_sql("SELECT coalesce(sum(points), 0) FROM series_summaries")
+    found = conn.exec_driver_sql("SELECT coalesce(sum(points), 0) FROM series_summaries")
+    return bucket_count(int(found.scalar_one()))
+
+
+def bucket_count(points: int) -> int:
+    """The buckets of a new dataset of ``points`` points: one per ``POINTS_PER_BUCKET``,
+    rounded up to a power of two, at most ``MAX_BUCKETS``."""
     count = 1
-    while count < MAX_BUCKETS and count * POINTS_PER_BUCKET < int(points.scalar_one()):
+    while count < MAX_BUCKETS and count * POINTS_PER_BUCKET < points:
         count *= 2
     return count
 

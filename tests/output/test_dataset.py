@@ -21,7 +21,7 @@ from tensorboardX import SummaryWriter
 
 from tbconvert import convert, open_store
 from tbconvert.cli import cli
-from tbconvert.output.dataset import DatasetSummary, export_dataset
+from tbconvert.output.dataset import DatasetSummary, bucket_count, export_dataset
 from tests.support.eventfiles import append_events, scalar_events, write_events
 from tests.support.snapshots import StoreFactory, query_rows
 
@@ -165,6 +165,14 @@ def test_a_run_is_in_one_bucket_whatever_the_run_order(filled: str, tmp_path: Pa
 def test_a_small_store_gets_one_bucket(filled: str, tmp_path: Path) -> None:
     export(filled, tmp_path / "d")
     assert [p.name for p in (tmp_path / "d" / "scalars").iterdir()] == ["bucket=00"]
+
+
+@pytest.mark.parametrize(
+    ("points", "buckets"),
+    [(0, 1), (16_000_000, 1), (16_000_001, 2), (20_000_000, 2), (100_000_000, 8), (10**13, 256)],
+)
+def test_a_bucket_per_16m_points_in_a_power_of_two(points: int, buckets: int) -> None:
+    assert bucket_count(points) == buckets
 
 
 def test_duckdb_reads_the_dataset_as_the_views(filled: str, tmp_path: Path) -> None:
