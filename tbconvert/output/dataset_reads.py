@@ -110,15 +110,28 @@ FETCH_ROWS = {"scalars": 16384, "texts": 4096, "histograms": 4096}
 BLOB_FETCH_ROWS = 64
 
 
-def arrow_column(values: Sequence[Any], kind: Any) -> Any:
+def arrow_column(values: Any, kind: Any) -> Any:
     """An Arrow array of Python values (None is null), through a NumPy object array, which
     pyarrow converts about three times faster than the list or tuple itself."""
     import numpy as np
     import pyarrow as pa
 
+    if isinstance(values, np.ndarray):
+        return pa.array(values, type=kind)
     objects = np.empty(len(values), dtype=object)
     objects[:] = values
     return pa.array(objects, type=kind)
+
+
+def _columns(rows: list[tuple[Any, ...]], blob: bool) -> list[Any]:
+    # Rows to columns: NumPy transposes rows of numbers and text twice as fast as zip(*rows);
+    # a blob's bytes stay out of it (NumPy could take a buffer for a dimension).
+    import numpy as np
+
+    if blob:
+        return list(zip(*rows, strict=True))
+    grid = np.array(rows, dtype=object)
+    return [np.ascontiguousarray(grid[:, column]) for column in range(grid.shape[1])]
 
 
 def bucket_of(run_path: str, buckets: int) -> int:
@@ -232,10 +245,12 @@ def to_arrow(
     import numpy as np
     import pyarrow as pa
 
-    columns = list(zip(*rows, strict=True))
-    if not origin:
-        columns[1:1] = [(0,) * len(rows)] * 2
-    keys = np.array(columns[:3], dtype=np.int64)
+    columns = _columns(rows, POINT_TABLES[table][1])
+    width = 3 if origin else 1
+    keys = np.zeros((3, len(rows)), dtype=np.int64)
+    for row, values in enumerate(columns[:width]):
+        keys[row] = np.asarray(values, dtype=np.int64)
+    columns = columns[width:]
     positions = pa.array(index.position[keys[0]].astype(np.int32), type=pa.int32())
     schema = schema_of(table)
     arrays = [index.names.column("run_id").take(positions)]
@@ -245,7 +260,7 @@ def to_arrow(
     start = len(arrays)
     arrays += [
         arrow_column(values, schema.field(start + offset).type)
-        for offset, values in enumerate(columns[3:])
+        for offset, values in enumerate(columns)
     ]
     return pa.Table.from_arrays(arrays, schema=schema), keys
 
