@@ -10,7 +10,7 @@ Layout, below the target directory or URL (any fsspec URL: ``s3://``, ``gs://``,
 A point table's columns are its view's (``v_scalars``: run_id, run_path, context, tag, step,
 wall_time, value; NaN is NULL there as in the view); images, audio and tensors carry their
 blob as the binary column ``data``.  Point tables are Hive-partitioned by ``bucket``, a hash of
-the run's path modulo a number of buckets fixed by the first export (about one per
+the run's source and path modulo a number of buckets fixed by the first export (about one per
 ``POINTS_PER_BUCKET`` points, a power of two): a run's points are in one bucket, the split does
 not depend on the order runs come in, a small store gets one bucket (few files) and a big one
 files of tens to hundreds of MB.  ``runs``, ``params`` and ``series`` are small and written
@@ -222,7 +222,8 @@ def bucket_count(points: int) -> int:
 
 def _file_marks(conn: Connection) -> dict[int, FileMark]:
     found = conn.exec_driver_sql(
-        "SELECT f.id, f.run_id, f.context_id, r.run_path, f.head_digest, f.offset_consumed, "
+        "SELECT f.id, f.run_id, f.context_id, r.source, r.run_path, f.head_digest, "
+        "f.offset_consumed, "
         "f.selection FROM event_files AS f JOIN runs AS r ON r.id = f.run_id"
     )
     return {row[0]: FileMark(*row[1:]) for row in found}
@@ -267,16 +268,16 @@ class _Update:
                 if now.offset > before.offset:
                     grown[file_id] = before.offset
             else:
-                dirty |= {bucket_of(before.run_path, buckets), bucket_of(now.run_path, buckets)}
+                dirty |= {_bucket(before, buckets), _bucket(now, buckets)}
         for file_id, before in self.manifest.marks.items():
             if file_id not in self.marks:
-                dirty.add(bucket_of(before.run_path, buckets))
+                dirty.add(_bucket(before, buckets))
         if self.manifest.generation == 0:
             dirty = set(range(buckets))
         return dirty, {
             file_id: offset
             for file_id, offset in grown.items()
-            if bucket_of(self.marks[file_id].run_path, buckets) not in dirty
+            if _bucket(self.marks[file_id], buckets) not in dirty
         }
 
     def write_points(self, conn: Connection) -> None:
@@ -381,6 +382,10 @@ class _Update:
         if table in WHOLE_TABLES:
             return set()
         return {partition_name(b) for b in self.dirty}
+
+
+def _bucket(mark: FileMark, buckets: int) -> int:
+    return bucket_of(mark.source, mark.run_path, buckets)
 
 
 class _bar:

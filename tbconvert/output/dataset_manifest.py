@@ -25,10 +25,12 @@ FORMAT = 1
 @dataclass(frozen=True)
 class FileMark:
     """What the dataset holds of one event file: the points it had up to ``offset``, read
-    under ``selection``, filed under (``run_id``, ``context_id``), first record ``head``."""
+    under ``selection``, filed under (``run_id``, ``context_id``) of the run ``run_path`` of
+    ``source``, first record ``head``."""
 
     run_id: int
     context_id: int
+    source: str
     run_path: str
     head: str | None
     offset: int
@@ -37,8 +39,8 @@ class FileMark:
     def grown_from(self, now: FileMark) -> bool:
         """``now`` holds this file's points and more after them (it grew), or the same."""
         return (
-            (self.run_id, self.context_id, self.run_path, self.head, self.selection)
-            == (now.run_id, now.context_id, now.run_path, now.head, now.selection)
+            (self.run_id, self.context_id, self.source, self.run_path, self.head, self.selection)
+            == (now.run_id, now.context_id, now.source, now.run_path, now.head, now.selection)
         ) and now.offset >= self.offset
 
 

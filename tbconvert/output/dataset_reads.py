@@ -134,9 +134,10 @@ def _columns(rows: list[tuple[Any, ...]], blob: bool) -> list[Any]:
     return [np.ascontiguousarray(grid[:, column]) for column in range(grid.shape[1])]
 
 
-def bucket_of(run_path: str, buckets: int) -> int:
-    """The partition of a run: a hash of its path, the same whatever order runs come in."""
-    return zlib.crc32(run_path.encode("utf-8")) % buckets
+def bucket_of(source: str, run_path: str, buckets: int) -> int:
+    """The partition of a run: a hash of its logdir's source name and its path (what names a
+    run in the store), the same whatever order runs come in."""
+    return zlib.crc32(f"{source}\n{run_path}".encode()) % buckets
 
 
 @dataclass
@@ -155,7 +156,7 @@ def read_series(conn: Connection, buckets: int) -> SeriesIndex:
     import pyarrow as pa
 
     found = conn.exec_driver_sql(
-        "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin, s.context_id "
+        "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin, s.context_id, r.source "
         "FROM series AS s JOIN runs AS r ON r.id = s.run_id "
         "JOIN contexts AS c ON c.id = s.context_id ORDER BY s.id"
     ).all()
@@ -163,11 +164,11 @@ def read_series(conn: Connection, buckets: int) -> SeriesIndex:
     position = np.full(top, -1, dtype=np.int64)
     bucket = np.zeros(top, dtype=np.int64)
     by_owner: dict[tuple[int, int], list[int]] = {}
-    for index, (series_id, run_id, run_path, _, _, _, context_id) in enumerate(found):
+    for index, (series_id, run_id, run_path, _, _, _, context_id, source) in enumerate(found):
         position[series_id] = index
-        bucket[series_id] = bucket_of(run_path, buckets)
+        bucket[series_id] = bucket_of(source, run_path, buckets)
         by_owner.setdefault((run_id, context_id), []).append(series_id)
-    columns = list(zip(*found, strict=True)) if found else [()] * 7
+    columns = list(zip(*found, strict=True)) if found else [()] * 8
     names = pa.table(
         {
             "run_id": arrow_column(columns[1], pa.int64()),
