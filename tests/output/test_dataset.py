@@ -276,6 +276,7 @@ def killed_at(point: int) -> Any:
     return step
 
 
+@pytest.mark.slow
 def test_a_killed_export_is_completed_by_the_next(
     filled: str, tmp_path: Path, logdir: Path
 ) -> None:
