@@ -1,5 +1,5 @@
-"""``tbconvert export`` (files of scalars, params, texts, hparams, images) and
-``tbconvert datasette-metadata``."""
+"""``tbconvert export`` (files of scalars, params, texts, hparams, images; the Parquet
+dataset) and ``tbconvert datasette-metadata``."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tbconvert.output.choices import EXPORT_FORMATS, EXPORT_KINDS
 
 
 @cli.command("export", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
-@click.argument("kind", type=click.Choice(EXPORT_KINDS))
+@click.argument("kind", type=click.Choice((*EXPORT_KINDS, "dataset")))
 @store_option
 @run_option
 @click.option(
@@ -57,6 +57,19 @@ from tbconvert.output.choices import EXPORT_FORMATS, EXPORT_KINDS
     help="Output format [default: from the extension of -o: .csv .json .jsonl .parquet].",
 )
 @click.option(
+    "--buckets",
+    type=click.IntRange(min=1),
+    help="dataset: the partitions of a new dataset's point tables [default: from its size].",
+)
+@click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="dataset: an option of the -o URL's file system, as fsspec takes it (repeatable).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
+@click.option(
     "-o",
     "--output",
     default="-",
@@ -78,9 +91,13 @@ def export_command(
     metrics: tuple[str, ...],
     agg: str,
     fmt: str | None,
+    buckets: int | None,
+    storage_options: tuple[str, ...],
+    quiet: bool,
     output: str,
 ) -> None:
-    """Export scalars, params, texts, the hparams table, or images (one file each).
+    """Export scalars, params, texts, the hparams table, images (one file each), or the
+    whole store as a Parquet dataset.
 
     The format follows the file's extension: .csv, .json (one array), .jsonl, .parquet (the
     parquet extra). NaN is NaN in CSV and null in JSON; infinities are inf / 1e999; a step a
@@ -96,7 +113,20 @@ def export_command(
       tbconvert export scalars --tag loss --aggregate-over seed -o loss_over_seeds.csv
       tbconvert export hparams --metric accuracy -o sweep.json
       tbconvert export images --tag samples -o images/
+      tbconvert export dataset --store runs.db -o s3://lake/tb/
+
+    dataset writes a directory (or fsspec URL) of Parquet files, one directory per table
+    (scalars, params, runs, series, texts, histograms, images, audio, tensors) with the
+    views' columns, partitioned as bucket=NN; run it again to add only what is new.
     """
+    if kind == "dataset":
+        chosen = run_globs or tag_globs or context_globs or wide or group_by or aggregate_over
+        if chosen or fmt or metrics:
+            raise click.UsageError("export dataset takes the whole store: leave out filters")
+        _export_dataset(store, output, buckets, storage_options, quiet)
+        return
+    if buckets is not None or storage_options:
+        raise click.UsageError("--buckets and --storage-option are for export dataset")
     from tbconvert.output import export
 
     def write(opened: Any) -> int:
@@ -153,3 +183,42 @@ def datasette_metadata(store: str, output: str) -> None:
             out.write(export.dumps(document, indent=2) + "\n")
 
     read_store(store, write)
+
+
+def _export_dataset(
+    store: str, output: str, buckets: int | None, pairs: tuple[str, ...], quiet: bool
+) -> None:
+    from tbconvert.output.dataset import export_dataset
+
+    if output == "-":
+        raise click.UsageError("export dataset writes a directory: give -o DIR or -o URL")
+    from tbconvert.reading.remote import parse_storage_options
+
+    try:
+        options = parse_storage_options(pairs)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--storage-option") from error
+
+    def write(opened: Any) -> Any:
+        return export_dataset(
+            opened,
+            output,
+            buckets=buckets,
+            storage_options=options,
+            progress=False if quiet else None,
+        )
+
+    summary = read_store(store, write)
+    if quiet:
+        return
+    rows = sum(summary.rows.values())
+    if not summary.changed:
+        click.echo(f"{output}: up to date, nothing written", err=True)
+        return
+    rate = rows / summary.seconds if summary.seconds else 0.0
+    click.echo(
+        f"{rows} rows in {summary.files_written} new files written to {output} "
+        f"({summary.files_deleted} replaced files deleted, buckets: {summary.buckets}, "
+        f"{summary.seconds:.1f} s, {rate:,.0f} rows/s)",
+        err=True,
+    )

@@ -1,9 +1,10 @@
 """Getting data out of a store into files: CSV, JSON, JSON lines, Parquet, image files.
 
 Long-format rows are those of the public views (``query.tables.rows``), streamed series by
-series, so a CSV or JSON export needs little memory whatever the store's size (Parquet and the
-``--wide`` step x series table are built in memory).  The format comes from the file's
-extension, so a typo never writes CSV into ``results.xlsx``.
+series, so a CSV, JSON or Parquet export of them needs little memory whatever the store's size
+(the ``--wide`` step x series table, grouped scalars and the hparams table are built in
+memory).  The whole store as a partitioned Parquet dataset is ``output.dataset``.  The format
+comes from the file's extension, so a typo never writes CSV into ``results.xlsx``.
 
 JSON has no NaN or infinity: NaN is written as ``null`` (as the store holds it) and
 +/-infinity as ``1e999`` / ``-1e999``, which is valid JSON that Python, JavaScript and pandas
@@ -169,11 +170,28 @@ def open_output(output: str) -> Iterator[TextIO]:
         yield out
 
 
-def write_parquet(columns: Sequence[str], data: Iterable[Sequence[Any]], output: str) -> int:
+# The Arrow types of the long-format kinds' columns, so that their rows are written a batch
+# at a time (other tables are built whole: their columns' types are only known at the end).
+PARQUET_TYPES = {
+    "scalars": ("int64", "string", "string", "string", "int64", "float64", "float64"),
+    "texts": ("int64", "string", "string", "string", "int64", "float64", "int64", "string"),
+    "params": ("int64", "string", "string", "string", "string", "float64", "string"),
+}
+PARQUET_BATCH_ROWS = 65536
+
+
+def write_parquet(
+    columns: Sequence[str],
+    data: Iterable[Sequence[Any]],
+    output: str,
+    types: Sequence[str] | None = None,
+) -> int:
     """Write rows to a Parquet file (the ``parquet`` extra: pyarrow), created once complete.
 
-    A column whose values pyarrow cannot give one type (an hparam that is a number in one
-    session and text in another) is written as text.
+    With ``types`` (Arrow type names, one per column) the rows are written a batch at a
+    time, in bounded memory.  Without, the table is built whole, and a column whose values
+    pyarrow cannot give one type (an hparam that is a number in one session and text in
+    another) is written as text.
 
     Returns:
         The number of rows written.
@@ -190,6 +208,42 @@ def write_parquet(columns: Sequence[str], data: Iterable[Sequence[Any]], output:
             "Parquet needs pyarrow, which is not installed",
             hint=install_hint("parquet"),
         ) from error
+    if types is None:
+        table = _whole_table(columns, data)
+        with _replaced_when_done(expand_path(output)) as temporary:
+            pq.write_table(table, temporary)
+        return int(table.num_rows)
+    named = zip(columns, types, strict=True)
+    schema = pa.schema([(name, pa.type_for_alias(kind)) for name, kind in named])
+    count = 0
+    with (
+        _replaced_when_done(expand_path(output)) as temporary,
+        pq.ParquetWriter(temporary, schema) as writer,
+    ):
+        for batch in _batches(data, PARQUET_BATCH_ROWS):
+            values = zip(*batch, strict=True)
+            arrays = [pa.array(v, type=f.type) for v, f in zip(values, schema, strict=True)]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+            count += len(batch)
+        if not count:
+            writer.write_table(schema.empty_table())
+    return count
+
+
+def _batches(data: Iterable[Sequence[Any]], size: int) -> Iterator[list[Sequence[Any]]]:
+    batch: list[Sequence[Any]] = []
+    for row in data:
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _whole_table(columns: Sequence[str], data: Iterable[Sequence[Any]]) -> Any:
+    import pyarrow as pa
+
     values: list[list[Any]] = [[] for _ in columns]
     for row in data:
         for column, value in zip(values, row, strict=True):
@@ -200,10 +254,7 @@ def write_parquet(columns: Sequence[str], data: Iterable[Sequence[Any]], output:
             arrays.append(pa.array(column))
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             arrays.append(pa.array([None if v is None else str(v) for v in column]))
-    table = pa.Table.from_arrays(arrays, names=list(columns))
-    with _replaced_when_done(expand_path(output)) as temporary:
-        pq.write_table(table, temporary)
-    return int(table.num_rows)
+    return pa.Table.from_arrays(arrays, names=list(columns))
 
 
 @contextmanager
@@ -371,6 +422,8 @@ def export(
             resumed=resumed,
         )
         if chosen == "parquet":
-            return write_parquet(columns, data, output)
+            long_format = not wide and grouping is None and kind in PARQUET_TYPES
+            types = PARQUET_TYPES[kind] if long_format else None
+            return write_parquet(columns, data, output, types)
         with open_output(output) as out:
             return write_rows(columns, data, out, chosen, omit_missing=wide)
