@@ -54,6 +54,15 @@ def hide(package: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [name for name in sys.modules if name.split(".")[0] == package]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, package, None)
+    # fsspec keeps the class of a protocol an earlier test used (an S3 logdir, a dataset in
+    # S3): forget it too, or the command finds the file system without importing the package.
+    import fsspec  # noqa: F401  (loads fsspec.registry, whose name fsspec's package shadows)
+
+    # fsspec's private table, not ours: fsspec has no public way to unregister.
+    registered = sys.modules["fsspec.registry"]._registry
+    for protocol, implementation in list(registered.items()):
+        if implementation.__module__.split(".")[0] == package:
+            monkeypatch.delitem(registered, protocol)
 
 
 def test_every_extra_has_a_case() -> None:
