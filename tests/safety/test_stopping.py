@@ -167,5 +167,5 @@ def test_absorb_adds_every_count() -> None:
         setattr(later, name, 10 * number)
     first.absorb(later)
     for number, name in enumerate(numbers, start=1):
-        expected = 10 * number if name in ("runs", "contexts") else 11 * number
+        expected = 10 * number if name in ("runs", "runs_in_logdir", "contexts") else 11 * number
         assert getattr(first, name) == expected, name
