@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tbconvert.errors import ConverterError, MissingDependency, UsageError, install_hint
+from tbconvert.output.arrow import arrow_table
 from tbconvert.output.dataset_files import TableWriter, bucket_number, partition_name, route
 from tbconvert.output.dataset_manifest import DatasetFiles, FileMark, Manifest
 from tbconvert.output.dataset_reads import (
@@ -41,7 +42,6 @@ from tbconvert.output.dataset_reads import (
     WHOLE_TABLES,
     RowsToWrite,
     SeriesIndex,
-    arrow_column,
     bucket_of,
     fetch_batches,
     read_series,
@@ -326,14 +326,10 @@ class _Update:
             self.new_digests[table] = digest.hexdigest()
             if self.manifest.digests.get(table) == self.new_digests[table]:
                 continue
-            import pyarrow as pa
-
             schema = self.schemas[table]
             writer = TableWriter(self.files, table, schema, self.generation)
             for rows in view_batches(conn, table):
-                columns = list(zip(*rows, strict=True))
-                arrays = [arrow_column(c, f.type) for c, f in zip(columns, schema, strict=True)]
-                writer.add("", pa.Table.from_arrays(arrays, schema=schema))
+                writer.add("", arrow_table(rows, schema))
             written = writer.close()
             self.new_files[table] = written or {"": []}
             self.summary.rows[table] = writer.rows

@@ -16,6 +16,8 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from tbconvert.output.arrow import arrow_column, arrow_schema
+
 # Per point table: its own columns as the view shows them (with their Arrow types), and
 # whether they end with the data of a blob.  Tensors also carry their series' plugin.
 POINT_TABLES: dict[str, tuple[tuple[tuple[str, str], ...], bool]] = {
@@ -108,19 +110,6 @@ WHOLE_TABLES: dict[str, tuple[str, str, tuple[tuple[str, str], ...]]] = {
 # Rows per fetch: scalars are small; a blob table's rows may hold megabytes each.
 FETCH_ROWS = {"scalars": 16384, "texts": 4096, "histograms": 4096}
 BLOB_FETCH_ROWS = 64
-
-
-def arrow_column(values: Any, kind: Any) -> Any:
-    """An Arrow array of Python values (None is null), through a NumPy object array, which
-    pyarrow converts about three times faster than the list or tuple itself."""
-    import numpy as np
-    import pyarrow as pa
-
-    if isinstance(values, np.ndarray):
-        return pa.array(values, type=kind)
-    objects = np.empty(len(values), dtype=object)
-    objects[:] = values
-    return pa.array(objects, type=kind)
 
 
 def _columns(rows: list[tuple[Any, ...]], blob: bool) -> list[Any]:
@@ -268,9 +257,7 @@ def to_arrow(
 
 def whole_schema(table: str) -> Any:
     """The Arrow schema of a whole table's files (``WHOLE_TABLES``)."""
-    import pyarrow as pa
-
-    return pa.schema([(name, pa.type_for_alias(kind)) for name, kind in WHOLE_TABLES[table][2]])
+    return arrow_schema(WHOLE_TABLES[table][2])
 
 
 def view_batches(conn: Connection, table: str) -> Iterator[list[tuple[Any, ...]]]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tbconvert.errors import ConverterError, MissingDependency, UsageError, install_hint
 from tbconvert.filters import Globs
+from tbconvert.output.arrow import arrow_schema, arrow_table
 from tbconvert.output.choices import EXPORT_FORMATS as FORMATS
 from tbconvert.output.choices import EXPORT_KINDS as KINDS
 from tbconvert.output.choices import RESUMED_DEFAULT
@@ -201,7 +202,6 @@ def write_parquet(
         ConverterError: the file cannot be created.
     """
     try:
-        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as error:
         raise MissingDependency(
@@ -213,17 +213,14 @@ def write_parquet(
         with _replaced_when_done(expand_path(output)) as temporary:
             pq.write_table(table, temporary)
         return int(table.num_rows)
-    named = zip(columns, types, strict=True)
-    schema = pa.schema([(name, pa.type_for_alias(kind)) for name, kind in named])
+    schema = arrow_schema(zip(columns, types, strict=True))
     count = 0
     with (
         _replaced_when_done(expand_path(output)) as temporary,
         pq.ParquetWriter(temporary, schema) as writer,
     ):
         for batch in _batches(data, PARQUET_BATCH_ROWS):
-            values = zip(*batch, strict=True)
-            arrays = [pa.array(v, type=f.type) for v, f in zip(values, schema, strict=True)]
-            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+            writer.write_table(arrow_table(batch, schema))
             count += len(batch)
         if not count:
             writer.write_table(schema.empty_table())
