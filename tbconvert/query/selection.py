@@ -12,6 +12,7 @@ attempt, and its summary answers.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -122,9 +123,16 @@ def _query(conn: Connection, selection: RunSelection, run_ids: set[int]) -> dict
         offset = len(selection.by) - len(stripped) + stripped.startswith("-")
         by = _shifted(parse_value, selection.by[offset:], offset)
     columns = [parse_value(source, f"--column {name}") for name, source in selection.columns]
-    trees: list[Any] = [tree for tree in (where, by, *columns) if tree is not None]
-    found = [node for tree in trees for node in aggregates_of(tree)]
-    _check_contexts(conn, found, selection.run)
+    labels = ["--where", "--by", *(f"--column {name}" for name, _ in selection.columns)]
+    trees: list[Any] = [where, by, *columns]
+    labelled = [
+        (label, node)
+        for label, tree in zip(labels, trees, strict=True)
+        if tree is not None
+        for node in aggregates_of(tree)
+    ]
+    _check_contexts(conn, labelled, selection.run)
+    found = [node for _, node in labelled]
     exact = {}
     if selection.resumed == "current" and found:
         exact = current_values(conn, sorted({node.tag for node in found}))
@@ -174,11 +182,13 @@ def _ordered(rows: list[dict[str, Any]], *, ascending: bool) -> list[dict[str, A
     ]
 
 
-def _check_contexts(conn: Connection, found: list[Aggregate], run: Globs) -> None:
-    """Refuse an aggregate without a context whose tag a chosen run logs in several contexts
-    and not in its own."""
+def _check_contexts(conn: Connection, found: list[tuple[str, Aggregate]], run: Globs) -> None:
+    """Refuse a tag no scalar series has, and an aggregate without a context whose tag a
+    chosen run logs in several contexts and not in its own; ``found``: (label, aggregate)."""
     chosen = globs(run)
-    for tag in sorted({node.tag for node in found if node.context is None}):
+    for label, node in found:
+        _check_tag(conn, label, node)
+    for tag in sorted({node.tag for _, node in found if node.context is None}):
         rows = conn.execute(
             text(
                 "SELECT r.run_path, c.name FROM series AS s JOIN runs AS r ON r.id = s.run_id "
@@ -196,14 +206,35 @@ def _check_contexts(conn: Connection, found: list[Aggregate], run: Globs) -> Non
                 contexts.setdefault(path, []).append(context)
         if contexts:
             path = min(contexts)
-            node = next(node for node in found if node.tag == tag and node.context is None)
+            label, node = next(
+                (label, node) for label, node in found if node.tag == tag and node.context is None
+            )
             names = ", ".join(repr(name) for name in sorted(contexts[path]))
             raise ExpressionError(
-                "--where",
+                label,
                 node.column,
                 f"{node.function}({tag}): run {path!r} logs {tag!r} in contexts {names}",
                 hint=f'name one: {node.function}({tag}, context="...")',
             )
+
+
+def _check_tag(conn: Connection, label: str, node: Aggregate) -> None:
+    """Refuse a tag no scalar series of the store has (a typo would select nothing)."""
+    found = conn.execute(
+        text("SELECT 1 FROM series WHERE plugin = 'scalars' AND name = :tag LIMIT 1"),
+        {"tag": node.tag},
+    ).first()
+    if found is None:
+        tags = conn.execute(
+            text("SELECT DISTINCT name FROM series WHERE plugin = 'scalars'")
+        ).scalars()
+        close = difflib.get_close_matches(node.tag, list(tags), n=3)
+        raise ExpressionError(
+            label,
+            node.column,
+            f"no scalar series {node.tag!r} in the store",
+            hint=f"did you mean {', '.join(close)}?" if close else "tbconvert show RUN lists them",
+        )
 
 
 # Series whose write order has a step lower than the one before it: a new attempt.
@@ -270,3 +301,64 @@ class _Pinned:
 
     def connect(self) -> AbstractContextManager[Connection]:
         return nullcontext(self.conn)
+
+
+# A glob no run path matches (a path holds no NUL): an empty selection, where no globs
+# would mean every run.
+NO_RUN = "\x00"
+
+
+def selected_globs(conn: Connection, selection: RunSelection) -> tuple[str, ...]:
+    """The selection as globs on run paths, for the functions that take ``run`` globs: the
+    ``--run`` globs alone when no expression is asked, else each chosen run's path escaped
+    (a run of another logdir with the same path comes with it)."""
+    if not selection.by_expression:
+        return globs(selection.run)
+    chosen = [_escaped(row["run_path"]) for row in select_runs(conn, selection)]
+    return tuple(chosen) or (NO_RUN,)
+
+
+def _escaped(path: str) -> str:
+    return "".join(f"[{char}]" if char in "*?[" else char for char in path)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What ``tbconvert check`` found: whether the runs meet the condition, and which do not.
+
+    Attributes:
+        met: True when every run meets it (``all``), or one does (``any``); never when the
+            globs choose no run.
+        mode: ``all`` or ``any``.
+        passing: The ``v_runs`` rows of the runs that meet it.
+        failing: Those of the runs that do not.
+    """
+
+    met: bool
+    mode: str
+    passing: list[dict[str, Any]]
+    failing: list[dict[str, Any]]
+
+
+def check_runs(
+    conn: Connection,
+    where: str,
+    *,
+    run: Globs = None,
+    mode: str = "all",
+    resumed: str = RESUMED_DEFAULT,
+) -> CheckResult:
+    """Whether the runs ``run`` chooses meet ``where``: all of them, or any (``mode``).
+
+    Raises:
+        UsageError: a bad expression or mode.
+    """
+    if mode not in ("all", "any"):
+        raise UsageError(f"unknown check mode {mode!r}", hint="all or any")
+    every = lookups.runs(conn, run)
+    chosen = select_runs(conn, RunSelection(run, where, resumed=resumed))
+    meeting = {row["run_id"] for row in chosen}
+    passing = [row for row in every if row["run_id"] in meeting]
+    failing = [row for row in every if row["run_id"] not in meeting]
+    met = bool(every) and (not failing if mode == "all" else bool(passing))
+    return CheckResult(met, mode, passing, failing)

@@ -96,8 +96,12 @@ class Store:
         with self.connect() as conn:
             return lookups.query(conn, sql, parameters)
 
-    def runs(self, run: Globs = None) -> list[dict[str, Any]]:
-        """Every run, or those whose path matches ``run``, sorted by logdir and path.
+    def runs(
+        self, run: Globs = None, selection: RunSelection | None = None
+    ) -> list[dict[str, Any]]:
+        """Every run, or those whose path matches ``run``, sorted by logdir and path; or
+        those ``selection`` chooses, in its order (:meth:`select_runs`), each with the
+        ``values`` of its columns.
 
         Returns:
             Dicts with the columns of ``v_runs`` plus ``contexts`` (sorted), ``series``,
@@ -106,7 +110,7 @@ class Store:
             ``file_problems`` (files not whole, by status: damaged, invalid, partial).
         """
         with self.connect() as conn:
-            return inventory.list_runs(conn, run)
+            return inventory.list_runs(conn, run, selection)
 
     def select_runs(
         self,

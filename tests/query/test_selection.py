@@ -54,7 +54,7 @@ def oracles(frames: dict[str, pd.DataFrame]) -> dict[str, Oracle]:
 # ("text", source, op, literal), ("in", source, items, negated), ("glob", field, pattern),
 # ("and"|"or", c1, c2), ("not", c).
 FUNCTIONS = ("last", "min", "max", "mean", "count", "argmin", "argmax")
-SERIES = [("loss", None), ("loss", ""), ("acc", "train"), ("acc", "val"), ("nope", None)]
+SERIES = [("loss", None), ("loss", ""), ("acc", "train"), ("acc", "val"), ("loss", "val")]
 PARAMS = ("lr", "layers", "flag", "opt", "dropout")
 NUMBERS = (-1, 0, 0.001, 0.01, 0.1, 0.25, 0.5, 1, 1.5, 2, 3, 5, 8)
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=")
@@ -330,6 +330,14 @@ def test_a_tag_in_several_contexts_needs_one_named(store: Store) -> None:
         select_runs(conn, RunSelection(where="max(acc) > 0.5"))
     assert str(raised.value).startswith(
         "--where: column 1: max(acc): run 'a/r0' logs 'acc' in contexts 'train', 'val'"
+    )
+
+
+def test_a_tag_no_series_has_is_an_error(store: Store) -> None:
+    with store.connect() as conn, pytest.raises(ExpressionError) as raised:
+        select_runs(conn, RunSelection(where="lr > 0", columns=[("x", "2 * min(los)")]))
+    assert str(raised.value) == (
+        "--column x: column 5: no scalar series 'los' in the store (did you mean loss?)"
     )
 
 
