@@ -35,6 +35,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from query import _OWNER_SQL, create_schema  # noqa: E402
 
 from tbconvert.rows import POINT_TABLES  # noqa: E402
 from tbconvert.writing.series_summaries import recount_sql  # noqa: E402
@@ -117,30 +120,12 @@ def params(runs: int) -> Iterator[tuple[Any, ...]]:
 
 
 _SQL = {
-    "runs": "INSERT INTO runs (id, source, host, logdir, run_path, group_path, name) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-    "contexts": "INSERT INTO contexts (id, name) VALUES (?, ?)",
-    "series": "INSERT INTO series (id, run_id, context_id, name, plugin, dtype) "
-    "VALUES (?, ?, ?, ?, ?, ?)",
-    "event_files": "INSERT INTO event_files (id, run_id, context_id, path, size, mtime_ns, "
-    "offset_consumed, records, damaged_records, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    **_OWNER_SQL,
     "scalars": "INSERT INTO scalars (series_id, step, file_id, record_offset, value_index, "
     "wall_time, value) VALUES (?, ?, ?, ?, ?, ?, ?)",
     "params": "INSERT INTO params (series_id, step, file_id, record_offset, value_index, "
     "wall_time, key, value, value_num, value_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 }
-
-
-def create_schema(url: str) -> None:
-    """An empty store of this version, made by the migrations."""
-    from tbconvert.store.engine import create_store_engine, store_url
-    from tbconvert.store.migrate import ensure_schema
-
-    engine = create_store_engine(store_url(url))
-    try:
-        ensure_schema(engine)
-    finally:
-        engine.dispose()
 
 
 def build_sqlite(path: Path, runs: int, steps: int) -> float:
