@@ -9,9 +9,15 @@ equal buckets, by one expression both backends compute alike (integer arithmetic
 
 Each bucket keeps its first and last point (by x, then in write order), its lowest and highest
 value (the first point holding it) and its first NaN point, so that no spike, infinity or NaN
-is hidden; ``v_series`` min and max are those of the kept points.  A range that holds at most
-``exact_up_to`` points (by default four per bucket, what thinning would keep anyway) comes back
-whole, unthinned.
+is hidden: the range's own lowest and highest values are among the points kept.  A range that
+holds at most ``exact_up_to`` points (by default four per bucket, what thinning would keep
+anyway) comes back whole, unthinned.
+
+Three statements, run by the database: one GROUP BY over the range gives each bucket's count,
+first and last x, extreme values and first NaN; a second scan finds where each extreme value
+first occurs (only the rows holding one are grouped); the third reads the points at the chosen
+x (on steps, probes of the primary key).  What that costs on a million points:
+docs/performance.md, "Thinning a long series".
 
 The points are those ``resumed`` names (:mod:`tbconvert.query.resumed`): ``current``, the
 default, each series as its last attempt left it (a predicate of the queries:
@@ -163,11 +169,14 @@ class _Query:
         self.conn, self.where, self.values, self.x = conn, where, values, x
         self.order = f"ORDER BY p.{x}, p.file_id, p.record_offset, p.value_index"
         if x == "step":
-            self.bucket = "(p.step - :lo) * :buckets / (:hi - :lo + 1)"
+            # The span is computed here: a server may type small parameters as int4.
+            values["span"] = values["hi"] - values["lo"] + 1
+            self.bucket = "(p.step - :lo) * :buckets / :span"
         elif values["hi"] > values["lo"]:
+            values["span"] = values["hi"] - values["lo"]
             self.bucket = (
                 "CASE WHEN p.wall_time >= :hi THEN :buckets - 1 ELSE "
-                "CAST(floor((p.wall_time - :lo) * :buckets / (:hi - :lo)) AS BIGINT) END"
+                "CAST(floor((p.wall_time - :lo) * :buckets / :span) AS BIGINT) END"
             )
         else:
             self.bucket = "0"
