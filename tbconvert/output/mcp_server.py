@@ -19,6 +19,7 @@ from tbconvert.version import __version__
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
+    from tbconvert.query.attempts import LastAttempt
     from tbconvert.query.store import Store
 
 INSTRUCTIONS = (
@@ -78,6 +79,8 @@ def _answer(call: Callable[[], dict[str, Any]]) -> str:
 
 def _tools(store: Store) -> list[Callable[..., str]]:
     """The tools, closed over the store; their docstrings are what an agent reads."""
+    # Each series' last attempt as get_series read it: a zoom into it skips reading it again.
+    attempts: dict[tuple[str, str, str | None], LastAttempt] = {}
 
     def list_runs(
         where: str | None = None, top: int | None = None, by: str | None = None,
@@ -114,7 +117,9 @@ def _tools(store: Store) -> list[Callable[..., str]]:
         'validation'). first_step, last_step: zoom into a range. NaN and infinities are
         the strings "NaN", "Infinity", "-Infinity"."""
         return _answer(
-            lambda: tools.get_series(store, run, tag, context, max_points, first_step, last_step)
+            lambda: tools.get_series(
+                store, run, tag, context, max_points, first_step, last_step, attempts=attempts
+            )
         )
 
     def compare_runs(runs: list[str], tags: list[str] | None = None) -> str:

@@ -28,6 +28,7 @@ from tbconvert.query.sql import run_read_only
 from tbconvert.query.thinning import KEPT_PER_BUCKET
 
 if TYPE_CHECKING:
+    from tbconvert.query.attempts import LastAttempt
     from tbconvert.query.store import Store
 
 MAX_RUNS = 200  # runs in a list_runs answer
@@ -94,16 +95,22 @@ def get_series(
     first_step: int | None = None,
     last_step: int | None = None,
     resumed: str = RESUMED_DEFAULT,
+    attempts: dict[tuple[str, str, str | None], LastAttempt] | None = None,
 ) -> dict[str, Any]:
     """One scalar series, every point when at most ``max_points`` are in the range, else
-    thinned to at most ``max_points`` that keep its shape."""
+    thinned to at most ``max_points`` that keep its shape.  ``attempts``: the series' last
+    attempts as earlier calls read them, kept by the caller (the server) so that a zoom into
+    the same series skips reading it again (read anew when the series changed)."""
     if not MIN_POINTS <= max_points <= MAX_POINTS:
         raise UsageError(f"max_points must be {MIN_POINTS} to {MAX_POINTS}, not {max_points}")
     buckets = max_points // MIN_POINTS
+    known = attempts.get((run, tag, context)) if attempts is not None else None
     result = store.thinned(
         run, tag, context, buckets, lo=first_step, hi=last_step, resumed=resumed,
-        exact_up_to=max_points,
+        exact_up_to=max_points, attempt=known,
     )  # fmt: skip
+    if attempts is not None and result.attempt is not None:
+        attempts[(run, tag, context)] = result.attempt
     points = [[p.step, p.wall_time, p.value, *([list(p.roles)] * (not result.exact))]
               for p in result.points]  # fmt: skip
     columns = ["step", "wall_time", "value"] + ([] if result.exact else ["kept_as"])

@@ -135,6 +135,9 @@ def test_get_series_gives_every_point_with_nan_as_a_string(store: str) -> None:
         assert all(math.isnan(a) if math.isnan(b) else a == b
                    for (_, a), (_, b) in zip(got, want, strict=True))  # fmt: skip
         assert series["nan_points"] == int(points.value.isna().sum()) > 0
+        zoom = await answer(client, "get_series", {"run": "sweep/lr_1.0", "tag": "loss",
+                                                   "first_step": 2, "last_step": 4})  # fmt: skip
+        assert [point[0] for point in zoom["points"]] == [2, 3, 4] and zoom["exact"]
         thin = await answer(client, "get_series", {"run": "sweep/lr_1.0", "tag": "loss",
                                                    "max_points": 5})  # fmt: skip
         assert not thin["exact"] and len(thin["points"]) <= 5 and "thinned" in thin["note"]
@@ -164,7 +167,7 @@ def test_compare_runs_agrees_with_pandas_over_the_current_points(store: str) -> 
 
     async def script(client: Client) -> None:
         compared = await answer(client, "compare_runs", {"runs": ["sweep/*"]})
-        assert compared["runs"] == sorted(SWEEP and [f"sweep/{run}" for run in SWEEP])
+        assert compared["runs"] == sorted(f"sweep/{run}" for run in SWEEP)
         assert len(compared["rows"]) == len(oracle) and not compared["truncated"]
         for run, context, tag, points, last_value, low, high in compared["rows"]:
             want = oracle.loc[(run, context, tag)]

@@ -100,8 +100,3 @@ def _write_postgres(url: str, statements: list[str], rows: list[tuple[object, ..
                 copy.write_row(row)
         for statement in recount_sql("postgresql", POINT_TABLES):
             db.execute(statement)  # type: ignore[arg-type]
-        for table in ("runs", "contexts", "series", "event_files"):
-            db.execute(
-                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "  # type: ignore[arg-type]
-                f"(SELECT max(id) FROM {table}))"
-            )
