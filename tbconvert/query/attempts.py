@@ -4,8 +4,9 @@ predicate on its points, for queries that aggregate in the database (:mod:`.thin
 The rule drops a point written before a *cut* at a step at or after the cut's: a cut is a
 step that goes back in write order (a restart) or a ``SessionLog.START`` of the series' run and
 context.  Only the cuts no later cut covers matter (a later cut at a lower step drops all an
-earlier one drops), so a resumed run gives a predicate of a few terms.  Finding the restarts
-takes one scan of the series in write order, seconds on a million points
+earlier one drops), so a resumed run gives a predicate of a few terms.  Whether a series goes
+back at all is read in the order of the scalars' key (no sort); only one that does is read in
+write order to find its restarts.  Either takes seconds on a million points
 (docs/performance.md, "Thinning a long series"): a caller that reads one series again and
 again (the viewer's zoom) keeps the :class:`LastAttempt` and passes it back; it is read anew
 when the series changed.
@@ -30,6 +31,19 @@ _RESTARTS_SQL = (
     "lag(p.step) OVER (ORDER BY f.path{collate}, p.record_offset, p.value_index) AS previous "
     "FROM scalars AS p JOIN event_files AS f ON f.id = p.file_id WHERE p.series_id = :id"
     ") AS written WHERE step < previous"
+)
+# Whether the series goes back anywhere, read in the order of the scalars' key (no sort, no
+# join): where the ids of its files follow their paths, a series never resumed has its points
+# in write order when sorted by step, so a point written before the one ahead of it in the key
+# (an earlier file, or an earlier place in the same file) marks a restart.
+_GOES_BACK_SQL = (
+    "SELECT 1 FROM (SELECT file_id, record_offset, value_index, "
+    "lag(file_id) OVER k AS file_before, lag(record_offset) OVER k AS offset_before, "
+    "lag(value_index) OVER k AS index_before FROM scalars WHERE series_id = :id "
+    "WINDOW k AS (ORDER BY step, file_id, record_offset, value_index)) AS w "
+    "WHERE w.file_id < w.file_before OR (w.file_id = w.file_before AND "
+    "(w.record_offset < w.offset_before OR (w.record_offset = w.offset_before "
+    "AND w.value_index < w.index_before))) LIMIT 1"
 )
 # Session starts of the series' run and context: step, place in write order, the record.
 _STARTS_SQL = (
@@ -98,15 +112,15 @@ def last_attempt_of(
     conn: Connection, series_id: int, known: LastAttempt | None = None
 ) -> LastAttempt:
     """The series' last attempt: ``known`` when the series has not changed since it was
-    read, else read anew (one scan of the series in write order)."""
+    read, else read anew (one scan of the series in key order; a second in write order
+    when it goes back)."""
     version = series_version(conn, series_id)
     if known is not None and known.series_id == series_id and known.version == version:
         return known
-    collate = ' COLLATE "C"' if conn.dialect.name == "postgresql" else ""
-    restarts = conn.execute(text(_RESTARTS_SQL.format(collate=collate)), {"id": series_id})
-    cuts = [
-        Cut(step, path, file_id, (offset, index)) for step, path, file_id, offset, index in restarts
-    ]
+    files = tuple(
+        (int(row[0]), str(row[1])) for row in conn.execute(text(_FILES_SQL), {"id": series_id})
+    )
+    cuts = [] if _never_goes_back(conn, series_id, files) else _restarts(conn, series_id)
     if conn.execute(text(ANY_SESSION_LOG_SQL)).first() is not None:
         # A start drops the points before its record, whatever their value index.
         starts = conn.execute(text(_STARTS_SQL), {"id": series_id})
@@ -115,10 +129,25 @@ def last_attempt_of(
             for step, path, file_id, offset, data in starts
             if is_start(data)
         ]
-    files = tuple(
-        (int(row[0]), str(row[1])) for row in conn.execute(text(_FILES_SQL), {"id": series_id})
-    )
     return LastAttempt(series_id, version, tuple(_effective(cuts)), files)
+
+
+def _never_goes_back(conn: Connection, series_id: int, files: Sequence[tuple[int, str]]) -> bool:
+    """Whether the series' steps never go back in write order, read in key order (half the
+    cost of a read in write order), where the ids of its files follow their paths."""
+    paths = [path for _, path in sorted(files)]
+    if paths != sorted(paths):
+        return False
+    return conn.execute(text(_GOES_BACK_SQL), {"id": series_id}).first() is None
+
+
+def _restarts(conn: Connection, series_id: int) -> list[Cut]:
+    """The points whose step is lower than the one written before them."""
+    collate = ' COLLATE "C"' if conn.dialect.name == "postgresql" else ""
+    restarts = conn.execute(text(_RESTARTS_SQL.format(collate=collate)), {"id": series_id})
+    return [
+        Cut(step, path, file_id, (offset, index)) for step, path, file_id, offset, index in restarts
+    ]
 
 
 def _effective(cuts: list[Cut]) -> list[Cut]:
