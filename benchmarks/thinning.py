@@ -20,32 +20,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+from query import timed  # noqa: E402  (benchmarks/query.py: benchmarks/ is on the path above)
 
 import tbconvert  # noqa: E402
 from tbconvert.query.thinning import Thinned, thin_series  # noqa: E402
 from tests.support.big_series import build_series_store, curve  # noqa: E402
 
 BUCKETS = 500
-
-
-def timed(run: Callable[[], Thinned], repeat: int = 3) -> tuple[float, Thinned]:
-    """Median wall seconds of ``repeat`` runs, and the last answer."""
-    seconds = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = run()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), result
 
 
 def measure(store: str, points: int) -> dict[str, Any]:
