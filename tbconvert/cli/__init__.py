@@ -3,9 +3,9 @@
 The app (the click group) and the options commands share are in ``app``; each command
 family has a module named after it: ``convert`` (tf, tensorboard), ``runs`` (runs, show),
 ``hparams``, ``export`` (export, datasette-metadata), ``plot`` (plot, report), ``serve``,
-``db``, ``push`` (push mlflow), ``query`` and ``check``.  All text rendering is in ``render``, the
-table formats in ``tables``.  Library modules are imported inside commands, so ``--help``
-starts fast.
+``db``, ``push`` (push mlflow), ``query``, ``check`` and ``mcp``.  All text rendering is in
+``render``, the table formats in ``tables``.  Library modules are imported inside commands,
+so ``--help`` starts fast.
 
 Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error (a statement ``query``
 refuses too), 3 finished but damaged records or unreadable files were skipped, 4 ``check``
@@ -24,7 +24,19 @@ import click
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Importing a command module registers its commands on the app.
-from tbconvert.cli import check, convert, db, export, hparams, plot, push, query, runs, serve
+from tbconvert.cli import (
+    check,
+    convert,
+    db,
+    export,
+    hparams,
+    mcp,
+    plot,
+    push,
+    query,
+    runs,
+    serve,
+)
 from tbconvert.cli.app import cli, end_process
 
 __all__ = [
@@ -35,6 +47,7 @@ __all__ = [
     "export",
     "hparams",
     "main",
+    "mcp",
     "plot",
     "push",
     "query",

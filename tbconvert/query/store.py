@@ -23,6 +23,7 @@ from tbconvert.query import groups, inventory, lookups, tables
 from tbconvert.query.results import SeriesRef, StoredImage
 from tbconvert.query.resumed import RESUMED_DEFAULT
 from tbconvert.query.selection import RunSelection, select_runs
+from tbconvert.query.thinning import Thinned, thin_series
 from tbconvert.store.engine import (
     create_store_engine,
     default_store,
@@ -329,6 +330,27 @@ class Store:
             MissingDependency: pandas is not installed (``pip install '.[pandas]'``).
         """
         return tables.to_pandas(self, kind, **filters)
+
+    def thinned(
+        self,
+        run: str | int,
+        tag: str,
+        context: str | None = None,
+        buckets: int = 500,
+        **options: Any,
+    ) -> Thinned:
+        """One scalar series over a range, thinned in SQL to the points that keep its shape
+        (each bucket's first, last, lowest, highest and first NaN point), or whole when short:
+        :func:`tbconvert.query.thinning.thin_series`, whose keywords ``options`` takes (``lo``,
+        ``hi``, ``x``, ``resumed``, ``exact_up_to``, ``attempt``).
+
+        Raises:
+            UsageError: no such run or scalar series, or the tag is in several contexts and
+                ``context`` is not given.
+        """
+        chosen = self._one_series(run, tag, context)
+        with self.connect() as conn:
+            return thin_series(conn, chosen.id, buckets, **options)
 
     def _one_series(self, run: str | int, tag: str, context: str | None) -> SeriesRef:
         with self.connect() as conn:
