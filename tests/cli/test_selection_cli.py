@@ -160,3 +160,16 @@ def test_check_exit_codes_in_a_process(store: str) -> None:
         )
         codes.append(done.returncode)
     assert codes == [0, 4, 2]
+
+
+def test_push_mlflow_sends_only_the_chosen_runs(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlflow")
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    arguments = ["--store", store, "--tracking-uri", uri, "--json"]
+    result = invoke("push", "mlflow", *arguments, "--top", "2", "--by", "lr")
+    assert result.exit_code == 0, result.output
+    pushed = sorted(run["run_path"] for run in json.loads(result.stdout)["runs"])
+    assert pushed == ["a/r2", "b/r3"]  # the highest lr: 1.0 and 0.1
