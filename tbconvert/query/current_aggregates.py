@@ -26,13 +26,13 @@ from tbconvert.query.results import SeriesRef
 # without a sort), go back in the file: a step lower than one written before it.
 _TAG_SERIES_SQL = "SELECT s.id FROM series AS s WHERE s.plugin = 'scalars' AND s.name IN ({tags})"
 _SEVERAL_FILES_SQL = (
-    "SELECT s.id FROM series AS s WHERE s.plugin = 'scalars' AND s.name IN ({tags}) AND ("
-    "EXISTS (SELECT 1 FROM event_files AS f WHERE f.run_id = s.run_id "
-    "AND f.context_id = s.context_id AND f.id <> ("
-    "SELECT min(g.id) FROM event_files AS g WHERE g.run_id = s.run_id "
-    "AND g.context_id = s.context_id)) "
-    "OR EXISTS (SELECT 1 FROM series AS l WHERE l.plugin = 'session_log' "
-    "AND l.run_id = s.run_id AND l.context_id = s.context_id))"
+    "SELECT s.id FROM series AS s JOIN (SELECT run_id, context_id FROM event_files "
+    "GROUP BY run_id, context_id HAVING count(*) > 1) AS f "
+    "ON f.run_id = s.run_id AND f.context_id = s.context_id "
+    "WHERE s.plugin = 'scalars' AND s.name IN ({tags}) "
+    "UNION SELECT s.id FROM series AS s JOIN series AS l ON l.run_id = s.run_id "
+    "AND l.context_id = s.context_id AND l.plugin = 'session_log' "
+    "WHERE s.plugin = 'scalars' AND s.name IN ({tags})"
 )
 _BACK_IN_A_FILE_SQL = (
     "SELECT DISTINCT w.series_id FROM (SELECT series_id, file_id, record_offset, value_index, "
