@@ -6,15 +6,14 @@ The expressions compile to one SQL query over ``v_runs`` (``query.expression_sql
 follow ``--resumed``: with ``all`` every point counts; with ``current`` (the default) a series
 reads as its last attempt left it, so a series whose steps go back somewhere in write order,
 or whose run and context logged a ``SessionLog``, is summarised exactly from its current points
-(``query.resumed``) and its values are bound into the query; every other series has one
-attempt, and its summary answers.
+(``query.current_aggregates``) and its values are bound into the query; every other series has
+one attempt, and its summary answers.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +23,7 @@ from sqlalchemy.engine import Connection
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs, globs, matches
 from tbconvert.query import lookups
+from tbconvert.query.current_aggregates import current_values
 from tbconvert.query.expression_sql import Compiled, Compiler
 from tbconvert.query.expressions import (
     Aggregate,
@@ -33,7 +33,6 @@ from tbconvert.query.expressions import (
     parse_condition,
     parse_value,
 )
-from tbconvert.query.results import SeriesRef
 from tbconvert.query.resumed import RESUMED, RESUMED_DEFAULT
 
 
@@ -288,77 +287,6 @@ def _check_tag(conn: Connection, label: str, node: Aggregate) -> None:
             f"no scalar series {node.tag!r} in the store",
             hint=f"did you mean {', '.join(close)}?" if close else "tbconvert show RUN lists them",
         )
-
-
-# Which series of some tags may have several attempts, so that their summary does not answer
-# for ``--resumed current``: those whose run and context hold several event files (a resumed
-# run's second writer) or a SessionLog (a START may drop points), by the event files alone;
-# and those of one file whose points, in step order (the order of the scalars' key, read
-# without a sort), go back in the file: a step lower than one written before it.
-_TAG_SERIES_SQL = "SELECT s.id FROM series AS s WHERE s.plugin = 'scalars' AND s.name IN ({tags})"
-_SEVERAL_FILES_SQL = (
-    "SELECT s.id FROM series AS s WHERE s.plugin = 'scalars' AND s.name IN ({tags}) AND ("
-    "EXISTS (SELECT 1 FROM event_files AS f WHERE f.run_id = s.run_id "
-    "AND f.context_id = s.context_id AND f.id <> ("
-    "SELECT min(g.id) FROM event_files AS g WHERE g.run_id = s.run_id "
-    "AND g.context_id = s.context_id)) "
-    "OR EXISTS (SELECT 1 FROM series AS l WHERE l.plugin = 'session_log' "
-    "AND l.run_id = s.run_id AND l.context_id = s.context_id))"
-)
-_BACK_IN_A_FILE_SQL = (
-    "SELECT DISTINCT w.series_id FROM (SELECT series_id, file_id, record_offset, value_index, "
-    "LAG(file_id) OVER k AS file_before, LAG(record_offset) OVER k AS offset_before, "
-    "LAG(value_index) OVER k AS index_before FROM scalars WHERE series_id IN ({series}) "
-    "WINDOW k AS (PARTITION BY series_id ORDER BY step, file_id, record_offset, value_index)"
-    ") AS w WHERE w.file_id = w.file_before AND (w.record_offset < w.offset_before "
-    "OR (w.record_offset = w.offset_before AND w.value_index < w.index_before))"
-)
-
-
-def current_values(conn: Connection, tags: Sequence[str]) -> dict[int, dict[str, Any]]:
-    """The aggregates of every scalar series of ``tags`` that has more than one attempt
-    (or may), over the points its last attempt left; ``{series_id: {function: value}}``."""
-    names = ", ".join(f":t{index}" for index in range(len(tags)))
-    bound = {f"t{index}": tag for index, tag in enumerate(tags)}
-    ids = set(conn.execute(text(_SEVERAL_FILES_SQL.format(tags=names)), bound).scalars())
-    series = _TAG_SERIES_SQL.format(tags=names)
-    ids |= set(conn.execute(text(_BACK_IN_A_FILE_SQL.format(series=series)), bound).scalars())
-    if not ids:
-        return {}
-    refs = [SeriesRef(i, 0, "", "", "", "scalars") for i in sorted(ids)]
-    pinned = _Pinned(conn)
-    return {
-        ref.id: summarise([(row[4], row[6]) for row in points])
-        for ref, points in lookups.points_by_series(pinned, "scalars", refs, "current")
-    }
-
-
-def summarise(points: Sequence[tuple[int, float | None]]) -> dict[str, Any]:
-    """Every aggregate of a series' points, ``(step, value or None for NaN)`` by step."""
-    values = [(value, step) for step, value in points if value is not None]
-    low = min((value for value, _ in values), default=None)
-    high = max((value for value, _ in values), default=None)
-    return {
-        "last": points[-1][1] if points else None,
-        "min": low,
-        "max": high,
-        "count": len(points),
-        "mean": sum(value for value, _ in values) / len(values) if values else None,
-        "argmin": min((step for value, step in values if value == low), default=None),
-        "argmax": min((step for value, step in values if value == high), default=None),
-    }
-
-
-class _Pinned:
-    """A connection as the ``Connectable`` ``lookups`` reads through."""
-
-    display = "store"
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-
-    def connect(self) -> AbstractContextManager[Connection]:
-        return nullcontext(self.conn)
 
 
 # A glob no run path matches (a path holds no NUL): an empty selection, where no globs
