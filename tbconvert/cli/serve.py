@@ -1,4 +1,4 @@
-"""``tbconvert serve``: datasette over the store, with tbconvert's metadata."""
+"""``tbconvert serve``: the viewer over the store, datasette beside it."""
 
 from __future__ import annotations
 
@@ -23,13 +23,16 @@ from tbconvert.cli.app import (
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to listen on (0.0.0.0 shares the store with your network).",
+    help="Address to listen on (0.0.0.0 shares the store with your network, with a warning).",
 )
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8001, show_default=True, help="Port."
 )
 def serve(store: str, host: str, port: int) -> None:
-    """Browse the store in datasette, with labels, facets and canned queries (the serve extra).
+    """Look at the runs in a browser: runs table, charts, zoom, groups (the serve extra).
+
+    The viewer is at http://127.0.0.1:8001/ and, for a SQLite store, datasette's tables
+    and SQL at /datasette/.  The store is opened read-only.
 
     \b
     Example:

@@ -1,0 +1,228 @@
+"""``tbconvert serve``'s viewer in a real browser, on SQLite and PostgreSQL stores: the runs
+table, a chart per tag, the legend, the URL, zoom, smoothing, groups, and hostile names.
+
+One browser for the module; each backend's store is served by a real ``tbconvert serve``.
+The screenshots go to ``TBCONVERT_SCREENSHOTS`` (a directory) when set, for a person to look
+at.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tensorboardX import SummaryWriter
+
+from tbconvert import convert, open_store
+from tbconvert.output.plot import smooth
+from tests.support.eventfiles import event_file_name, simple_value, summary_event, write_events
+from tests.support.snapshots import StoreFactory
+from tests.support.sweep import W0, build_store
+from tests.support.viewer_browser import browser, screenshot, served, wait_ready, wait_until
+
+HOSTILE_RUN = "evil/<img src=x onerror=\"window.__pwned='run'\">"
+HOSTILE_TAG = "<script>window.__pwned='tag'</script>"
+QUOTED_TAG = 'it\'s a "quoted" & <b>bold</b> tag'
+HOSTILE_PARAM = "\"><img src=x onerror=window.__pwned='param'>"
+LONG_RUN = "long/" + "/".join(("L" * 200, "M" * 200, "N" * 95))
+
+
+def write_hostile(logdir: Path) -> None:
+    """Two runs with hostile names, tags and params (tensorboard's protos for the tags, which
+    tensorboardX would clean)."""
+    for run in (HOSTILE_RUN, LONG_RUN):
+        events = [
+            summary_event(
+                step,
+                W0 + step,
+                [
+                    simple_value(HOSTILE_TAG, step * 0.5),
+                    simple_value(QUOTED_TAG, -step),
+                    simple_value("loss", 2.0 / (1 + step)),
+                ],
+            )
+            for step in range(5)
+        ]
+        write_events(logdir / run / event_file_name(W0), events)
+        with SummaryWriter(str(logdir / run), flush_secs=3600) as writer:
+            writer.add_hparams({"lr": 0.5, "note": HOSTILE_PARAM}, {"hparam/accuracy": 0.1})
+
+
+@pytest.fixture(scope="module")
+def store(make_store: StoreFactory, tmp_path_factory: pytest.TempPathFactory) -> str:
+    base = tmp_path_factory.mktemp("viewer")
+    path = build_store(base, make_store)
+    write_hostile(base / "hostile")
+    summary = convert(base / "hostile", path, progress=False)
+    assert summary.exit_code == 0, summary.problems
+    return path
+
+
+@pytest.fixture(scope="module")
+def base(store: str) -> Any:
+    with served(store) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def driver() -> Any:
+    with browser() as opened:
+        yield opened
+
+
+def shoot(driver: Any, name: str, make_store: StoreFactory) -> None:
+    folder = os.environ.get("TBCONVERT_SCREENSHOTS")
+    if folder:
+        screenshot(driver, Path(folder) / f"{name}-{make_store.backend}.png")
+
+
+def open_view(driver: Any, url: str) -> None:
+    driver.get("about:blank")  # a hash change alone would not reload the page
+    driver.get(url)
+    wait_ready(driver)
+
+
+def panel_traces(driver: Any, tag: str) -> list[dict[str, Any]]:
+    """The traces plotly drew in the panel of ``tag``: name, x, y and visibility."""
+    return driver.execute_script(
+        """const panel = [...document.querySelectorAll('#charts .panel')]
+             .find((p) => p.dataset.tag === arguments[0]);
+           return panel.querySelector('.plot').data.map((t) => ({
+             name: t.name, x: t.x, y: t.y, yaxis: t.yaxis || 'y', opacity: t.opacity}));""",
+        tag,
+    )
+
+
+def test_every_run_and_every_tag(driver: Any, base: str, store: str, make_store) -> None:
+    open_view(driver, f"{base}/")
+    with open_store(store) as opened:
+        runs = {row["run_path"] for row in opened.runs()}
+        tags = {series.tag for series in opened.series(plugin="scalars")}
+    rows = driver.execute_script(
+        "return [...document.querySelectorAll('#runs-table tbody tr')].map((r) => r.dataset.run)"
+    )
+    panels = driver.execute_script(
+        "return [...document.querySelectorAll('#charts .panel')].map((p) => p.dataset.tag)"
+    )
+    assert sorted(rows) == sorted(runs)
+    assert set(panels) == tags
+    loss = panel_traces(driver, "loss")
+    assert "sweep/lr_0.1" in {trace["name"] for trace in loss}
+    shoot(driver, "overview", make_store)
+
+
+def test_hostile_names_are_shown_as_text(driver: Any, base: str, make_store) -> None:
+    open_view(driver, f"{base}/#filter=evil")
+    assert driver.execute_script("return window.__pwned") is None
+    assert driver.execute_script("return document.querySelectorAll('img').length") == 0
+    row = driver.execute_script(
+        """return [...document.querySelectorAll('#runs-table tbody tr')]
+             .filter((r) => !r.hidden).map((r) => r.textContent)""",
+    )
+    assert len(row) == 1 and HOSTILE_RUN in row[0] and HOSTILE_PARAM in row[0]
+    headings = driver.execute_script(
+        "return [...document.querySelectorAll('#charts .panel h2')].map((h) => h.textContent)"
+    )
+    assert HOSTILE_TAG in headings and QUOTED_TAG in headings
+    names = {trace["name"] for trace in panel_traces(driver, "loss")}
+    assert any("&#60;img" in name for name in names)  # plotly reads entities, not tags
+    rows = driver.execute_script(
+        "return [...document.querySelectorAll('#runs-table tbody tr')].map((r) => r.dataset.run)"
+    )
+    long = [run for run in rows if run.startswith("long/")]
+    assert long == [LONG_RUN]
+    shoot(driver, "hostile", make_store)
+
+
+def test_the_view_is_in_the_url(driver: Any, base: str, make_store) -> None:
+    open_view(driver, f"{base}/")
+    driver.execute_script(
+        """const set = (id, value, kind) => { const e = document.getElementById(id);
+             e.value = value; e.dispatchEvent(new Event(kind)); };
+           set('tag-filter', 'loss', 'input');
+           set('x-axis', 'relative', 'change');
+           set('smoothing', '0.6', 'change');"""
+    )
+    wait_ready(driver)
+    box = driver.find_element(
+        "css selector", '#runs-table tr[data-run="sweep/lr_0.01"] input[type=checkbox]'
+    )
+    box.click()
+    wait_ready(driver)
+    url = driver.current_url
+    assert "tags=loss" in url and "x=relative" in url and "smooth=0.6" in url
+    open_view(driver, url)
+    assert driver.execute_script("return document.getElementById('x-axis').value") == "relative"
+    assert driver.execute_script("return document.getElementById('tag-filter').value") == "loss"
+    checked = driver.execute_script(
+        """return Object.fromEntries([...document.querySelectorAll('#runs-table tbody tr')]
+             .map((r) => [r.dataset.run, r.querySelector('input').checked]))"""
+    )
+    assert checked["sweep/lr_0.01"] is False and checked["sweep/lr_0.1"] is True
+    names = {trace["name"] for trace in panel_traces(driver, "loss")}
+    assert "sweep/lr_0.1" in names and "sweep/lr_0.01" not in names
+    shoot(driver, "url-state", make_store)
+
+
+def test_a_legend_click_hides_a_run(driver: Any, base: str) -> None:
+    open_view(driver, f"{base}/#tags=loss")
+    before = {trace["name"] for trace in panel_traces(driver, "loss")}
+    assert "sweep/lr_1.0" in before
+    driver.find_element("css selector", '#legend button[data-run="sweep/lr_1.0"]').click()
+    wait_ready(driver)
+    after = {trace["name"] for trace in panel_traces(driver, "loss")}
+    assert "sweep/lr_1.0" not in after and after
+    assert "hide=sweep%2Flr_1.0" in driver.current_url
+
+
+def test_smoothing_is_plots(driver: Any, base: str) -> None:
+    open_view(driver, f"{base}/#tags=loss")
+    values = [1.0, 0.5, math.nan, 0.25, 3.0, -1.0, 0.125, math.inf, 0.0]
+    sent = [value if math.isfinite(value) else None for value in values]
+    for weight in (0.0, 0.3, 0.6, 0.99):
+        got = driver.execute_script("return TBV.smooth(arguments[0], arguments[1])", sent, weight)
+        expected = smooth(values, weight)
+        for mine, theirs in zip(got, expected, strict=True):
+            if math.isfinite(theirs):
+                assert mine == pytest.approx(theirs, rel=1e-12)
+            else:
+                assert mine is None
+
+
+def test_zoom_draws_the_range_whole(driver: Any, base: str, store: str, make_store) -> None:
+    open_view(driver, f"{base}/#tags=Loss/train&run=group_1/run_3")
+    drawn = panel_traces(driver, "Loss/train")
+    with open_store(store) as opened:
+        every = opened.scalars("group_1/run_3", "Loss/train")
+    assert len(drawn[0]["x"]) == len(every)  # 200 points fit the chart's width
+    driver.execute_script(
+        """const panel = [...document.querySelectorAll('#charts .panel')]
+             .find((p) => p.dataset.tag === 'Loss/train');
+           Plotly.relayout(panel.querySelector('.plot'), {'xaxis.range': [40, 60]});"""
+    )
+    wait_until(driver, lambda d: "zoom=Loss%2Ftrain" in d.current_url)
+    wait_until(
+        driver,
+        lambda d: d.execute_script(
+            """const p = [...document.querySelectorAll('#charts .panel')]
+                 .find((p) => p.dataset.tag === 'Loss/train');
+               return p.dataset.state === 'drawn'
+                 && p.querySelector('.plot').data[0].x.length < 100;"""
+        ),
+    )
+    zoomed = panel_traces(driver, "Loss/train")[0]
+    inside = every[(every["step"] >= 40) & (every["step"] <= 60)]
+    assert zoomed["x"] == inside["step"].tolist()
+    assert zoomed["y"] == pytest.approx(inside["value"].tolist())
+    shoot(driver, "zoom", make_store)
+
+
+def test_groups_are_mean_and_band(driver: Any, base: str, make_store) -> None:
+    open_view(driver, f"{base}/#tags=loss&run=sweep/lr_0.01&run=sweep/lr_0.1&by=optimizer")
+    traces = panel_traces(driver, "loss")
+    named = {trace["name"] for trace in traces if trace["name"]}
+    assert {"optimizer=sgd", "optimizer=adam"} <= named
+    shoot(driver, "groups", make_store)
