@@ -174,7 +174,7 @@ def _line(found: thinning.Thinned, column: str, offset: float) -> dict[str, Any]
     ys: list[float | None] = []
     nan: list[float] = []
     for point in found.points:
-        at = (point.step if column == "step" else point.wall_time or 0.0) - offset
+        at: float = point.step if column == "step" else (point.wall_time or 0.0) - offset
         value = _number(point.value)
         if value is None:
             nan.append(at)
