@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from tensorboardX import SummaryWriter
 
 from tbconvert import convert, open_store
+from tbconvert.cli import cli
 from tbconvert.output.plot import smooth
 from tests.support.eventfiles import event_file_name, simple_value, summary_event, write_events
 from tests.support.snapshots import StoreFactory
@@ -85,6 +87,20 @@ def open_view(driver: Any, url: str) -> None:
     wait_ready(driver)
 
 
+def run_rows(driver: Any) -> list[str]:
+    """Each row's ``data-run`` in the runs table, in order."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#runs-table tbody tr')].map((r) => r.dataset.run)"
+    )
+
+
+def panel_tags(driver: Any) -> list[str]:
+    """Each chart's ``data-tag``, in order."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#charts .panel')].map((p) => p.dataset.tag)"
+    )
+
+
 def panel_traces(driver: Any, tag: str) -> list[dict[str, Any]]:
     """The traces plotly drew in the panel of ``tag``: name, x, y and visibility."""
     return driver.execute_script(
@@ -101,12 +117,8 @@ def test_every_run_and_every_tag(driver: Any, base: str, store: str, make_store)
     with open_store(store) as opened:
         runs = {row["run_path"] for row in opened.runs()}
         tags = {series.tag for series in opened.series(plugin="scalars")}
-    rows = driver.execute_script(
-        "return [...document.querySelectorAll('#runs-table tbody tr')].map((r) => r.dataset.run)"
-    )
-    panels = driver.execute_script(
-        "return [...document.querySelectorAll('#charts .panel')].map((p) => p.dataset.tag)"
-    )
+    rows = run_rows(driver)
+    panels = panel_tags(driver)
     assert sorted(rows) == sorted(runs)
     assert set(panels) == tags
     loss = panel_traces(driver, "loss")
@@ -129,9 +141,7 @@ def test_hostile_names_are_shown_as_text(driver: Any, base: str, make_store) -> 
     assert HOSTILE_TAG in headings and QUOTED_TAG in headings
     names = {trace["name"] for trace in panel_traces(driver, "loss")}
     assert any("&#60;img" in name for name in names)  # plotly reads entities, not tags
-    rows = driver.execute_script(
-        "return [...document.querySelectorAll('#runs-table tbody tr')].map((r) => r.dataset.run)"
-    )
+    rows = run_rows(driver)
     long = [run for run in rows if run.startswith("long/")]
     assert long == [LONG_RUN]
     shoot(driver, "hostile", make_store)
@@ -226,3 +236,54 @@ def test_groups_are_mean_and_band(driver: Any, base: str, make_store) -> None:
     named = {trace["name"] for trace in traces if trace["name"]}
     assert {"optimizer=sgd", "optimizer=adam"} <= named
     shoot(driver, "groups", make_store)
+
+
+@pytest.fixture(scope="module")
+def site(store: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("site")
+    result = CliRunner().invoke(cli, ["publish", "--store", store, "-o", str(folder)])
+    assert result.exit_code == 0, result.stderr
+    assert "index.html" in result.stderr
+    return folder
+
+
+def test_a_published_viewer_works_offline(driver: Any, site: Path, store: str, make_store) -> None:
+    page = (site / "index.html").read_text(encoding="utf-8")
+    assert "http://" not in page and "https://" not in page  # nothing from a CDN
+    driver.set_network_conditions(
+        offline=True, latency=0, download_throughput=0, upload_throughput=0
+    )
+    try:
+        open_view(driver, f"{(site / 'index.html').as_uri()}#filter=evil")
+        assert driver.execute_script("return window.__pwned") is None
+        with open_store(store) as opened:
+            runs = {row["run_path"] for row in opened.runs()}
+            tags = {series.tag for series in opened.series(plugin="scalars")}
+            every = opened.scalars("group_1/run_3", "Loss/train")
+        rows = run_rows(driver)
+        panels = panel_tags(driver)
+        assert set(rows) == runs and set(panels) == tags
+        headings = driver.execute_script(
+            "return [...document.querySelectorAll('#charts .panel h2')].map((h) => h.textContent)"
+        )
+        assert HOSTILE_TAG in headings
+        shoot(driver, "published", make_store)
+        open_view(driver, f"{(site / 'index.html').as_uri()}#tags=Loss/train&run=group_1/run_3")
+        (line,) = panel_traces(driver, "Loss/train")
+        assert line["x"] == every["step"].tolist()
+        assert line["y"] == every["value"].tolist()  # float32 digits read back exactly
+    finally:
+        driver.delete_network_conditions()
+
+
+def test_publish_writes_through_fsspec(store: str) -> None:
+    import fsspec
+
+    result = CliRunner().invoke(
+        cli, ["publish", "--store", store, "--tag", "loss", "-o", "memory://viewer-site", "-q"]
+    )
+    assert result.exit_code == 0, result.stderr
+    fs = fsspec.filesystem("memory")
+    names = {path.rsplit("/", 1)[-1] for path in fs.find("/viewer-site")}
+    assert {"index.html", "overview.js", "tag-0000.js", "plotly.min.js", "viewer.js"} <= names
+    assert result.stderr == ""

@@ -28,8 +28,9 @@ STATIC = Path(str(resources.files("tbconvert.output.viewer") / "static"))
 DATASETTE_PATH = "/datasette"
 
 
-def plotly_js() -> Path:
-    """plotly.js as the ``plotly`` wheel ships it (the ``ui`` extra).
+def plotly_js(extra: str = "serve") -> Path:
+    """plotly.js as the ``plotly`` wheel ships it (in the ``serve`` and ``ui`` extras; a
+    missing one names ``extra``).
 
     Raises:
         MissingDependency: plotly is not installed.
@@ -39,15 +40,16 @@ def plotly_js() -> Path:
     if spec is None or spec.origin is None:
         raise MissingDependency(
             "the viewer draws with plotly.js, which is not installed",
-            hint=install_hint("serve"),
+            hint=install_hint(extra),
         )
     return Path(spec.origin).parent / "package_data" / "plotly.min.js"
 
 
-def index_html(mode: str) -> str:
-    """The page, told where its data comes from (``server`` or ``static``)."""
+def index_html(mode: str, scripts: str = "") -> str:
+    """The page, told where its data comes from (``server`` or ``static``), with ``scripts``
+    (tags) loaded before its own."""
     page = (STATIC / "index.html").read_text(encoding="utf-8")
-    return page.replace("{{MODE}}", mode)
+    return page.replace("{{MODE}}", mode).replace("{{SCRIPTS}}", scripts)
 
 
 def build_app(store: Store, datasette_app: Any = None) -> Any:

@@ -471,7 +471,14 @@ async function start() {
   overview = await source.overview();
   overview.runs.forEach((entry, index) => colours.set(entry.run, PALETTE[index % PALETTE.length]));
   if (window.TBV_MODE !== "static") document.getElementById("datasette-link").hidden = !overview.datasette;
-  else document.querySelectorAll(".grouping").forEach((label) => { label.hidden = !overview.groups; });
+  else {
+    // A published viewer holds steps only, and no groups.
+    document.querySelectorAll(".grouping").forEach((label) => { label.hidden = true; });
+    document.querySelectorAll("#x-axis option").forEach((option) => { option.disabled = option.value !== "step"; });
+    view.x = "step";
+    view.by = [];
+    view.over = [];
+  }
   document.getElementById("store-summary").textContent =
     `${overview.runs.length} runs, ${overview.tags.length} scalar tags`;
   bindControls();
