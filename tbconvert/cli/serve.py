@@ -18,7 +18,12 @@ from tbconvert.cli.app import (
     run_option,
     store_option,
 )
-from tbconvert.output.viewer.defaults import DEFAULT_BUCKETS, DEFAULT_LEVELS, FACTOR
+from tbconvert.output.viewer.defaults import (
+    DEFAULT_BUCKETS,
+    DEFAULT_LEVELS,
+    DEFAULT_MAX_BYTES,
+    FACTOR,
+)
 
 
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -83,6 +88,14 @@ def serve(store: str, host: str, port: int) -> None:
     help=f"Levels of detail at most, each {FACTOR} times finer (zoom is exact down to the finest).",
 )
 @click.option(
+    "--max-size",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_MAX_BYTES / 1e6,
+    show_default=True,
+    metavar="MB",
+    help="Leave out finer levels rather than make the bundle larger (plotly.js is 4.6 MB).",
+)
+@click.option(
     "--storage-option",
     "storage_options",
     multiple=True,
@@ -97,6 +110,7 @@ def publish(
     output: str,
     buckets: int,
     levels: int,
+    max_size: float,
     storage_options: tuple[str, ...],
     quiet: bool,
 ) -> None:
@@ -118,7 +132,7 @@ def publish(
         raise click.BadParameter(str(error), param_hint="--storage-option") from error
 
     def write(opened: Any) -> Any:
-        with tqdm(unit=" series", disable=True if quiet else None, file=sys.stderr) as bar:
+        with tqdm(unit=" lines", disable=True if quiet else None, file=sys.stderr) as bar:
             return library(
                 opened,
                 output,
@@ -126,15 +140,22 @@ def publish(
                 tag_globs or None,
                 buckets=buckets,
                 levels=levels,
+                max_bytes=int(max_size * 1e6),
                 storage_options=options,
                 step=bar.update,
             )
 
     done = read_store(store, write)
-    if not quiet:
-        click.echo(
-            f"{done.series} series of {done.runs} runs and {done.tags} tags written to {output} "
-            f"({done.files} files, {done.bytes / 1e6:.1f} MB, {done.seconds:.1f} s); "
-            f"open {output.rstrip('/')}/index.html",
-            err=True,
-        )
+    if quiet:
+        return
+    detail = (
+        "every point"
+        if not done.finest
+        else f"zoom exact down to 1/{done.finest} of a line's steps (--levels, --max-size)"
+    )
+    click.echo(
+        f"{done.series} lines of {done.runs} runs and {done.tags} tags written to {output} "
+        f"({done.files} files, {done.bytes / 1e6:.1f} MB, {detail}, {done.seconds:.1f} s); "
+        f"open {output.rstrip('/')}/index.html",
+        err=True,
+    )

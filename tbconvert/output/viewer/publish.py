@@ -13,6 +13,7 @@ reads back as the same float32.  Written through fsspec, so ``-o`` may be a URL.
 
 from __future__ import annotations
 
+import base64
 import os
 import posixpath
 import time
@@ -26,13 +27,19 @@ from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
 from tbconvert.output.viewer import data
 from tbconvert.output.viewer.app import STATIC, index_html, plotly_js
-from tbconvert.output.viewer.defaults import DEFAULT_BUCKETS, DEFAULT_LEVELS, FACTOR
+from tbconvert.output.viewer.defaults import (
+    DEFAULT_BUCKETS,
+    DEFAULT_LEVELS,
+    DEFAULT_MAX_BYTES,
+    FACTOR,
+)
 from tbconvert.query import lookups, thinning
 
 if TYPE_CHECKING:
     from tbconvert.query.results import SeriesRef
     from tbconvert.query.store import Store
 
+STATIC_FILES = ("viewer.js", "viewer.css", "published.js")
 PAGE_SCRIPTS = (
     '<script src="static/published.js"></script>\n<script src="data/overview.js"></script>'
 )
@@ -40,7 +47,8 @@ PAGE_SCRIPTS = (
 
 @dataclass(frozen=True)
 class Published:
-    """What a publish wrote: files and their bytes, runs, tags and series, the seconds."""
+    """What a publish wrote: files and their bytes, runs, tags and series, the seconds, and
+    the finest level's buckets per line (0: every line whole, every point in)."""
 
     files: int
     bytes: int
@@ -48,6 +56,7 @@ class Published:
     tags: int
     series: int
     seconds: float
+    finest: int
 
 
 def publish(
@@ -58,6 +67,7 @@ def publish(
     *,
     buckets: int = DEFAULT_BUCKETS,
     levels: int = DEFAULT_LEVELS,
+    max_bytes: int = DEFAULT_MAX_BYTES,
     storage_options: dict[str, Any] | None = None,
     step: Callable[[int], Any] | None = None,
 ) -> Published:
@@ -69,8 +79,10 @@ def publish(
         run, tag: Globs choosing the runs and the scalar tags.
         buckets: The coarsest level's buckets over a line's whole step range.
         levels: How many levels at most, each ``FACTOR`` times finer.
+        max_bytes: The bundle's size, page and plotly.js included, that a finer level is
+            left out rather than exceed (the coarsest level is always written).
         storage_options: fsspec options of a URL target.
-        step: Called with the number of series written, as they are.
+        step: Called with the number of lines thinned, as they are.
 
     Raises:
         UsageError: no scalar series matches, or a level count or bucket count under 1.
@@ -83,6 +95,8 @@ def publish(
     plotly = plotly_js("ui")
     fs, root = fsspec.core.url_to_fs(os.path.expanduser(target), **(storage_options or {}))
     written = _Writer(fs, root.rstrip("/"))
+    statics = [(str(STATIC / name), f"static/{name}") for name in STATIC_FILES]
+    statics.append((str(plotly), "static/plotly.min.js"))
     with store.snapshot():
         overview = data.overview(store, [run] if isinstance(run, str) else list(run or ()))
         with store.connect() as conn:
@@ -93,18 +107,21 @@ def publish(
         files = {name: f"tag-{index:04d}.js" for index, name in enumerate(tags)}
         overview["tags"] = tags
         overview.update(datasette=False, groups=False)
-        for name in tags:
-            mine = [series for series in chosen if series.tag == name]
-            payload = _tag_payload(store, mine, buckets, levels)
-            written.text(f"data/{files[name]}", f"TBV.receive({_json(files[name])},{payload});")
-            if step is not None:
-                step(len(mine))
-    document = {"overview": overview, "files": files}
-    written.text("data/overview.js", f"TBV.published = {_json(document)};")
+        document = _json({"overview": overview, "files": files})
+        fixed = len(document) + sum(os.path.getsize(source) for source, _ in statics)
+        encoded, finest = _levels(store, chosen, buckets, levels, max_bytes - fixed, step)
+    for name in tags:
+        lines = [
+            _line_json(series, encoded[index])
+            for index, series in enumerate(chosen)
+            if series.tag == name
+        ]
+        payload = '{"lines":[' + ",".join(lines) + "]}"
+        written.text(f"data/{files[name]}", f"TBV.receive({_json(files[name])},{payload});")
+    written.text("data/overview.js", f"TBV.published = {document};")
     written.text("index.html", index_html("static", PAGE_SCRIPTS))
-    for name in ("viewer.js", "viewer.css", "published.js"):
-        written.copy(str(STATIC / name), f"static/{name}")
-    written.copy(str(plotly), "static/plotly.min.js")
+    for source, name in statics:
+        written.copy(source, name)
     return Published(
         written.files,
         written.bytes,
@@ -112,66 +129,82 @@ def publish(
         len(tags),
         len(chosen),
         time.monotonic() - started,
+        finest,
     )
 
 
-def _tag_payload(store: Store, chosen: Sequence[SeriesRef], buckets: int, levels: int) -> str:
-    lines = []
+def _levels(
+    store: Store,
+    chosen: Sequence[SeriesRef],
+    buckets: int,
+    levels: int,
+    budget: int,
+    step: Callable[[int], Any] | None,
+) -> tuple[list[list[str]], int]:
+    """Each line's levels as JSON, coarsest first, and the finest level's buckets (0 when
+    every line is whole): a level is added to every line not yet whole while the estimate
+    of its size (each line's points up to four per bucket, at the bytes a point took in
+    the level before) fits the budget."""
+    encoded: list[list[str]] = [[] for _ in chosen]
+    points = [0] * len(chosen)
+    pending = list(range(len(chosen)))
+    used, per_point, count, finest = 0, 0.0, buckets, buckets
     with store.connect() as conn:
-        for series in chosen:
-            encoded = []
-            count = buckets
-            for _level in range(levels):
-                found = thinning.thin_series(conn, series.id, count)
-                encoded.append(_level_json(found, count))
-                if found.exact:
-                    break
-                count *= FACTOR
-            head = _json(
-                {"run_id": series.run_id, "run": series.run_path, "context": series.context}
-            )
-            lines.append(head[:-1] + ',"levels":[' + ",".join(encoded) + "]}")
-    return '{"lines":[' + ",".join(lines) + "]}"
+        for level in range(levels):
+            estimate = sum(min(points[i], 4 * count) for i in pending) * per_point
+            if level and used + estimate > budget:
+                break
+            written = kept = 0
+            for index in pending:
+                found = thinning.thin_series(conn, chosen[index].id, count)
+                text = _level_json(found, count)
+                encoded[index].append(text)
+                points[index] = found.total
+                written, kept = written + len(text), kept + len(found.points)
+                if step is not None:
+                    step(1)
+            used += written
+            per_point = written / max(kept, 1)
+            finest = count
+            pending = [i for i in pending if not _is_exact(encoded[i][-1])]
+            if not pending:
+                return encoded, 0
+            count *= FACTOR
+    return encoded, finest
+
+
+def _is_exact(level: str) -> bool:
+    return '"exact":true' in level
+
+
+def _line_json(series: SeriesRef, levels: list[str]) -> str:
+    owner = _json({"run_id": series.run_id, "run": series.run_path, "context": series.context})
+    return owner[:-1] + ',"levels":[' + ",".join(levels) + "]}"
 
 
 def _level_json(found: thinning.Thinned, buckets: int) -> str:
-    numbers, single = _numbers([point.value for point in found.points])
-    xs = [point.step for point in found.points]
-    nan = [point.step for point in found.points if not _finite(point.value)]
+    """One level: its points' steps as differences, and their values as little-endian
+    float32 (when every value is one, as ``add_scalar`` logs them) or float64, in base64,
+    NaN for a NaN; about 9 bytes a point."""
+    import numpy as np
+
+    steps = np.array([point.step for point in found.points], dtype=np.int64)
+    values = np.array([point.value for point in found.points], dtype=np.float64)
+    exact32 = np.all(values.astype(np.float32) == values, where=np.isfinite(values))
+    single = np.float32 if bool(exact32) else np.float64
     head = {
         "buckets": buckets,
         "low": found.lo,
         "high": found.hi,
         "exact": found.exact,
         "points": found.total,
-        "x": xs,
-        "nan": nan,
-        "f32": single,
+        "dx": np.diff(steps, prepend=0).tolist(),
+        "f32": single is np.float32,
+        "y64": base64.b64encode(values.astype(np.dtype(single).newbyteorder("<")).tobytes()).decode(
+            "ascii"
+        ),
     }
-    return _json(head)[:-1] + ',"y":[' + ",".join(numbers) + "]}"
-
-
-def _numbers(values: Sequence[float]) -> tuple[list[str], bool]:
-    """The values as JSON numbers, and whether all are float32s: then in float32's shortest
-    digits (about half as long), which the page turns back into the same float32 with
-    ``Math.fround``; else each double's own shortest digits."""
-    import numpy as np
-
-    finite = [value for value in values if _finite(value)]
-    single = all(float(np.float32(value)) == value for value in finite)
-    found = []
-    for value in values:
-        if not _finite(value):
-            found.append("null")
-        elif single:
-            found.append(str(np.float32(value)))
-        else:
-            found.append(repr(float(value)))
-    return found, single
-
-
-def _finite(value: float) -> bool:
-    return value == value and value not in (float("inf"), float("-inf"))
+    return _json(head)
 
 
 def _json(value: Any) -> str:

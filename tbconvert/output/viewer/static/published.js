@@ -26,6 +26,18 @@
     });
   }
 
+  // A level as written: steps as differences, values as base64 float32 or float64.
+  function decode(level) {
+    if (level.x) return level;
+    const bytes = Uint8Array.from(atob(level.y64), (c) => c.charCodeAt(0));
+    const values = level.f32 ? new Float32Array(bytes.buffer) : new Float64Array(bytes.buffer);
+    let step = 0;
+    level.x = level.dx.map((difference) => (step += difference));
+    level.y = Array.from(values, (value) => (Number.isFinite(value) ? value : null));
+    level.nan = level.x.filter((_x, index) => level.y[index] === null);
+    return level;
+  }
+
   function pick(levels, range, buckets) {
     if (!range) return levels[0];
     for (const level of levels) {
@@ -64,9 +76,8 @@
       const payload = file ? await load(file) : { lines: [] };
       const wanted = new Set(runIds);
       const lines = payload.lines.filter((line) => wanted.has(line.run_id)).map((line) => {
-        const level = pick(line.levels, range, buckets);
-        const y = level.f32 ? level.y.map((v) => (v === null ? null : Math.fround(v))) : level.y;
-        return { run_id: line.run_id, run: line.run, context: line.context, ...within({ ...level, y }, range) };
+        const level = decode(pick(line.levels, range, buckets));
+        return { run_id: line.run_id, run: line.run, context: line.context, ...within(level, range) };
       });
       return { tag, x, lines };
     },
