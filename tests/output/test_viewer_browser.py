@@ -8,13 +8,19 @@ at.
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import urllib.parse
+import urllib.request
+import wave
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
+from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboardX import SummaryWriter
 
 from tbconvert import convert, open_store
@@ -22,14 +28,26 @@ from tbconvert.cli import cli
 from tbconvert.output.plot import smooth
 from tests.support.eventfiles import event_file_name, simple_value, summary_event, write_events
 from tests.support.snapshots import StoreFactory
-from tests.support.sweep import W0, build_store
+from tests.support.sweep import IMAGE_STEPS, W0, build_store, sweep_pixels
 from tests.support.viewer_browser import browser, screenshot, served, wait_ready, wait_until
 
 HOSTILE_RUN = "evil/<img src=x onerror=\"window.__pwned='run'\">"
 HOSTILE_TAG = "<script>window.__pwned='tag'</script>"
 QUOTED_TAG = 'it\'s a "quoted" & <b>bold</b> tag'
 HOSTILE_PARAM = "\"><img src=x onerror=window.__pwned='param'>"
+HOSTILE_TEXT = "<img src=x onerror=\"window.__pwned='text'\"> & <script>x</script>"
 LONG_RUN = "long/" + "/".join(("L" * 200, "M" * 200, "N" * 95))
+
+
+def wav() -> bytes:
+    """A short mono 16-bit WAV."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as clip:
+        clip.setnchannels(1)
+        clip.setsampwidth(2)
+        clip.setframerate(8000)
+        clip.writeframes(np.arange(-400, 400, 10, dtype="<i2").tobytes())
+    return out.getvalue()
 
 
 def write_hostile(logdir: Path) -> None:
@@ -48,8 +66,15 @@ def write_hostile(logdir: Path) -> None:
             )
             for step in range(5)
         ]
+        # tensorboardX's add_audio needs soundfile: a WAV clip in a Summary.Audio by hand.
+        clip = Summary.Audio(encoded_audio_string=wav(), sample_rate=8000, content_type="audio/wav")
+        events.append(summary_event(0, W0, [Summary.Value(tag="tone", audio=clip)]))
         write_events(logdir / run / event_file_name(W0), events)
         with SummaryWriter(str(logdir / run), flush_secs=3600) as writer:
+            rng = np.random.default_rng(len(run))
+            for step in range(3):
+                writer.add_text("notes", HOSTILE_TEXT, step, walltime=W0 + step)
+                writer.add_histogram("weights", rng.normal(step, 1, 500), step, walltime=W0 + step)
             writer.add_hparams({"lr": 0.5, "note": HOSTILE_PARAM}, {"hparam/accuracy": 0.1})
 
 
@@ -287,3 +312,43 @@ def test_publish_writes_through_fsspec(store: str) -> None:
     names = {path.rsplit("/", 1)[-1] for path in fs.find("/viewer-site")}
     assert {"index.html", "overview.js", "tag-0000.js", "plotly.min.js", "viewer.js"} <= names
     assert result.stderr == ""
+
+
+def media_panels(driver: Any) -> list[dict[str, Any]]:
+    return driver.execute_script(
+        """return [...document.querySelectorAll('#media-panels .media-panel')].map((p) => ({
+             ...p.dataset, text: p.querySelector('pre') ? p.querySelector('pre').textContent : null,
+             images: [...p.querySelectorAll('img')].map((i) => [i.naturalWidth, i.naturalHeight,
+               i.complete]),
+             audio: [...p.querySelectorAll('audio')].map((a) => a.src),
+             heatmap: !!p.querySelector('.plot .main-svg')}))"""
+    )
+
+
+def test_images_texts_histograms_and_audio(driver: Any, base: str, make_store) -> None:
+    open_view(driver, f"{base}/#tags=samples")
+    wait_until(
+        driver,
+        lambda d: all(
+            all(image[2] for image in panel["images"]) and panel["images"]
+            for panel in media_panels(d)
+        ),
+    )
+    images = {panel["run"]: panel["images"] for panel in media_panels(driver)}
+    for run in ("lr_0.01", "lr_0.1", "lr_1.0"):
+        height, width, _ = sweep_pixels(run, IMAGE_STEPS[-1]).shape
+        assert images[f"sweep/{run}"] == [[width, height, True]]  # the last step's image
+    open_view(driver, f"{base}/#run={urllib.parse.quote(HOSTILE_RUN)}")
+    assert driver.execute_script("return window.__pwned") is None
+    panels = {
+        panel["plugin"]: panel for panel in media_panels(driver) if panel["run"].startswith("evil")
+    }
+    assert panels["text"]["text"] == HOSTILE_TEXT
+    assert panels["histograms"]["heatmap"]
+    (source,) = panels["audio"]["audio"]
+    with urllib.request.urlopen(source, timeout=10) as response:
+        assert response.headers["Content-Type"] == "audio/wav"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.read(4) == b"RIFF"
+    driver.execute_script("document.getElementById('media').scrollIntoView()")
+    shoot(driver, "media", make_store)

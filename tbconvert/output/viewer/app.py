@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from tbconvert.errors import ConverterError, MissingDependency, install_hint
-from tbconvert.output.viewer import data
+from tbconvert.output.viewer import data, media
 from tbconvert.query.groups import Grouping
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def build_app(store: Store, datasette_app: Any = None) -> Any:
         def endpoint(request: Request) -> Response:
             try:
                 return answer(compute(request.query_params))
-            except (ConverterError, ValueError) as error:
+            except (ConverterError, ValueError, KeyError) as error:
                 return answer({"error": str(error)}, status=400)
 
         return endpoint
@@ -105,6 +105,23 @@ def build_app(store: Store, datasette_app: Any = None) -> Any:
             store, query["tag"], grouping, _ids(query.get("runs", "")), query.get("band", "std")
         )
 
+    def media_list(query: Any) -> Any:
+        return media.media_series(store, _ids(query.get("runs", "")))
+
+    def media_points(query: Any) -> Any:
+        return media.media_points(store, int(query["series"]))
+
+    def blob(request: Request) -> Response:
+        try:
+            content, kind = media.blob(
+                store, int(request.query_params["series"]), int(request.path_params["blob"])
+            )
+        except (ConverterError, ValueError, KeyError) as error:
+            return answer({"error": str(error)}, status=404)
+        # nosniff: the browser keeps to the type given, never reads logged bytes as a page.
+        headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=3600"}
+        return Response(content, media_type=kind, headers=headers)
+
     routes: list[Any] = [
         Route("/", lambda _request: HTMLResponse(page)),
         Route("/static/plotly.min.js", lambda _request: FileResponse(plotly)),
@@ -112,6 +129,9 @@ def build_app(store: Store, datasette_app: Any = None) -> Any:
         Route("/api/overview.json", guarded(overview)),
         Route("/api/chart.json", guarded(chart)),
         Route("/api/groups.json", guarded(grouped)),
+        Route("/api/media.json", guarded(media_list)),
+        Route("/api/media-points.json", guarded(media_points)),
+        Route("/api/blob/{blob:int}", blob),
     ]
     if datasette_app is not None:
         routes.append(Mount(DATASETTE_PATH, app=datasette_app))

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from tbconvert.query.results import SeriesRef
     from tbconvert.query.store import Store
 
-STATIC_FILES = ("viewer.js", "viewer.css", "published.js")
+STATIC_FILES = ("viewer.js", "media.js", "viewer.css", "published.js")
 PAGE_SCRIPTS = (
     '<script src="static/published.js"></script>\n<script src="data/overview.js"></script>'
 )

@@ -428,6 +428,8 @@ async function drawCharts() {
     await drawPanel(panel, panel.dataset.tag, mine);
     if (mine !== generation) return;
   }
+  await TBV.drawMedia(visibleRunIds(), matcher, mine, () => generation);
+  if (mine !== generation) return;
   document.body.dataset.ready = "true";
 }
 
