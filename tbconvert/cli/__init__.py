@@ -3,12 +3,13 @@
 The app (the click group) and the options commands share are in ``app``; each command
 family has a module named after it: ``convert`` (tf, tensorboard), ``runs`` (runs, show),
 ``hparams``, ``export`` (export, datasette-metadata), ``plot`` (plot, report), ``serve``,
-``db``, ``push`` (push mlflow) and ``query``.  All text rendering is in ``render``, the
-table formats in ``tables``.  Library modules are imported inside commands, so ``--help``
+``db``, ``push`` (push mlflow), ``query``, ``check`` and ``mcp``.  All text rendering is in
+``render``, the table formats in ``tables``.  Library modules are imported inside commands, so ``--help``
 starts fast.
 
 Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error (a statement ``query``
-refuses too), 3 finished but damaged records or unreadable files were skipped.
+refuses too), 3 finished but damaged records or unreadable files were skipped, 4 ``check``
+found runs that do not meet its condition.
 """
 
 from __future__ import annotations
@@ -23,16 +24,30 @@ import click
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Importing a command module registers its commands on the app.
-from tbconvert.cli import convert, db, export, hparams, plot, push, query, runs, serve
+from tbconvert.cli import (
+    check,
+    convert,
+    db,
+    export,
+    hparams,
+    mcp,
+    plot,
+    push,
+    query,
+    runs,
+    serve,
+)
 from tbconvert.cli.app import cli, end_process
 
 __all__ = [
+    "check",
     "cli",
     "convert",
     "db",
     "export",
     "hparams",
     "main",
+    "mcp",
     "plot",
     "push",
     "query",

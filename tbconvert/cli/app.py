@@ -250,3 +250,67 @@ def grouping_of(group_by: tuple[str, ...], aggregate_over: tuple[str, ...]) -> A
     from tbconvert.query.groups import Grouping
 
     return Grouping(group_by, aggregate_over)
+
+
+def selection_options(example: str, *, columns: bool = False) -> Callable[[F], F]:
+    """``--where``, ``--top`` and ``--by`` (and ``--column`` for the commands that print a
+    table): runs chosen by expression (docs/cli.md, "Selecting runs by expression");
+    ``example`` is a ``--where`` the help shows."""
+
+    def decorate(function: F) -> F:
+        if columns:
+            function = click.option(
+                "--column",
+                "columns",
+                multiple=True,
+                metavar="NAME=EXPR",
+                help='A column of each run\'s value of EXPR (repeatable): "best=min(loss)".',
+            )(function)
+        function = click.option(
+            "--by",
+            metavar="EXPR",
+            help="Order by EXPR, highest first (-EXPR: lowest first), ties by run path; "
+            "with --top, the first N.",
+        )(function)
+        function = click.option(
+            "--top",
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Only the first N runs by --by.",
+        )(function)
+        return click.option(
+            "--where",
+            metavar="EXPR",
+            help=f"Only runs that meet EXPR, e.g. {example}",
+        )(function)
+
+    return decorate
+
+
+def selection_of(
+    run_globs: tuple[str, ...],
+    where: str | None,
+    top: int | None,
+    by: str | None,
+    columns: tuple[str, ...] = (),
+    resumed: str = RESUMED_DEFAULT,
+) -> Any:
+    """The :class:`~tbconvert.query.selection.RunSelection` the options ask for."""
+    from tbconvert.query.selection import RunSelection, parse_column
+
+    if top is not None and by is None:
+        raise click.UsageError("--top N needs --by EXPR: the value the first N have most of")
+    pairs = tuple(run_library(0, lambda: [parse_column(option) for option in columns]))
+    return RunSelection(run_globs, where, top, by, pairs, resumed)
+
+
+def selected_runs(store: Any, selection: Any) -> tuple[str, ...]:
+    """The runs a selection chooses, as globs on run paths, for the commands whose library
+    takes ``--run`` globs."""
+    from tbconvert.query.selection import selected_globs
+
+    if not selection.by_expression:
+        return tuple(selection.run)
+    with store.connect() as conn:
+        found: tuple[str, ...] = selected_globs(conn, selection)
+    return found

@@ -17,6 +17,9 @@ from tbconvert.cli.app import (
     read_store,
     resumed_option,
     run_option,
+    selected_runs,
+    selection_of,
+    selection_options,
     silence_stdout,
     store_option,
 )
@@ -47,6 +50,7 @@ from tbconvert.output.choices import EXPORT_FORMATS, EXPORT_KINDS
     is_flag=True,
     help="Scalars as a step x series table: step, then one column per run_path/context/tag.",
 )
+@selection_options("'min(loss) < 0.2'")
 @grouping_options("Scalars aggregated step by step over a group's runs")
 @resumed_option
 @metric_options
@@ -85,6 +89,9 @@ def export_command(
     tag_globs: tuple[str, ...],
     context_globs: tuple[str, ...],
     wide: bool,
+    where: str | None,
+    top: int | None,
+    by: str | None,
     group_by: tuple[str, ...],
     aggregate_over: tuple[str, ...],
     resumed: str,
@@ -112,6 +119,7 @@ def export_command(
       tbconvert export scalars --run 'sweep/*' --tag loss --wide -o curves.csv
       tbconvert export scalars --tag loss --aggregate-over seed -o loss_over_seeds.csv
       tbconvert export hparams --metric accuracy -o sweep.json
+      tbconvert export scalars --where 'lr < 0.01' --top 3 --by 'max(accuracy)' -o best.csv
       tbconvert export images --tag samples -o images/
       tbconvert export dataset --store runs.db -o s3://lake/tb/
 
@@ -120,7 +128,8 @@ def export_command(
     views' columns, partitioned as bucket=NN; run it again to add only what is new.
     """
     if kind == "dataset":
-        chosen = run_globs or tag_globs or context_globs or wide or group_by or aggregate_over
+        filters = (run_globs, tag_globs, context_globs, wide, group_by, aggregate_over, where, by)
+        chosen = any(filters) or top is not None
         if chosen or fmt or metrics:
             raise click.UsageError("export dataset takes the whole store: leave out filters")
         _export_dataset(store, output, buckets, storage_options, quiet)
@@ -129,6 +138,8 @@ def export_command(
         raise click.UsageError("--buckets and --storage-option are for export dataset")
     from tbconvert.output import export
 
+    selection = selection_of(run_globs, where, top, by, resumed=resumed)
+
     def write(opened: Any) -> int:
         grouping = grouping_of(group_by, aggregate_over)
         return export.export(
@@ -136,7 +147,7 @@ def export_command(
             kind,
             output,
             fmt,
-            run=run_globs,
+            run=selected_runs(opened, selection),
             tag=tag_globs,
             context=context_globs,
             wide=wide,

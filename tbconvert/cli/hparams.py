@@ -14,7 +14,10 @@ from tbconvert.cli.app import (
     echo_data,
     format_option,
     read_store,
+    resumed_option,
     run_option,
+    selection_of,
+    selection_options,
     store_option,
 )
 
@@ -55,6 +58,8 @@ def metric_options(function: F) -> F:
     help="Sort on this column (a param or metric, 'loss (val)' or val:loss); -COLUMN sorts "
     "descending. Empty cells last.",
 )
+@selection_options("'opt == \"adam\" and max(accuracy) > 0.9'", columns=True)
+@resumed_option
 @format_option(HPARAMS_FORMATS)
 def hparams(
     store: str,
@@ -62,6 +67,11 @@ def hparams(
     metrics: tuple[str, ...],
     agg: str,
     sort: str | None,
+    where: str | None,
+    top: int | None,
+    by: str | None,
+    columns: tuple[str, ...],
+    resumed: str,
     fmt: str,
 ) -> None:
     """Compare hyper-parameters: one row per hparams session, params and metrics as columns.
@@ -71,13 +81,16 @@ def hparams(
       tbconvert hparams --store runs.db --metric accuracy --sort=-accuracy
       tbconvert hparams --store runs.db --metric loss --agg min --format csv > sweep.csv
       tbconvert hparams --store runs.db --metric loss --sort val:loss
+      tbconvert hparams --store runs.db --where 'lr < 0.01' --top 5 --by 'max(accuracy)' \\
+          --column 'best=min(loss, context="val")' --column 'at=argmin(loss, context="val")'
       tbconvert hparams --store runs.db --metric accuracy --format md >> report.md
     """
     from tbconvert.cli.tables import TABLE_FORMATS, render_rows
     from tbconvert.output.hparams import hparams_rows
 
-    columns, rows = read_store(
-        store, lambda opened: hparams_rows(opened, metrics, run_globs, agg, sort)
+    selection = selection_of(run_globs, where, top, by, columns, resumed)
+    names, rows = read_store(
+        store, lambda opened: hparams_rows(opened, metrics, run_globs, agg, sort, selection)
     )
     if agg == "best" and metrics:
         from tbconvert.query.tables import best_direction
@@ -85,9 +98,9 @@ def hparams(
         chosen = (f"{'lowest' if best_direction(m) == 'min' else 'highest'} {m}" for m in metrics)
         click.echo("best: " + ", ".join(chosen), err=True)
     if fmt not in TABLE_FORMATS:
-        echo_data(_text_of(columns, rows, fmt).rstrip("\n"))
+        echo_data(_text_of(names, rows, fmt).rstrip("\n"))
     elif rows:
-        echo_data(render_rows(columns, rows, fmt))
+        echo_data(render_rows(names, rows, fmt))
     else:
         click.echo(
             "no hparams sessions (add_hparams or the hparams plugin) in this store", err=True

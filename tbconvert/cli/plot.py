@@ -16,6 +16,9 @@ from tbconvert.cli.app import (
     read_store,
     resumed_option,
     run_option,
+    selected_runs,
+    selection_of,
+    selection_options,
     store_option,
 )
 from tbconvert.output.choices import AGGREGATES, BANDS, X_AXES
@@ -66,6 +69,7 @@ from tbconvert.output.choices import AGGREGATES, BANDS, X_AXES
     help="A group's band: mean +/- std or sem, a 95%% t interval, min..max, or none.",
 )
 @resumed_option
+@selection_options("'max(accuracy, context=\"val\") > 0.9'")
 @click.option(
     "-o",
     "--output",
@@ -87,6 +91,9 @@ def plot(
     aggregate: str,
     band: str,
     resumed: str,
+    where: str | None,
+    top: int | None,
+    by: str | None,
     output: str,
 ) -> None:
     """Draw learning curves: one panel per tag, one line per run and context (the plot extra).
@@ -96,6 +103,7 @@ def plot(
       tbconvert plot --store runs.db --tag loss -o loss.png
       tbconvert plot --run 'sweep/*' --tag loss --tag accuracy --smooth 0.6 --log-y -o sweep.svg
       tbconvert plot --tag loss --aggregate-over seed --band ci95 -o over_seeds.png
+      tbconvert plot --tag loss --top 5 --by='-min(loss, context="val")' -o best5.png
 
     With --group-by or --aggregate-over, each group's runs are smoothed and drawn as one line
     with a band: at each step, over the runs that logged it (with --smooth 0, the numbers of
@@ -103,12 +111,14 @@ def plot(
     """
     from tbconvert.output import plot as library
 
+    selection = selection_of(run_globs, where, top, by, resumed=resumed)
+
     def draw(opened: Any) -> Any:
         grouping = grouping_of(group_by, aggregate_over)
         return library.plot(
             opened,
             output,
-            run_globs,
+            selected_runs(opened, selection),
             tag_globs,
             context,
             x_axis,
@@ -145,6 +155,7 @@ def plot(
 )
 @grouping_options("Charts of one line per group of runs, as plot draws them")
 @resumed_option
+@selection_options("'lr < 1e-3'")
 def report(
     store: str,
     run_globs: tuple[str, ...],
@@ -153,6 +164,9 @@ def report(
     group_by: tuple[str, ...],
     aggregate_over: tuple[str, ...],
     resumed: str,
+    where: str | None,
+    top: int | None,
+    by: str | None,
 ) -> None:
     """Write one offline HTML page: runs with hparams and final metrics, charts, images, texts.
 
@@ -164,12 +178,16 @@ def report(
       tbconvert report --store runs.db -o report.html
       tbconvert report --run 'sweep/*' --tag loss --tag accuracy --tag samples -o sweep.html
       tbconvert report --aggregate-over seed -o over_seeds.html
+      tbconvert report --where 'opt == "adam" and last(accuracy) > 0.8' -o adam.html
     """
     from tbconvert.output import report as library
 
+    selection = selection_of(run_globs, where, top, by, resumed=resumed)
+
     def write(opened: Any) -> Any:
         grouping = grouping_of(group_by, aggregate_over)
-        return library.report(opened, output, run_globs, tag_globs, grouping, resumed)
+        chosen = selected_runs(opened, selection)
+        return library.report(opened, output, chosen, tag_globs, grouping, resumed)
 
     shown = read_store(store, write)
     if output != "-":

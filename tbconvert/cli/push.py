@@ -13,8 +13,12 @@ from tbconvert.cli.app import (
     cli,
     echo_data,
     json_option,
+    read_store,
     run_library,
     run_option,
+    selected_runs,
+    selection_of,
+    selection_options,
     store_option,
 )
 
@@ -54,6 +58,7 @@ def push() -> None:
     metavar="GLOB",
     help="Only series whose tag matches (repeatable).",
 )
+@selection_options("'max(accuracy) > 0.9'")
 @json_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr (warnings still).")
 def push_mlflow(
@@ -62,6 +67,9 @@ def push_mlflow(
     experiment: str,
     run_globs: tuple[str, ...],
     tag_globs: tuple[str, ...],
+    where: str | None,
+    top: int | None,
+    by: str | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -76,13 +84,16 @@ def push_mlflow(
     Example:
       tbconvert push mlflow --store runs.db --tracking-uri http://127.0.0.1:5000
       tbconvert push mlflow --tracking-uri sqlite:///mlflow.db --run 'sweep/*' --tag loss
+      tbconvert push mlflow --tracking-uri sqlite:///mlflow.db --where 'min(loss) < 0.2'
     """
     from tbconvert.cli.render import render_push
     from tbconvert.push.mlflow import push_mlflow as push_runs
 
+    selection = selection_of(run_globs, where, top, by)
+    chosen = read_store(store, lambda opened: selected_runs(opened, selection))
     summary = run_library(
         0,
-        lambda: push_runs(store, tracking_uri, experiment, run_globs, tag_globs),
+        lambda: push_runs(store, tracking_uri, experiment, chosen, tag_globs),
         quiet_warnings=True,
     )
     text = render_push(summary)

@@ -28,6 +28,8 @@ def render_runs(runs: Sequence[dict[str, Any]], fmt: str = "table") -> str:
     columns = ("id", "run", *(("source",) if several else ()))
     columns += ("group", "contexts", "series", "points", "params")
     columns += ("files",) if troubled else ()
+    asked = list(runs[0].get("values", {}))  # --column NAME=EXPR, in their order
+    columns += tuple(asked)
     return render_rows(
         columns,
         [
@@ -41,6 +43,7 @@ def render_runs(runs: Sequence[dict[str, Any]], fmt: str = "table") -> str:
                 ", ".join(f"{table} {n}" for table, n in row["points"].items()) or "-",
                 _params_line(row["params"]),
                 *((_trouble(row.get("file_problems", {})),) if troubled else ()),
+                *(row["values"][name] for name in asked),
             )
             for row in runs
         ],

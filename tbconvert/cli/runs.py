@@ -12,7 +12,10 @@ from tbconvert.cli.app import (
     format_option,
     json_option,
     read_store,
+    resumed_option,
     run_option,
+    selection_of,
+    selection_options,
     store_option,
 )
 
@@ -23,21 +26,37 @@ SHOW_FORMATS = ("table", "md", "json")
 @cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
 @store_option
 @run_option
+@selection_options('"lr < 1e-3 and min(loss) < 0.2"', columns=True)
+@resumed_option
 @format_option(SHOW_FORMATS)
 @json_option
-def runs(store: str, run_globs: tuple[str, ...], fmt: str, as_json: bool) -> None:
+def runs(
+    store: str,
+    run_globs: tuple[str, ...],
+    where: str | None,
+    top: int | None,
+    by: str | None,
+    columns: tuple[str, ...],
+    resumed: str,
+    fmt: str,
+    as_json: bool,
+) -> None:
     """List the runs of a store: group, contexts, series and point counts, params.
 
     \b
     Example:
       tbconvert runs --store logs.db
       tbconvert runs --store logs.db --run 'sweep/*' --json | jq '.[].run_path'
+      tbconvert runs --store logs.db --where 'min(loss, context="val") < 0.2' \\
+          --top 5 --by=-min(loss) --column best=min(loss) --column at=argmin(loss)
       tbconvert runs --store logs.db --format md >> notes.md
     """
     from tbconvert.cli.render import render_runs
     from tbconvert.output import export
 
-    rows = read_store(store, lambda opened: opened.runs(run_globs))
+    selection = selection_of(run_globs, where, top, by, columns, resumed)
+    chosen = selection if selection.by_expression else None
+    rows = read_store(store, lambda opened: opened.runs(run_globs, chosen))
     fmt = _json_or(fmt, as_json)
     echo_data(export.dumps(rows) if fmt == "json" else render_runs(rows, fmt))
 

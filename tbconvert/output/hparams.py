@@ -17,6 +17,7 @@ from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
 from tbconvert.output.export import table_of
 from tbconvert.query.metrics import SESSION, Metric, column_name, parse_metric, tag_of
+from tbconvert.query.selection import RunSelection, select_runs, selected_globs
 
 if TYPE_CHECKING:
     from tbconvert.query.store import Store
@@ -28,6 +29,7 @@ def hparams_rows(
     run: Globs = None,
     agg: str = "last",
     sort: str | None = None,
+    selection: RunSelection | None = None,
 ) -> tuple[list[str], list[list[Any]]]:
     """The hparams table as columns and rows, optionally sorted.
 
@@ -40,14 +42,40 @@ def hparams_rows(
         agg: ``last``, ``min``, ``max`` or ``best`` of each metric's series.
         sort: A column to sort on, ascending; ``-column`` for descending.  A metric's
             column may also be named ``CONTEXT:TAG``.
+        selection: The runs chosen by expression (``--where``, ``--top``, ``--by``), in
+            place of ``run``: rows in its order unless ``sort`` is given, and a column for
+            each of its ``columns``.
 
     Raises:
         UsageError: a metric no scalar series has, or an unknown sort column.
     """
     check_metrics(store, metrics)
+    chosen: list[dict[str, Any]] | None = None
+    ordered = False
+    if selection is not None and selection.by_expression:
+        ordered = not sort and selection.by is not None
+        with store.connect() as conn:
+            chosen = select_runs(conn, selection)
+            run = selected_globs(conn, selection)
     columns, data = table_of(store, "hparams", run, metrics=metrics, agg=agg)
-    rows = [list(row) for row in data]
-    return list(columns), sort_rows(list(columns), rows, sort) if sort else rows
+    columns, rows = list(columns), [list(row) for row in data]
+    if chosen is not None:
+        columns, rows = _selected(columns, rows, chosen, ordered=ordered)
+    return columns, sort_rows(columns, rows, sort) if sort else rows
+
+
+def _selected(
+    columns: list[str], rows: list[list[Any]], chosen: list[dict[str, Any]], *, ordered: bool
+) -> tuple[list[str], list[list[Any]]]:
+    """The rows of the chosen runs (column 0 is ``run_id``), in their order when
+    ``ordered``, each with the values of the selection's columns."""
+    order = {row["run_id"]: index for index, row in enumerate(chosen)}
+    values = {row["run_id"]: row.get("values", {}) for row in chosen}
+    names = list(chosen[0].get("values", {})) if chosen else []
+    kept = [row for row in rows if row[0] in order]
+    if ordered:
+        kept.sort(key=lambda row: order[row[0]])
+    return columns + names, [row + [values[row[0]][name] for name in names] for row in kept]
 
 
 def check_metrics(store: Store, metrics: Sequence[Metric]) -> None:

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from tbconvert.filters import Globs
 from tbconvert.query import lookups
+from tbconvert.query.selection import RunSelection, select_runs
 from tbconvert.rows import POINT_TABLES
 
 if TYPE_CHECKING:
@@ -39,16 +40,23 @@ _CONTEXTS_SQL = (
 )
 
 
-def list_runs(conn: Connection, run: Globs = None) -> list[dict[str, Any]]:
-    """Every run, or those whose path matches ``run``, sorted by logdir and path.
+def list_runs(
+    conn: Connection, run: Globs = None, selection: RunSelection | None = None
+) -> list[dict[str, Any]]:
+    """Every run, or those whose path matches ``run``, sorted by logdir and path; or those a
+    selection chooses (``--where``, ``--top``), in its order.
 
     Returns:
         Dicts with the columns of ``v_runs`` plus ``contexts`` (sorted), ``series``,
         ``points`` (rows per point table, non-zero only), ``scalar_points``, ``params``
         (``{context: {key: value}}``: one entry per hparams session) and ``file_problems``
-        (files that are not whole, by status: ``damaged``, ``invalid``, ``partial``).
+        (files that are not whole, by status: ``damaged``, ``invalid``, ``partial``); with
+        a selection's columns, ``values`` (``{name: value}``).
     """
-    rows = lookups.runs(conn, run, with_params=True)
+    if selection is not None:
+        rows = select_runs(conn, selection, with_params=True)
+    else:
+        rows = lookups.runs(conn, run, with_params=True)
     counts = _counts(conn, "s.run_id")
     series: dict[int, int] = {
         row[0]: row[1]
@@ -72,6 +80,8 @@ def list_runs(conn: Connection, run: Globs = None) -> list[dict[str, Any]]:
         row["scalar_points"] = row["points"].get("scalars", 0)
         row["params"] = row.pop("params")  # after the counts, as the listing shows them
         row["file_problems"] = trouble.get(run_id, {})
+        if "values" in row:
+            row["values"] = row.pop("values")  # the columns asked for, last
     return rows
 
 

@@ -21,6 +21,9 @@ from tbconvert.errors import StoreError, UsageError
 from tbconvert.filters import Globs
 from tbconvert.query import groups, inventory, lookups, tables
 from tbconvert.query.results import SeriesRef, StoredImage
+from tbconvert.query.resumed import RESUMED_DEFAULT
+from tbconvert.query.selection import RunSelection, select_runs
+from tbconvert.query.thinning import Thinned, thin_series
 from tbconvert.store.engine import (
     create_store_engine,
     default_store,
@@ -94,8 +97,12 @@ class Store:
         with self.connect() as conn:
             return lookups.query(conn, sql, parameters)
 
-    def runs(self, run: Globs = None) -> list[dict[str, Any]]:
-        """Every run, or those whose path matches ``run``, sorted by logdir and path.
+    def runs(
+        self, run: Globs = None, selection: RunSelection | None = None
+    ) -> list[dict[str, Any]]:
+        """Every run, or those whose path matches ``run``, sorted by logdir and path; or
+        those ``selection`` chooses, in its order (:meth:`select_runs`), each with the
+        ``values`` of its columns.
 
         Returns:
             Dicts with the columns of ``v_runs`` plus ``contexts`` (sorted), ``series``,
@@ -104,7 +111,40 @@ class Store:
             ``file_problems`` (files not whole, by status: damaged, invalid, partial).
         """
         with self.connect() as conn:
-            return inventory.list_runs(conn, run)
+            return inventory.list_runs(conn, run, selection)
+
+    def select_runs(
+        self,
+        where: str | None = None,
+        *,
+        run: Globs = None,
+        top: int | None = None,
+        by: str | None = None,
+        columns: Sequence[tuple[str, str]] = (),
+        resumed: str = RESUMED_DEFAULT,
+        with_params: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The runs that meet an expression (docs/cli.md, "Selecting runs by expression").
+
+        Args:
+            where: A condition, e.g. ``'lr < 1e-3 and min(loss, context="val") < 0.2'``.
+            run: Globs on run paths, applied first.
+            top: Keep the first N runs by ``by``.
+            by: A value to order by, descending (``-EXPR``: ascending), ties by path.
+            columns: ``(name, expression)`` pairs whose values each row gets in ``values``.
+            resumed: ``current`` (each series as its last attempt left it) or ``all``.
+            with_params: Add ``params`` (``{context: {key: value}}``) to each row.
+
+        Returns:
+            ``v_runs`` rows, in the selection's order.
+
+        Raises:
+            UsageError: an expression that does not parse (its message names the column), or
+                an aggregate without a context whose tag a run logs in several.
+        """
+        chosen = RunSelection(run, where, top, by, tuple(columns), resumed)
+        with self.connect() as conn:
+            return select_runs(conn, chosen, with_params=with_params)
 
     def describe(self, run: str | int) -> dict[str, Any]:
         """One run in full: its ``v_runs`` row, series, params and event files.
@@ -290,6 +330,27 @@ class Store:
             MissingDependency: pandas is not installed (``pip install '.[pandas]'``).
         """
         return tables.to_pandas(self, kind, **filters)
+
+    def thinned(
+        self,
+        run: str | int,
+        tag: str,
+        context: str | None = None,
+        buckets: int = 500,
+        **options: Any,
+    ) -> Thinned:
+        """One scalar series over a range, thinned in SQL to the points that keep its shape
+        (each bucket's first, last, lowest, highest and first NaN point), or whole when short:
+        :func:`tbconvert.query.thinning.thin_series`, whose keywords ``options`` takes (``lo``,
+        ``hi``, ``x``, ``resumed``, ``exact_up_to``, ``attempt``).
+
+        Raises:
+            UsageError: no such run or scalar series, or the tag is in several contexts and
+                ``context`` is not given.
+        """
+        chosen = self._one_series(run, tag, context)
+        with self.connect() as conn:
+            return thin_series(conn, chosen.id, buckets, **options)
 
     def _one_series(self, run: str | int, tag: str, context: str | None) -> SeriesRef:
         with self.connect() as conn:
