@@ -88,6 +88,8 @@ def build_app(store: Store, datasette_app: Any = None) -> Any:
     def overview(_query: Any) -> Any:
         return {**data.overview(store), "datasette": datasette_app is not None}
 
+    attempts: dict[int, Any] = {}  # series id -> its last attempt, as charts last read it
+
     def chart(query: Any) -> Any:
         return data.chart(
             store,
@@ -97,6 +99,7 @@ def build_app(store: Store, datasette_app: Any = None) -> Any:
             _float(query.get("low")),
             _float(query.get("high")),
             int(query.get("buckets", "1000")),
+            attempts,
         )
 
     def grouped(query: Any) -> Any:

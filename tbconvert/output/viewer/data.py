@@ -23,6 +23,7 @@ from tbconvert.query.aggregation import aggregate
 from tbconvert.query.groups import Grouping, run_groups
 
 if TYPE_CHECKING:
+    from tbconvert.query.attempts import LastAttempt
     from tbconvert.query.results import SeriesRef
     from tbconvert.query.store import Store
 
@@ -114,6 +115,7 @@ def chart(
     low: float | None = None,
     high: float | None = None,
     buckets: int = 1000,
+    attempts: dict[int, LastAttempt] | None = None,
 ) -> dict[str, Any]:
     """One chart's lines: every scalar series of ``tag`` in the chosen runs, over the x range
     ``low..high`` (all of it when left out), in at most ``buckets`` buckets.
@@ -125,6 +127,8 @@ def chart(
         x: ``step``, ``relative`` (seconds since the series' first point) or ``wall``.
         low, high: The visible x range, in the units of ``x``.
         buckets: Pixel columns of the chart: each bucket drawn as its min and max.
+        attempts: Each series' last attempt as an earlier chart read it, kept up to date
+            here: a series unchanged since is not scanned again (``serve`` keeps one).
 
     Returns:
         ``{"tag", "x", "lines": [{"run_id", "run", "context", "x", "y", "nan", "thinned",
@@ -157,7 +161,10 @@ def chart(
                 lo=None if low is None else low + offset,
                 hi=None if high is None else high + offset,
                 x=column,
+                attempt=None if attempts is None else attempts.get(series.id),
             )
+            if attempts is not None and found.attempt is not None:
+                attempts[series.id] = found.attempt
             lines.append(
                 {
                     "run_id": series.run_id,
