@@ -154,11 +154,14 @@ function columnId(column) {
   return `${column.kind}:${column.key}`;
 }
 
-function compare(left, right) {
-  const missing = (value) => value === undefined || value === null;
+// Missing values sort last whichever the direction.
+function compare(left, right, direction) {
+  const missing = (value) => value === undefined || value === null || value === "";
   if (missing(left) || missing(right)) return missing(left) - missing(right);
-  if (typeof left === "number" && typeof right === "number") return left - right;
-  return String(left).localeCompare(String(right), undefined, { numeric: true });
+  const order = typeof left === "number" && typeof right === "number"
+    ? left - right
+    : String(left).localeCompare(String(right), undefined, { numeric: true });
+  return direction === "desc" ? -order : order;
 }
 
 function filteredRuns() {
@@ -192,8 +195,7 @@ function drawTable() {
   if (view.sort) {
     const column = all.find((candidate) => columnId(candidate) === view.sort[0]);
     if (column) {
-      rows.sort((a, b) => compare(cellValue(a, column), cellValue(b, column)));
-      if (view.sort[1] === "desc") rows.reverse();
+      rows.sort((a, b) => compare(cellValue(a, column), cellValue(b, column), view.sort[1]));
     }
   }
   const shown = new Set(filteredRuns().map((entry) => entry.run));
@@ -327,7 +329,7 @@ function layout(tag, range, grouped) {
   const xaxis = { title: { text: grouped ? "step" : title }, automargin: true };
   if (range) { xaxis.range = view.x === "wall" ? range.map((t) => new Date(t * 1000)) : range; xaxis.autorange = false; }
   return {
-    margin: { l: 50, r: 10, t: 10, b: 40 },
+    margin: { l: 50, r: 10, t: 28, b: 40 },
     showlegend: grouped,
     legend: { orientation: "h", y: -0.25 },
     xaxis,
@@ -428,6 +430,10 @@ async function drawCharts() {
     await drawPanel(panel, panel.dataset.tag, mine);
     if (mine !== generation) return;
   }
+  const empty = ordered.filter((panel) => panel.classList.contains("empty")).length;
+  document.getElementById("charts-note").textContent = empty
+    ? `${empty} of ${ordered.length} tags hidden: none of the runs shown logged them.`
+    : "";
   await TBV.drawMedia(visibleRunIds(), matcher, mine, () => generation);
   if (mine !== generation) return;
   document.body.dataset.ready = "true";
