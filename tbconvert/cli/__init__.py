@@ -4,8 +4,8 @@ The app (the click group) and the options commands share are in ``app``; each co
 family has a module named after it: ``convert`` (tf, tensorboard), ``runs`` (runs, show),
 ``hparams``, ``export`` (export, datasette-metadata), ``plot`` (plot, report), ``serve``,
 ``db``, ``push`` (push mlflow), ``query``, ``check`` and ``mcp``.  All text rendering is in
-``render``, the table formats in ``tables``.  Library modules are imported inside commands, so ``--help``
-starts fast.
+``render``, the table formats in ``tables``.  Library modules are imported inside commands,
+so ``--help`` starts fast.
 
 Exit codes: 0 success (warnings allowed), 1 failure, 2 usage error (a statement ``query``
 refuses too), 3 finished but damaged records or unreadable files were skipped, 4 ``check``

@@ -53,7 +53,7 @@ def build_server(store: Store) -> MCPServer:
     from mcp_types import ToolAnnotations
 
     server = server_class("tbconvert", instructions=INSTRUCTIONS, version=__version__)
-    read_only = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
     for tool in _tools(store):
         server.tool(annotations=read_only, structured_output=False)(tool)
     return server

@@ -203,12 +203,12 @@ def _count(count: int, cap: int) -> dict[str, Any]:
     return {"count": count, "truncated": count > cap}
 
 
-def plain(value: Any) -> Any:
-    """``value`` as JSON can hold it exactly: non-finite floats as strings, bytes as their
-    length, text longer than :data:`MAX_TEXT` cut (``"cut_texts"`` counts them at the top)."""
+def plain(answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` as JSON can hold it exactly: non-finite floats as strings, bytes as their
+    length, text longer than :data:`MAX_TEXT` cut (``"cut_texts"`` counts them)."""
     cut = [0]
-    result = _plain(value, cut)
-    if cut[0] and isinstance(result, dict):
+    result: dict[str, Any] = _plain(answer, cut)
+    if cut[0]:
         result["cut_texts"] = cut[0]
         result["truncated"] = True
     return result

@@ -21,6 +21,7 @@ default, each series as its last attempt left it (a predicate of the queries:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ from tbconvert.query.resumed import RESUMED, RESUMED_DEFAULT
 X_AXES = ("step", "wall_time")
 # Points a bucket keeps at most (first, last, min, max), and with its first NaN point, five.
 KEPT_PER_BUCKET = 4
+_PARAMETER = re.compile(r":([A-Za-z_][A-Za-z_0-9]*)")
 _POINT = "p.step, p.wall_time, p.value, p.file_id, p.record_offset, p.value_index"
 
 
@@ -178,7 +180,7 @@ class _Query:
             f"max({x}), min(p.value), max(p.value), min(CASE WHEN p.value IS NULL THEN {x} END) "
             f"FROM scalars AS p WHERE {self.where} GROUP BY 1 ORDER BY 1"
         )
-        return [_Bounds(*row) for row in self.conn.execute(text(sql), self.values)]
+        return [_Bounds(*row) for row in self.run(sql, self.values)]
 
     def points(self, at: Sequence[Any] | None = None) -> list[Any]:
         """The points of the range (or those at the x values ``at``), in order."""
@@ -188,7 +190,19 @@ class _Query:
             only = f" AND p.{self.x} IN ({_placeholders('at', len(at))})"
             values.update(_named("at", at))
         sql = f"SELECT {_POINT}, p.{self.x} FROM scalars AS p WHERE {self.where}{only} {self.order}"
-        return list(self.conn.execute(text(sql), values))
+        return self.run(sql, values)
+
+    def run(self, sql: str, values: dict[str, Any]) -> list[Any]:
+        """The rows of ``sql`` (``:name`` parameters) run by the driver itself: compiling a
+        statement of thousands of parameters costs SQLAlchemy more than running it."""
+        order: list[Any] = []
+
+        def placeholder(match: re.Match[str]) -> str:
+            order.append(values[match[1]])
+            return "?" if self.conn.dialect.paramstyle == "qmark" else "%s"
+
+        positional = _PARAMETER.sub(placeholder, sql)
+        return list(self.conn.exec_driver_sql(positional, tuple(order)))
 
     def thinned(self, bounds: list[_Bounds]) -> list[ThinPoint]:
         """The points each bucket keeps, with their roles."""
@@ -201,7 +215,7 @@ class _Query:
                 f"WHERE {self.where} AND p.value IN ({_placeholders('v', len(extremes))}) "
                 "GROUP BY 1, 2"
             )
-            for bucket, value, first in self.conn.execute(text(sql), values):
+            for bucket, value, first in self.run(sql, values):
                 holders[(bucket, value)] = first
         # What each bucket keeps, as (role, x, value wanted: a number, None for NaN, or any).
         wanted: list[tuple[str, Any, Any]] = []
