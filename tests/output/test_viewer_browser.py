@@ -352,3 +352,41 @@ def test_images_texts_histograms_and_audio(driver: Any, base: str, make_store) -
         assert response.read(4) == b"RIFF"
     driver.execute_script("document.getElementById('media').scrollIntoView()")
     shoot(driver, "media", make_store)
+
+
+def test_the_legend_stays_readable_at_50_runs(
+    driver: Any, tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory
+) -> None:
+    root = tmp_path_factory.mktemp("fifty")
+    names = [f"sweep/seed_{index:02d}_{'x' * (index % 7)}" for index in range(50)]
+    for index, name in enumerate(names):
+        events = [
+            summary_event(step, W0 + step, [simple_value("loss", index + step)])
+            for step in range(3)
+        ]
+        write_events(root / "logs" / name / event_file_name(W0), events)
+    path = make_store(root, "fifty")
+    assert convert(root / "logs", path, progress=False).exit_code == 0
+    with served(path) as url:
+        open_view(driver, f"{url}/")
+        boxes = driver.execute_script(
+            """return [...document.querySelectorAll('#legend button')].map((b) => {
+                 const r = b.getBoundingClientRect();
+                 return [b.dataset.run, r.left, r.top, r.width, r.height, b.scrollWidth]; })"""
+        )
+        assert [box[0] for box in boxes] == names
+        for run, _left, _top, width, height, _inner in boxes:
+            assert width >= 60 and height >= 10, run  # no entry squeezed out of sight
+        placed = [(left, top, width, height) for _run, left, top, width, height, _ in boxes]
+        for index, (left, top, width, height) in enumerate(placed):
+            for other in placed[index + 1 :]:
+                apart = (
+                    left + width <= other[0] or other[0] + other[2] <= left
+                    or top + height <= other[1] or other[1] + other[3] <= top
+                )  # fmt: skip
+                assert apart, (left, top, other)
+        driver.find_element("css selector", '#legend button[data-run="sweep/seed_07_"]').click()
+        wait_ready(driver)
+        drawn = {trace["name"] for trace in panel_traces(driver, "loss")}
+        assert len(drawn) == 49 and "sweep/seed_07_" not in drawn
+        shoot(driver, "fifty-runs", make_store)
