@@ -8,12 +8,10 @@ at.
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import urllib.parse
 import urllib.request
-import wave
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,13 @@ from tensorboardX import SummaryWriter
 from tbconvert import convert, open_store
 from tbconvert.cli import cli
 from tbconvert.output.plot import smooth
-from tests.support.eventfiles import event_file_name, simple_value, summary_event, write_events
+from tests.support.eventfiles import (
+    event_file_name,
+    simple_value,
+    summary_event,
+    wav_clip,
+    write_events,
+)
 from tests.support.snapshots import StoreFactory
 from tests.support.sweep import IMAGE_STEPS, W0, build_store, sweep_pixels
 from tests.support.viewer_browser import browser, screenshot, served, wait_ready, wait_until
@@ -37,17 +41,6 @@ QUOTED_TAG = 'it\'s a "quoted" & <b>bold</b> tag'
 HOSTILE_PARAM = "\"><img src=x onerror=window.__pwned='param'>"
 HOSTILE_TEXT = "<img src=x onerror=\"window.__pwned='text'\"> & <script>x</script>"
 LONG_RUN = "long/" + "/".join(("L" * 200, "M" * 200, "N" * 95))
-
-
-def wav() -> bytes:
-    """A short mono 16-bit WAV."""
-    out = io.BytesIO()
-    with wave.open(out, "wb") as clip:
-        clip.setnchannels(1)
-        clip.setsampwidth(2)
-        clip.setframerate(8000)
-        clip.writeframes(np.arange(-400, 400, 10, dtype="<i2").tobytes())
-    return out.getvalue()
 
 
 def write_hostile(logdir: Path) -> None:
@@ -66,8 +59,9 @@ def write_hostile(logdir: Path) -> None:
             )
             for step in range(5)
         ]
-        # tensorboardX's add_audio needs soundfile: a WAV clip in a Summary.Audio by hand.
-        clip = Summary.Audio(encoded_audio_string=wav(), sample_rate=8000, content_type="audio/wav")
+        clip = Summary.Audio(
+            encoded_audio_string=wav_clip(), sample_rate=8000, content_type="audio/wav"
+        )
         events.append(summary_event(0, W0, [Summary.Value(tag="tone", audio=clip)]))
         write_events(logdir / run / event_file_name(W0), events)
         with SummaryWriter(str(logdir / run), flush_secs=3600) as writer:

@@ -23,17 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import chromium
+from tests.support.browser import FLAGS, chromium
 
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-)
 WAIT = 60
 
 

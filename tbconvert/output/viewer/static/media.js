@@ -33,35 +33,33 @@
     return [wrap, update];
   }
 
-  function imagesBody(series, points, body) {
-    const holder = document.createElement("div");
-    const [control, update] = slider(points, (shown) => {
-      holder.replaceChildren(...shown.map((point) => {
-        const image = document.createElement("img");
-        image.alt = `${series.tag} at step ${point.step}`;
-        image.src = `api/blob/${point.blob}?series=${series.id}`;
-        image.width = Math.min(point.width || 256, 256);
-        return image;
-      }));
-    });
-    body.append(control, holder);
-    update();
+  // Images and audio clips: a slider over steps, the step's blobs below it.
+  function blobsBody(make) {
+    return (series, points, body) => {
+      const holder = document.createElement("div");
+      const [control, update] = slider(points, (shown) => {
+        holder.replaceChildren(...shown.map((point) => make(series, point, `api/blob/${point.blob}?series=${series.id}`)));
+      });
+      body.append(control, holder);
+      update();
+    };
   }
 
-  function audioBody(series, points, body) {
-    const holder = document.createElement("div");
-    const [control, update] = slider(points, (shown) => {
-      holder.replaceChildren(...shown.map((point) => {
-        const audio = document.createElement("audio");
-        audio.controls = true;
-        audio.preload = "none";
-        audio.src = `api/blob/${point.blob}?series=${series.id}`;
-        return audio;
-      }));
-    });
-    body.append(control, holder);
-    update();
-  }
+  const imagesBody = blobsBody((series, point, source) => {
+    const image = document.createElement("img");
+    image.alt = `${series.tag} at step ${point.step}`;
+    image.src = source;
+    image.width = Math.min(point.width || 256, 256);
+    return image;
+  });
+
+  const audioBody = blobsBody((_series, _point, source) => {
+    const audio = document.createElement("audio");
+    audio.controls = true;
+    audio.preload = "none";
+    audio.src = source;
+    return audio;
+  });
 
   function textsBody(_series, points, body) {
     const holder = document.createElement("pre");
