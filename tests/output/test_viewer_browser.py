@@ -31,7 +31,7 @@ from tests.support.eventfiles import (
     wav_clip,
     write_events,
 )
-from tests.support.snapshots import StoreFactory
+from tests.support.snapshots import StoreFactory, query_rows
 from tests.support.sweep import IMAGE_STEPS, W0, build_store, sweep_pixels
 from tests.support.viewer_browser import browser, screenshot, served, wait_ready, wait_until
 
@@ -291,6 +291,16 @@ def test_a_published_viewer_works_offline(driver: Any, site: Path, store: str, m
         (line,) = panel_traces(driver, "Loss/train")
         assert line["x"] == every["step"].tolist()
         assert line["y"] == every["value"].tolist()  # float32 digits read back exactly
+        # A resumed run as its last attempt left it: 300 points, more than the coarsest level
+        # keeps, so the whole line is drawn from the finer one.
+        open_view(driver, f"{(site / 'index.html').as_uri()}#tags=accuracy&run=run_1")
+        current = query_rows(
+            store,
+            "SELECT step FROM v_scalars_current WHERE run_path = 'run_1' AND tag = 'accuracy' "
+            "ORDER BY step",
+        )
+        (line,) = panel_traces(driver, "accuracy")
+        assert len(current) == 300 and line["x"] == [step for (step,) in current]
     finally:
         driver.delete_network_conditions()
 

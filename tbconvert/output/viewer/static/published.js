@@ -38,11 +38,13 @@
     return level;
   }
 
+  // The coarsest level with a bucket per pixel column over the range (the whole line when
+  // there is none), or the finest.
   function pick(levels, range, buckets) {
-    if (!range) return levels[0];
+    const wanted = range || [levels[0].low, levels[0].high];
     for (const level of levels) {
       const span = (level.high - level.low) / Math.max(1, level.buckets);
-      if (level.exact || span * buckets <= range[1] - range[0]) return level;
+      if (level.exact || span * buckets <= wanted[1] - wanted[0]) return level;
     }
     return levels[levels.length - 1];
   }
