@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", help="an existing SQLite store of the benchmark's shape")
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=20, help="random ranges per case")
     parser.add_argument("--charts-only", action="store_true", help="only the server's timings")
     parser.add_argument("--json", action="store_true", help="results as JSON on stdout")
     arguments = parser.parse_args(argv)
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, Any] = {"points": arguments.runs * TAGS * arguments.steps}
         if not arguments.store:
             results["build_seconds"] = build(Path(store), arguments.runs, arguments.steps)
-        results["chart"] = chart_timings(store, arguments.steps)
+        results["chart"] = chart_timings(store, arguments.steps, arguments.repeat)
         if arguments.charts_only:
             print(json.dumps(results, indent=2))
             return 0

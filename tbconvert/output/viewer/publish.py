@@ -39,6 +39,11 @@ if TYPE_CHECKING:
     from tbconvert.query.results import SeriesRef
     from tbconvert.query.store import Store
 
+# What a thinned point and a line's own fields take in a data file, measured on the benchmark's
+# store (benchmarks/viewer.py): a step difference and a base64 float32 are about 13 bytes.
+POINT_BYTES = 14
+LINE_BYTES = 200
+MIN_BUCKETS = 8
 STATIC_FILES = ("viewer.js", "media.js", "viewer.css", "published.js")
 PAGE_SCRIPTS = (
     '<script src="static/published.js"></script>\n<script src="data/overview.js"></script>'
@@ -144,11 +149,15 @@ def _levels(
     """Each line's levels as JSON, coarsest first, and the finest level's buckets (0 when
     every line is whole): a level is added to every line not yet whole while the estimate
     of its size (each line's points up to four per bucket, at the bytes a point took in
-    the level before) fits the budget."""
+    the level before) fits the budget.  The coarsest level has fewer than ``buckets`` when
+    that many would not fit (``POINT_BYTES`` a point, ``LINE_BYTES`` a line), but never
+    under ``MIN_BUCKETS``."""
     encoded: list[list[str]] = [[] for _ in chosen]
     points = [0] * len(chosen)
     pending = list(range(len(chosen)))
-    used, per_point, count, finest = 0, 0.0, buckets, buckets
+    fits = (budget / max(len(chosen), 1) - LINE_BYTES) / (4 * POINT_BYTES)
+    count = max(MIN_BUCKETS, min(buckets, int(fits)))
+    used, per_point, finest = 0, 0.0, count
     with store.connect() as conn:
         for level in range(levels):
             estimate = sum(min(points[i], 4 * count) for i in pending) * per_point

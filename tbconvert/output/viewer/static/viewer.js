@@ -10,6 +10,8 @@ const PALETTE = [
   "#3182bd", "#e6550d", "#31a354", "#756bb1",
 ];
 const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
+const MANY_RUNS = 50;
+const DEFAULT_RUNS = 10;
 
 // The smoothing of `tbconvert plot` (tbconvert/output/plot.py, smooth): TensorBoard's
 // debiased exponential moving average; non-finite values kept and left out of the average,
@@ -478,6 +480,11 @@ async function start() {
   readUrl();
   overview = await source.overview();
   overview.runs.forEach((entry, index) => colours.set(entry.run, PALETTE[index % PALETTE.length]));
+  // Past MANY_RUNS runs a chart of them all reads every point of each (docs/performance.md):
+  // the first DEFAULT_RUNS are shown until the view names others.
+  if (view.selected === null && overview.runs.length > MANY_RUNS) {
+    view.selected = new Set(overview.runs.slice(0, DEFAULT_RUNS).map((entry) => entry.run));
+  }
   if (window.TBV_MODE !== "static") document.getElementById("datasette-link").hidden = !overview.datasette;
   else {
     // A published viewer holds steps only, and no groups.
