@@ -114,3 +114,18 @@ def test_the_viewer_cannot_write(store: str) -> None:
         with pytest.raises(Exception, match=r"(?i)read.?only"), opened.connect() as conn:
             conn.exec_driver_sql("DELETE FROM runs")
     assert query_rows(store, "SELECT count(*) FROM runs") == [(2,)]
+
+
+def test_serving_off_loopback_warns(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tbconvert.output import serve
+
+    started = []
+    monkeypatch.setattr("uvicorn.run", lambda app, host, port, **_: started.append((host, port)))
+    for host, warned in (("127.0.0.1", False), ("::1", False), ("localhost", False),
+                         ("0.0.0.0", True), ("192.168.1.5", True)):  # fmt: skip
+        lines: list[str] = []
+        with open_store(store) as opened:
+            serve.serve(opened, host, 8123, announce=lines.append)
+        assert lines[-1].startswith("Serving") and "http" in lines[-1]
+        assert (len(lines) == 2 and lines[0].startswith("Warning: listening on")) is warned
+    assert started[-1] == ("192.168.1.5", 8123)
