@@ -79,7 +79,7 @@
       const wanted = new Set(runIds);
       const lines = payload.lines.filter((line) => wanted.has(line.run_id)).map((line) => {
         const level = decode(pick(line.levels, range, buckets));
-        return { run_id: line.run_id, run: line.run, context: line.context, ...within(level, range) };
+        return { run_id: line.run_id, run: line.run, context: line.context, buckets: level.buckets, ...within(level, range) };
       });
       return { tag, x, lines };
     },

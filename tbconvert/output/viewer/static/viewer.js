@@ -363,8 +363,11 @@ async function drawPanel(panel, tag, mine) {
     traces = lineTraces(answer);
     points = answer.lines.reduce((sum, line) => sum + line.points, 0);
     thinned = answer.lines.some((line) => line.thinned);
+    // A published line says how many buckets its level has; the server thins to the width.
+    const levels = answer.lines.filter((line) => line.thinned && line.buckets).map((line) => line.buckets);
+    const buckets = levels.length ? Math.min(...levels) : width;
     note.textContent = `${answer.lines.length} lines, ${points} points` +
-      (thinned ? `, thinned to the min and max of ${width} buckets per line (zoom in for every point)` : ", every point drawn");
+      (thinned ? `, thinned to the first, last, min and max of ${buckets} buckets per line (zoom in for more)` : ", every point drawn");
   }
   panel.classList.toggle("empty", traces.length === 0);
   if (traces.length === 0) {
