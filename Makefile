@@ -37,7 +37,9 @@ demo: $(VENV)/.installed-all
 	@echo "  $(BIN)/tbconvert runs --store $(STORE)"
 	@echo "  $(BIN)/tbconvert hparams --store $(STORE) --metric accuracy --sort=-accuracy"
 	@echo "  $(BIN)/tbconvert plot --store $(STORE) --run 'demo/*' --tag loss -o loss.png"
-	@echo "  $(BIN)/tbconvert serve --store $(STORE)"
+	@echo
+	@echo "The viewer: $(BIN)/tbconvert serve --store $(STORE)"
+	@echo "  then open http://127.0.0.1:8001/ (datasette: http://127.0.0.1:8001/datasette/)"
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q

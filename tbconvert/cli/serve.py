@@ -1,8 +1,10 @@
-"""``tbconvert serve``: datasette over the store, with tbconvert's metadata."""
+"""``tbconvert serve`` (the viewer over the store, datasette beside it) and ``tbconvert
+publish`` (the viewer as static files)."""
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -13,7 +15,14 @@ from tbconvert.cli.app import (
     EXIT_CODES_EPILOG,
     cli,
     read_store,
+    run_option,
     store_option,
+)
+from tbconvert.output.viewer.defaults import (
+    DEFAULT_BUCKETS,
+    DEFAULT_LEVELS,
+    DEFAULT_MAX_BYTES,
+    FACTOR,
 )
 
 
@@ -23,13 +32,16 @@ from tbconvert.cli.app import (
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to listen on (0.0.0.0 shares the store with your network).",
+    help="Address to listen on (0.0.0.0 shares the store with your network, with a warning).",
 )
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8001, show_default=True, help="Port."
 )
 def serve(store: str, host: str, port: int) -> None:
-    """Browse the store in datasette, with labels, facets and canned queries (the serve extra).
+    """Look at the runs in a browser: runs table, charts, zoom, groups (the serve extra).
+
+    The viewer is at http://127.0.0.1:8001/ and, for a SQLite store, datasette's tables
+    and SQL at /datasette/.  The store is opened read-only.
 
     \b
     Example:
@@ -46,3 +58,104 @@ def serve(store: str, host: str, port: int) -> None:
         library.serve(opened, host, port, announce=lambda line: click.echo(line, err=True))
 
     read_store(store, run)
+
+
+@cli.command(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@store_option
+@run_option
+@click.option(
+    "--tag", "tag_globs", multiple=True, metavar="GLOB", help="Only these scalar tags (repeatable)."
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    metavar="DIR|URL",
+    help="The directory (or fsspec URL: s3://bucket/site) to write the page and its data into.",
+)
+@click.option(
+    "--buckets",
+    type=click.IntRange(min=1),
+    default=DEFAULT_BUCKETS,
+    show_default=True,
+    help="Buckets of the coarsest level over a line's whole step range.",
+)
+@click.option(
+    "--levels",
+    type=click.IntRange(min=1),
+    default=DEFAULT_LEVELS,
+    show_default=True,
+    help=f"Levels of detail at most, each {FACTOR} times finer (zoom is exact down to the finest).",
+)
+@click.option(
+    "--max-size",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_MAX_BYTES / 1e6,
+    show_default=True,
+    metavar="MB",
+    help="Leave out finer levels rather than make the bundle larger (plotly.js is 4.6 MB).",
+)
+@click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option of the -o URL's file system, as fsspec takes it (repeatable).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary.")
+def publish(
+    store: str,
+    run_globs: tuple[str, ...],
+    tag_globs: tuple[str, ...],
+    output: str,
+    buckets: int,
+    levels: int,
+    max_size: float,
+    storage_options: tuple[str, ...],
+    quiet: bool,
+) -> None:
+    """Write the viewer as static files to share: they open from file:// with no network.
+
+    \b
+    Example:
+      tbconvert publish --store runs.db -o site/ && xdg-open site/index.html
+      tbconvert publish --store runs.db --run 'sweep/*' --tag 'loss*' -o s3://bucket/runs/
+    """
+    from tqdm import tqdm
+
+    from tbconvert.output.viewer.publish import publish as library
+    from tbconvert.reading.remote import parse_storage_options
+
+    try:
+        options = parse_storage_options(storage_options)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--storage-option") from error
+
+    def write(opened: Any) -> Any:
+        with tqdm(unit=" lines", disable=True if quiet else None, file=sys.stderr) as bar:
+            return library(
+                opened,
+                output,
+                run_globs or None,
+                tag_globs or None,
+                buckets=buckets,
+                levels=levels,
+                max_bytes=int(max_size * 1e6),
+                storage_options=options,
+                step=bar.update,
+            )
+
+    done = read_store(store, write)
+    if quiet:
+        return
+    detail = (
+        "every point"
+        if not done.finest
+        else f"zoom exact down to 1/{done.finest} of a line's steps (--levels, --max-size)"
+    )
+    click.echo(
+        f"{done.series} lines of {done.runs} runs and {done.tags} tags written to {output} "
+        f"({done.files} files, {done.bytes / 1e6:.1f} MB, {detail}, {done.seconds:.1f} s); "
+        f"open {output.rstrip('/')}/index.html",
+        err=True,
+    )

@@ -29,6 +29,7 @@ CASES = {
     "plot": ("matplotlib", ["plot", "--store", "STORE", "--tag", "loss", "-o", "OUT/c.png"]),
     "parquet": ("pyarrow", ["export", "scalars", "--store", "STORE", "-o", "OUT/s.parquet"]),
     "serve": ("datasette", ["serve", "--store", "STORE"]),
+    "ui": ("plotly", ["publish", "--store", "STORE", "-o", "OUT/site"]),
     "s3": ("s3fs", ["tf", "--logdir", "s3://bucket/logs", "--store", "OUT/s.db"]),
     "gcs": ("gcsfs", ["tf", "--logdir", "gs://bucket/logs", "--store", "OUT/s.db"]),
     "azure": ("adlfs", ["tf", "--logdir", "az://container/logs", "--store", "OUT/s.db"]),

@@ -228,3 +228,29 @@ def test_the_resumed_run_s_abandoned_steps_are_in_all_and_not_in_current(sweep: 
     assert current[6] == every[6]
     whole = exported(sweep, [])[(0.1, "", "loss")]
     assert whole[NAN_STEP][:2] == (2, 1) and whole[max(whole)][:3] == (0, 1, None)
+
+
+def test_the_viewer_s_groups_are_the_export_s_at_every_step(sweep: str) -> None:
+    """``serve``'s mean and band (``output/viewer/data.groups``) against the export's rows."""
+    from tbconvert.output.viewer import data
+
+    export = exported(sweep, [])
+    with open_store(sweep) as opened:
+        run_ids = [row["run_id"] for row in opened.runs()]
+        drawn: Numbers = {}
+        for tag in ("loss", "accuracy"):
+            for band in ("std", "minmax"):
+                for group in data.groups(opened, tag, OVER_SEED, run_ids, band)["groups"]:
+                    (lr,) = group["values"]
+                    at = drawn.setdefault((lr, group["context"], tag), {})
+                    for index, step in enumerate(group["steps"]):
+                        edges = (group["low"][index], group["high"][index])
+                        at[step] = at.get(step, (group["mean"][index],)) + edges
+    assert set(drawn) == set(export)
+    for key, steps in export.items():
+        assert set(drawn[key]) == set(steps), key
+        for step, (_runs, _nan, mean, std, low, high) in steps.items():
+            spread = (None, None) if mean is None or std is None else (mean - std, mean + std)
+            got = drawn[key][step]
+            assert_close(got[:3], (mean, *spread), (key, step))
+            assert_close(got[3:], (low, high), (key, step))

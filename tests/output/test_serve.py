@@ -68,7 +68,7 @@ def test_serve_over_http(store_path: str) -> None:
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "NO_COLOR": "1"},
     )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://127.0.0.1:{port}/datasette"  # the viewer is at /
     try:
         home = wait_for(f"{base}/", process)
         assert "TensorBoard runs" in home  # the metadata's title

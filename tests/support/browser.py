@@ -19,6 +19,16 @@ from typing import Any
 import pytest
 
 NAMES = ("chromium", "chromium-browser", "google-chrome")
+# Headless, and nothing fetched behind the page's back (updates, sync, first-run pages).
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
 
 
 def chromium() -> str:
@@ -48,13 +58,7 @@ def measure(page: Path, script: str, width: int, height: int = 1000) -> Any:
         done = subprocess.run(
             [
                 chromium(),
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
+                *FLAGS,
                 f"--user-data-dir={Path(scratch) / 'profile'}",
                 f"--window-size={width},{height}",
                 "--dump-dom",

@@ -16,6 +16,8 @@ module.
 
 from __future__ import annotations
 
+import io
+import wave
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -300,3 +302,15 @@ def write_tbx_scalars(
             "(pass a distinct suffix for each writer)"
         )
     return created[0]
+
+
+def wav_clip() -> bytes:
+    """A short mono 16-bit WAV (tensorboardX's ``add_audio`` needs soundfile; a clip made here
+    goes into a ``Summary.Audio`` by hand)."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as clip:
+        clip.setnchannels(1)
+        clip.setsampwidth(2)
+        clip.setframerate(8000)
+        clip.writeframes(np.arange(-400, 400, 10, dtype="<i2").tobytes())
+    return out.getvalue()
