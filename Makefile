@@ -78,7 +78,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/push_mlflow.py
 
 # The scale benchmark (docs/scale.md): 1M, 10M and 100M points into a throwaway PostgreSQL
-# server by --shard processes, and their dataset export; about an hour and 25 GB of disk.
+# server by --shard processes, and their dataset export; about 40 minutes and 25 GB of disk.
 # SPARK_PYTHON: a Python with pyspark, to read the datasets back through Spark too.
 SCALE_ARGS ?=
 bench-big: $(VENV)/.installed
