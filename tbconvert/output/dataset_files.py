@@ -145,7 +145,12 @@ def _own_names(piece: Any) -> Any:
 
     columns = []
     for column in piece.columns:
-        if not pa.types.is_dictionary(column.type):
+        if not pa.types.is_dictionary(column.type) or not column.num_chunks:
+            columns.append(column)
+            continue
+        # A dictionary of a sixteenth of the piece's rows or fewer adds little to its row
+        # group, and cutting it costs a sort of the piece's indices.
+        if len(column.chunk(0).dictionary) * 16 < len(piece):
             columns.append(column)
             continue
         array = column.combine_chunks()
