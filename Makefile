@@ -7,7 +7,7 @@ STORE ?= demo.db
 DEMO_LOGS ?= demo_logs
 REPORT ?= demo-report.html
 
-.PHONY: demo test test-fast test-long lint bench mutate clean
+.PHONY: demo test test-fast test-long lint bench bench-big mutate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,13 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/remote.py
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/push_mlflow.py
+
+# The scale benchmark (docs/scale.md): 1M, 10M and 100M points into a throwaway PostgreSQL
+# server by --shard processes, and their dataset export; about 40 minutes and 25 GB of disk.
+# SPARK_PYTHON: a Python with pyspark, to read the datasets back through Spark too.
+SCALE_ARGS ?=
+bench-big: $(VENV)/.installed
+	$(BIN)/python benchmarks/scale.py $(if $(SPARK_PYTHON),--spark-python $(SPARK_PYTHON)) $(SCALE_ARGS)
 
 # README_OUTPUTS: what the README's example commands write when run here (also git-ignored).
 README_OUTPUTS := loss.csv sweep.parquet images curves.png report.html

@@ -132,4 +132,29 @@ def route(writer: TableWriter, batch: Any, wanted: Any, buckets: Any) -> None:
     ordered = buckets[order]
     edges = np.flatnonzero(np.diff(ordered)) + 1
     for part in np.split(np.arange(len(order)), edges):
-        writer.add(partition_name(int(ordered[part[0]])), batch.take(order[part]))
+        writer.add(partition_name(int(ordered[part[0]])), _own_names(batch.take(order[part])))
+
+
+def _own_names(piece: Any) -> Any:
+    # A piece's dictionaries cut to the names its rows use: a batch's dictionaries hold every
+    # series of the store, and the Parquet writer writes a column's whole dictionary into
+    # each row group (and a piece's size counts it), which bloated the files and shrank their
+    # row groups as the store's series grew (docs/scale.md).
+    import numpy as np
+    import pyarrow as pa
+
+    columns = []
+    for column in piece.columns:
+        if not pa.types.is_dictionary(column.type) or not column.num_chunks:
+            columns.append(column)
+            continue
+        # A dictionary of a sixteenth of the piece's rows or fewer adds little to its row
+        # group, and cutting it costs a sort of the piece's indices.
+        if len(column.chunk(0).dictionary) * 16 < len(piece):
+            columns.append(column)
+            continue
+        array = column.combine_chunks()
+        used, inverse = np.unique(array.indices.to_numpy(), return_inverse=True)
+        indices = pa.array(inverse.astype(np.int32), type=array.type.index_type)
+        columns.append(pa.DictionaryArray.from_arrays(indices, array.dictionary.take(used)))
+    return pa.Table.from_arrays(columns, schema=piece.schema)

@@ -233,26 +233,51 @@ def to_arrow(
     record offset as NumPy arrays stacked in one 3 x n array; zeros for the two last
     without ``origin``)."""
     import numpy as np
-    import pyarrow as pa
 
     columns = _columns(rows, POINT_TABLES[table][1])
     width = 3 if origin else 1
     keys = np.zeros((3, len(rows)), dtype=np.int64)
     for row, values in enumerate(columns[:width]):
         keys[row] = np.asarray(values, dtype=np.int64)
-    columns = columns[width:]
-    positions = pa.array(index.position[keys[0]].astype(np.int32), type=pa.int32())
     schema = schema_of(table)
+    start = len(schema) - len(columns[width:])
+    own = [
+        arrow_column(values, schema.field(start + offset).type)
+        for offset, values in enumerate(columns[width:])
+    ]
+    return _with_names(table, keys, own, index), keys
+
+
+def scalars_to_arrow(batch: Any, index: SeriesIndex, origin: bool = True) -> tuple[Any, Any]:
+    """As :func:`to_arrow` for a batch of ``sqlite_arrow.scalars_sql``'s Arrow columns."""
+    import numpy as np
+    import pyarrow as pa
+
+    width = 3 if origin else 1
+    keys = np.zeros((3, batch.num_rows), dtype=np.int64)
+    for row in range(width):
+        keys[row] = batch.column(row).to_numpy()
+    wall_time, wall_null, value, value_null = (batch.column(width + 1 + i) for i in range(4))
+    own = [
+        batch.column(width),
+        pa.array(wall_time.to_numpy(), mask=wall_null.to_numpy().astype(bool)),
+        pa.array(value.to_numpy(), mask=value_null.to_numpy().astype(bool)),
+    ]
+    return _with_names("scalars", keys, own, index), keys
+
+
+def _with_names(table: str, keys: Any, own: list[Any], index: SeriesIndex) -> Any:
+    # The run, context and tag of each row's series by look-ups in the index, before the
+    # table's own columns.
+    import numpy as np
+    import pyarrow as pa
+
+    positions = pa.array(index.position[keys[0]].astype(np.int32), type=pa.int32())
     arrays = [index.names.column("run_id").take(positions)]
     for name in ("run_path", "context", "tag", "plugin")[: 4 if table == "tensors" else 3]:
         dictionary = index.names.column(name).combine_chunks()
         arrays.append(pa.DictionaryArray.from_arrays(positions, dictionary))
-    start = len(arrays)
-    arrays += [
-        arrow_column(values, schema.field(start + offset).type)
-        for offset, values in enumerate(columns)
-    ]
-    return pa.Table.from_arrays(arrays, schema=schema), keys
+    return pa.Table.from_arrays(arrays + own, schema=schema_of(table))
 
 
 def whole_schema(table: str) -> Any:
