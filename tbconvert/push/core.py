@@ -35,15 +35,25 @@ series, as :data:`~tbconvert.push.metrics.Identity` values made by the adapter's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from tbconvert.push.metrics import Identity, Marks, already_there, send_points
 from tbconvert.push.source import RunRow
-from tbconvert.push.state import Point, new_scalars, remote_run, save_run
+from tbconvert.push.state import (
+    Point,
+    has_new_points,
+    last_of_each_file,
+    new_points,
+    new_scalars,
+    remote_run,
+    save_marks,
+    save_run,
+)
 from tbconvert.push.steps import current_points, last_per_step
 
 
@@ -77,6 +87,10 @@ class Tracker(Protocol):
     destination: str  # the marks' key: tracker name first, no credentials
     batch_size: int
     one_point_per_step: bool
+    # Whether a run that was pushed whole and has no new point in ``point_tables`` is left
+    # alone, not even opened (a tracker where opening a run writes something: W&B offline).
+    skips_unchanged: bool
+    point_tables: tuple[str, ...]
 
     def open_run(self, run: RunRow, known: str | None, warnings: list[str]) -> OpenedRun:
         """The tracker's run of ``run``: ``known`` (the id the store recorded), else the one
@@ -109,6 +123,22 @@ class Tracker(Protocol):
 Progress = Callable[[int], None]
 
 
+@contextmanager
+def points_bar(progress: bool | None) -> Iterator[Progress | None]:
+    """A progress bar of points sent (tqdm, stderr; ``None``: only on a terminal), or
+    nothing (``False``)."""
+    if progress is False:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(unit=" points", unit_scale=True, disable=None if progress is None else not progress)
+    try:
+        yield bar.update
+    finally:
+        bar.close()
+
+
 def push_run(
     tracker: Tracker, engine: Engine, run: RunRow, progress: Progress | None = None
 ) -> tuple[RunPushed, list[str]]:
@@ -117,6 +147,10 @@ def push_run(
     where = tracker.destination
     with engine.connect() as conn:
         known = remote_run(conn, where, run.run_id)
+    if tracker.skips_unchanged and known is not None and not known[1]:
+        with engine.connect() as conn:
+            if not has_new_points(conn, where, tracker.point_tables, run.series):
+                return RunPushed(run.run_path, known[0]), warnings
     opened = tracker.open_run(run, None if known is None else known[0], warnings)
     # A run found by its stable id, not in the store, was created by a push that crashed.
     pending = known[1] if known is not None else not opened.created
@@ -134,6 +168,32 @@ def push_run(
     with engine.begin() as conn:
         save_run(conn, where, run.run_id, opened.remote_id, pending=False)
     return pushed, warnings
+
+
+def plan_run(conn: Connection, tracker: Tracker, run: RunRow) -> RunPushed:
+    """What pushing ``run`` would send, from the marks alone (``--dry-run``): its new
+    points (for a tracker of one point per step, those its last attempt keeps, the rest in
+    ``not_sent``) and the new points of its other tables as ``artifacts``."""
+    where = tracker.destination
+    known = remote_run(conn, where, run.run_id)
+    planned = RunPushed(run.run_path, "" if known is None else known[0], created=known is None)
+    scalars = [s.id for s in run.series if s.plugin == "scalars"]
+    found = new_scalars(conn, where, scalars, covered=True)
+    fresh = {id(point) for point, covered in found if not covered}
+    planned.metrics = len(fresh)
+    if tracker.one_point_per_step:
+        going = 0
+        for series_id, indices in _by_series([point for point, _ in found]).items():
+            points = [found[i][0] for i in indices]
+            kept = last_per_step(current_points(conn, series_id, points))
+            going += sum(id(point) in fresh for point in kept)
+        planned.metrics, planned.not_sent = going, len(fresh) - going
+    others = [s for s in run.series if s.plugin != "scalars"]
+    tables = [table for table in tracker.point_tables if table != "scalars"]
+    planned.artifacts = sum(
+        len(new_points(conn, where, t, "p.step", [s.id for s in others])) for t in tables
+    )
+    return planned
 
 
 def _send_every_point(
@@ -200,19 +260,23 @@ def _send_steps(
     pushed: RunPushed,
     progress: Progress | None,
 ) -> None:
-    """One point per step: each touched series' last attempt after the last step the
-    tracker holds for it; then every point of those series is marked."""
+    """One point per step: each series with new points (every series of a pending run) as
+    its last attempt, after the last step the tracker holds of it; then every new point of
+    those series is marked, sent or not."""
     with engine.connect() as conn:
         found = new_scalars(conn, tracker.destination, list(keys), covered=True)
-        points = [point for point, _ in found]
-        fresh = {id(point) for point, covered in found if not covered}
-        groups = _by_series(points)
+        groups = _by_series([point for point, _ in found])
+        fresh = [point for point, covered in found if not covered]
         touched = [
-            s for s, ix in groups.items() if pending or any(id(points[i]) in fresh for i in ix)
+            series_id
+            for series_id, indices in groups.items()
+            if pending or not all(found[i][1] for i in indices)
         ]
         current = {
-            s: last_per_step(current_points(conn, s, [points[i] for i in groups[s]]))
-            for s in touched
+            series_id: last_per_step(
+                current_points(conn, series_id, [found[i][0] for i in groups[series_id]])
+            )
+            for series_id in touched
         }
     to_send: list[Point] = []
     for series_id in touched:
@@ -226,12 +290,9 @@ def _send_steps(
         if progress is not None:
             progress(len(batch))
     pushed.metrics = len(to_send)
-    pushed.resent_skipped = 0
-    sent = {id(point) for point in to_send}
-    pushed.not_sent = len(fresh - sent)
-    chosen = [points[i] for s in touched for i in groups[s]]
-    marks = Marks(engine, tracker.destination, chosen, [True] * len(chosen))
-    marks.advance(list(marks.cursor))
+    pushed.not_sent = len(set(map(id, fresh)) - set(map(id, to_send)))
+    with engine.begin() as conn:
+        save_marks(conn, tracker.destination, "scalars", last_of_each_file(fresh))
 
 
 def _by_series(points: Sequence[Point]) -> dict[int, list[int]]:
