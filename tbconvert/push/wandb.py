@@ -158,6 +158,10 @@ class _Run:
     held: dict[str, list[tuple[int, Any]]]
     next_row: int
     defined: set[str] = field(default_factory=set)
+    # The media points sent, marked once the run is finished: the core's pending run makes
+    # a push after a crash compare every scalar series, not the other plugins' marks.
+    engine: Engine | None = None
+    unmarked: list[tuple[str, list[Point]]] = field(default_factory=list)
 
 
 class WandbTracker:
@@ -238,9 +242,11 @@ class WandbTracker:
 
     def log_files(self, opened: OpenedRun, run: RunRow, engine: Engine) -> int:
         """Images, texts and histograms: per series, the new steps after the last one the run
-        holds, as W&B objects (:mod:`tbconvert.push.wandb_media`); then their points marked."""
+        holds, as W&B objects (:mod:`tbconvert.push.wandb_media`), their points marked once
+        the run is finished."""
         handle: _Run = opened.handle
-        sent, marked = 0, []
+        handle.engine = engine
+        sent, marked = 0, handle.unmarked
         with engine.connect() as conn:
             for table, (plugin, columns, joins) in TABLES.items():
                 for one in (s for s in run.series if s.plugin == plugin):
@@ -260,15 +266,18 @@ class WandbTracker:
                     self._log_rows(opened, run, rows)
                     sent += len(rows)
                     marked.append((table, fresh))
-        with engine.begin() as conn:
-            for table, points in marked:
-                save_marks(conn, self.destination, table, last_of_each_file(points))
         return sent
 
     def finish_run(self, opened: OpenedRun, run: RunRow) -> None:
-        """Finish the run: W&B writes (or uploads) everything logged before it returns."""
+        """Finish the run (W&B writes, or uploads, everything logged before it returns),
+        then mark the media points sent."""
+        handle: _Run = opened.handle
         with _wandb_errors(f"finish the W&B run of {run.run_path!r}"):
-            opened.handle.run.finish()
+            handle.run.finish()
+        if handle.engine is not None and handle.unmarked:
+            with handle.engine.begin() as conn:
+                for table, points in handle.unmarked:
+                    save_marks(conn, self.destination, table, last_of_each_file(points))
 
     def _log_rows(self, opened: OpenedRun, run: RunRow, rows: list[dict[str, Any]]) -> None:
         handle: _Run = opened.handle

@@ -1,13 +1,15 @@
 """Names in W&B: one rule from a store's (context, tag) to a W&B key, ``CONTEXT/TAG``.
 
-W&B takes any text as a key, and groups a run's charts by a key's first ``/``.  So the key
-of a series is its context, ``/`` and its tag, the context in the first segment alone
-(docs/cli.md, "Pushing to W&B"):
+W&B takes any text as a key but reads a ``.`` in one as a step into a nested value (a
+``define_metric`` name with a ``.`` is split there), and groups a run's charts by a key's
+first ``/``.  So the key of a series is its context, ``/`` and its tag, the context in the
+first segment alone (docs/cli.md, "Pushing to W&B"):
 
-- ``%`` and ``@`` become ``%25`` and ``%40`` in both names; in the context, ``/`` becomes
-  ``%2F`` too, and a leading ``_`` (W&B's own keys start with one) ``%5F``.
-- The run directory's own context (``''``) is written ``.``; a context named ``.`` is
-  ``%2E``.  So ``("", "loss")`` is ``./loss`` and ``("train", "Loss/x")`` is ``train/Loss/x``.
+- ``%``, ``@`` and ``.`` become ``%25``, ``%40`` and ``%2E`` in both names; in the context,
+  ``/`` becomes ``%2F`` too, and a leading ``_`` (W&B's own keys start with one) ``%5F``.
+- The run directory's own context (``''``) is written ``run``; a context named ``run`` is
+  ``%72un``.  So ``("", "loss")`` is ``run/loss`` and ``("train", "Loss/x")`` is
+  ``train/Loss/x``.
 - The step of a series (:func:`step_key`) is its key and ``@step``: no series key holds an
   ``@``, so no step key is a series key.
 
@@ -24,17 +26,17 @@ import urllib.parse
 from typing import Any
 
 STEP_SUFFIX = "@step"
-_ROOT = "."
+_ROOT = "run"
 
 
 def _escape(name: str, *, context: bool) -> str:
-    out = name.replace("%", "%25").replace("@", "%40")
+    out = name.replace("%", "%25").replace("@", "%40").replace(".", "%2E")
     if context:
         out = out.replace("/", "%2F")
         if out.startswith("_"):
             out = "%5F" + out[1:]
         if out == _ROOT:
-            out = "%2E"
+            out = "%72" + out[1:]
     return out
 
 
@@ -59,7 +61,7 @@ def decode_key(key: str) -> tuple[str, str] | None:
 
 
 def context_name(context: str) -> str:
-    """A context as the first segment of a key: ``.`` for the run directory's own."""
+    """A context as the first segment of a key: ``run`` for the run directory's own."""
     return _ROOT if context == "" else _escape(context, context=True)
 
 
