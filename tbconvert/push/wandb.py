@@ -20,11 +20,13 @@ the last step of each series.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -184,11 +186,17 @@ class WandbTracker:
         held: dict[str, list[tuple[int, Any]]] = {}
         next_row = 0
         created = True
+        settings: dict[str, Any] = {
+            "silent": True,
+            "console": "off",
+            "x_disable_stats": True,
+            "x_disable_meta": True,
+        }
         if self.root is not None:
             history = held_history(self.root, remote_id, step_key(""))
             held, next_row = history.points, history.last_row + 1
             created = not run_directories(self.root, remote_id)
-            _wait_for_a_new_directory_name(self.root, remote_id)
+            settings["x_start_time"] = _start_time(self.root, remote_id)
         config = config_keys(run.params)
         with _wandb_errors(f"open the W&B run of {run.run_path!r}"):
             sdk_run = wandb.init(
@@ -201,9 +209,7 @@ class WandbTracker:
                 config=config,
                 dir=None if self.root is None else str(self.root),
                 reinit="create_new",
-                settings=wandb.Settings(
-                    silent=True, console="off", x_disable_stats=True, x_disable_meta=True
-                ),
+                settings=wandb.Settings(**settings),
             )
         if self.root is None:
             created = not sdk_run.resumed
@@ -302,14 +308,19 @@ def _summary_history(summary: Any) -> dict[str, list[tuple[int, Any]]]:
     return held
 
 
-def _wait_for_a_new_directory_name(root: Path, remote_id: str) -> None:
-    """Let a second pass: W&B names an offline directory by the second it was made, and
-    a second one of the same run in the same second would be the first, overwritten."""
-    while True:
-        name = f"offline-run-{time.strftime('%Y%m%d_%H%M%S')}-{remote_id}"
-        if not (root / "wandb" / name).exists():
-            return
-        time.sleep(0.05)
+def _start_time(root: Path, remote_id: str) -> float:
+    """When the run's new offline directory starts: now, or the next second whose name no
+    directory of the run has (W&B names a directory by the second its run started, and a
+    second one of the same name would be the first, overwritten)."""
+    start = time.time()
+    while (root / "wandb" / _directory_name(start, remote_id)).exists():
+        start = math.floor(start) + 1.0
+    return start
+
+
+def _directory_name(start: float, remote_id: str) -> str:
+    # wandb.sdk.wandb_settings.Settings._start_datetime: local time, to the second.
+    return f"offline-run-{datetime.fromtimestamp(start):%Y%m%d_%H%M%S}-{remote_id}"
 
 
 @contextmanager
