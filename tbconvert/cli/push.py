@@ -18,6 +18,15 @@ from tbconvert.cli.app import (
     store_option,
 )
 
+# The series a push sends: as --tag elsewhere, on series only.
+tag_option = click.option(
+    "--tag",
+    "tag_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only series whose tag matches (repeatable).",
+)
+
 
 @cli.group(context_settings=CONTEXT_SETTINGS)
 def push() -> None:
@@ -48,13 +57,7 @@ def push() -> None:
     help="The MLflow experiment (created when missing).",
 )
 @run_option
-@click.option(
-    "--tag",
-    "tag_globs",
-    multiple=True,
-    metavar="GLOB",
-    help="Only series whose tag matches (repeatable).",
-)
+@tag_option
 @json_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
 def push_mlflow(
@@ -112,13 +115,7 @@ def push_mlflow(
     "wandb sync), with no network.",
 )
 @run_option
-@click.option(
-    "--tag",
-    "tag_globs",
-    multiple=True,
-    metavar="GLOB",
-    help="Only series whose tag matches (repeatable).",
-)
+@tag_option
 @click.option("--dry-run", is_flag=True, help="Count what would be sent; send nothing.")
 @json_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")

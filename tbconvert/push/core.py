@@ -159,10 +159,11 @@ def push_run(
         save_run(conn, where, run.run_id, opened.remote_id, pending=True)
     pushed.params = tracker.log_params(opened, run, warnings)
     keys = tracker.series_keys(run)
+    scalars = _Scalars(tracker, engine, opened, run, keys, pending, pushed, progress)
     if tracker.one_point_per_step:
-        _send_steps(tracker, engine, opened, run, keys, pending, pushed, progress)
+        scalars.one_per_step()
     else:
-        _send_every_point(tracker, engine, opened, run, keys, pending, pushed, progress)
+        scalars.every_point()
     pushed.artifacts = tracker.log_files(opened, run, engine)
     tracker.finish_run(opened, run)
     with engine.begin() as conn:
@@ -196,103 +197,90 @@ def plan_run(conn: Connection, tracker: Tracker, run: RunRow) -> RunPushed:
     return planned
 
 
-def _send_every_point(
-    tracker: Tracker,
-    engine: Engine,
-    opened: OpenedRun,
-    run: RunRow,
-    keys: dict[int, str],
-    pending: bool,
-    pushed: RunPushed,
-    progress: Progress | None,
-) -> None:
-    with engine.connect() as conn:
-        found = new_scalars(conn, tracker.destination, list(keys), covered=pending)
-    points = [point for point, _ in found]
-    covered = [flag for _, flag in found]
-    done = covered
-    if pending and not all(covered):
-        done = _already_there(tracker, opened, keys, points, covered)
-    # The marks already cover those: only the rest (a suffix of each file's points) moves.
-    fresh = [index for index, flag in enumerate(covered) if not flag]
-    points, done = [points[i] for i in fresh], [done[i] for i in fresh]
-    pushed.resent_skipped = sum(done)
+@dataclass
+class _Scalars:
+    """The scalar points of one run's push, sent by one of the two rules."""
 
-    def send(batch: list[Point]) -> None:
-        tracker.log_points(opened, run, keys, batch)
-        if progress is not None:
-            progress(len(batch))
+    tracker: Tracker
+    engine: Engine
+    opened: OpenedRun
+    run: RunRow
+    keys: dict[int, str]
+    pending: bool
+    pushed: RunPushed
+    progress: Progress | None
 
-    marks = Marks(engine, tracker.destination, points, done)
-    pushed.metrics = send_points(marks, send, tracker.batch_size)
+    def send(self, batch: list[Point]) -> None:
+        """One batch, acknowledged by the tracker when this returns."""
+        self.tracker.log_points(self.opened, self.run, self.keys, batch)
+        if self.progress is not None:
+            self.progress(len(batch))
 
+    def every_point(self) -> None:
+        """Every point no mark covers, less those a crashed push had sent."""
+        where = self.tracker.destination
+        with self.engine.connect() as conn:
+            found = new_scalars(conn, where, list(self.keys), covered=self.pending)
+        points = [point for point, _ in found]
+        covered = [flag for _, flag in found]
+        done = covered
+        if self.pending and not all(covered):
+            done = self._already_there(points, covered)
+        # The marks already cover those: only the rest (a suffix of each file's points) moves.
+        fresh = [index for index, flag in enumerate(covered) if not flag]
+        points, done = [points[i] for i in fresh], [done[i] for i in fresh]
+        self.pushed.resent_skipped = sum(done)
+        marks = Marks(self.engine, where, points, done)
+        self.pushed.metrics = send_points(marks, self.send, self.tracker.batch_size)
 
-def _already_there(
-    tracker: Tracker,
-    opened: OpenedRun,
-    keys: dict[int, str],
-    points: list[Point],
-    covered: list[bool],
-) -> list[bool]:
-    """Which points a crashed push had sent, series by series."""
-    there = list(covered)
-    for series_id, indices in _by_series(points).items():
-        if all(covered[i] for i in indices):
-            continue
-        found = already_there(
-            [covered[i] for i in indices],
-            [points[i] for i in indices],
-            tracker.read_history(opened, keys[series_id]),
-            tracker.identity,
-        )
-        for index, value in zip(indices, found, strict=True):
-            there[index] = value
-    return there
-
-
-def _send_steps(
-    tracker: Tracker,
-    engine: Engine,
-    opened: OpenedRun,
-    run: RunRow,
-    keys: dict[int, str],
-    pending: bool,
-    pushed: RunPushed,
-    progress: Progress | None,
-) -> None:
-    """One point per step: each series with new points (every series of a pending run) as
-    its last attempt, after the last step the tracker holds of it; then every new point of
-    those series is marked, sent or not."""
-    with engine.connect() as conn:
-        found = new_scalars(conn, tracker.destination, list(keys), covered=True)
-        groups = _by_series([point for point, _ in found])
-        fresh = [point for point, covered in found if not covered]
-        touched = [
-            series_id
-            for series_id, indices in groups.items()
-            if pending or not all(found[i][1] for i in indices)
-        ]
-        current = {
-            series_id: last_per_step(
-                current_points(conn, series_id, [found[i][0] for i in groups[series_id]])
+    def _already_there(self, points: list[Point], covered: list[bool]) -> list[bool]:
+        """Which points a crashed push had sent, series by series."""
+        there = list(covered)
+        for series_id, indices in _by_series(points).items():
+            if all(covered[i] for i in indices):
+                continue
+            found = already_there(
+                [covered[i] for i in indices],
+                [points[i] for i in indices],
+                self.tracker.read_history(self.opened, self.keys[series_id]),
+                self.tracker.identity,
             )
-            for series_id in touched
-        }
-    to_send: list[Point] = []
-    for series_id in touched:
-        held = [identity[0] for identity in tracker.read_history(opened, keys[series_id])]
-        last = max(held, default=None)
-        to_send += [p for p in current[series_id] if last is None or p.step > last]
-    to_send.sort(key=lambda point: (point.step, point.series_id))
-    for start in range(0, len(to_send), tracker.batch_size):
-        batch = to_send[start : start + tracker.batch_size]
-        tracker.log_points(opened, run, keys, batch)
-        if progress is not None:
-            progress(len(batch))
-    pushed.metrics = len(to_send)
-    pushed.not_sent = len(set(map(id, fresh)) - set(map(id, to_send)))
-    with engine.begin() as conn:
-        save_marks(conn, tracker.destination, "scalars", last_of_each_file(fresh))
+            for index, value in zip(indices, found, strict=True):
+                there[index] = value
+        return there
+
+    def one_per_step(self) -> None:
+        """Each series with new points (every series of a pending run) as its last attempt,
+        after the last step the tracker holds of it; then every new point of those series is
+        marked, sent or not."""
+        where = self.tracker.destination
+        with self.engine.connect() as conn:
+            found = new_scalars(conn, where, list(self.keys), covered=True)
+            groups = _by_series([point for point, _ in found])
+            fresh = [point for point, covered in found if not covered]
+            touched = [
+                series_id
+                for series_id, indices in groups.items()
+                if self.pending or not all(found[i][1] for i in indices)
+            ]
+            current = {
+                series_id: last_per_step(
+                    current_points(conn, series_id, [found[i][0] for i in groups[series_id]])
+                )
+                for series_id in touched
+            }
+        to_send: list[Point] = []
+        for series_id in touched:
+            history = self.tracker.read_history(self.opened, self.keys[series_id])
+            last = max((identity[0] for identity in history), default=None)
+            to_send += [p for p in current[series_id] if last is None or p.step > last]
+        to_send.sort(key=lambda point: (point.step, point.series_id))
+        for start in range(0, len(to_send), self.tracker.batch_size):
+            self.send(to_send[start : start + self.tracker.batch_size])
+        self.pushed.metrics = len(to_send)
+        self.pushed.not_sent = len(set(map(id, fresh)) - set(map(id, to_send)))
+        with self.engine.begin() as conn:
+            save_marks(conn, where, "scalars", last_of_each_file(fresh))
 
 
 def _by_series(points: Sequence[Point]) -> dict[int, list[int]]:

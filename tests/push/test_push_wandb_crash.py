@@ -10,10 +10,7 @@ run, whatever the number of its directories.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -22,6 +19,7 @@ import pytest
 
 from tbconvert import convert
 from tests.push.conftest import write_logdir
+from tests.push.test_push_crash import run_jobs as run_mlflow_jobs
 from tests.push.test_push_wandb import assert_exact, resumed_logdir
 from tests.push.wandb_readback import wandb_runs
 
@@ -32,16 +30,7 @@ BATCH = 16
 
 
 def run_jobs(jobs: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
-    jobs_file, results_file = tmp_path / "jobs.json", tmp_path / "results.json"
-    jobs_file.write_text(json.dumps(jobs))
-    subprocess.run(
-        [sys.executable, "-m", "tests.support.push_crash_wandb", str(jobs_file), str(results_file)],
-        cwd=ROOT,
-        check=True,
-        timeout=1200,
-    )
-    results: list[dict[str, Any]] = json.loads(results_file.read_text())
-    return results
+    return run_mlflow_jobs(jobs, tmp_path, "tests.support.push_crash_wandb", timeout=1200)
 
 
 def test_a_push_killed_anywhere_then_run_again_is_exact(tmp_path: Path) -> None:

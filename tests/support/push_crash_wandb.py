@@ -18,13 +18,13 @@ waits for every one of them after each job, so that the next push reads a finish
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import sys
 from typing import Any
 
 from tests.support.crashpoints import forked
+from tests.support.push_crash import run_jobs_file
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -78,12 +78,7 @@ def main(jobs_file: str, results_file: str) -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
-    with open(jobs_file, encoding="utf-8") as handle:
-        jobs = json.load(handle)
-    results = [run_job(job) for job in jobs]
-    with open(results_file, "w", encoding="utf-8") as handle:
-        json.dump(results, handle)
-    return 0
+    return run_jobs_file(jobs_file, results_file, run_job)
 
 
 if __name__ == "__main__":
