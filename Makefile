@@ -78,6 +78,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/remote.py
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/push_mlflow.py
+	$(BIN)/python benchmarks/push_wandb.py
 
 # The scale benchmark (docs/scale.md): 1M, 10M and 100M points into a throwaway PostgreSQL
 # server by --shard processes, and their dataset export; about 40 minutes and 25 GB of disk.

@@ -22,14 +22,24 @@ from tbconvert.cli.app import (
     store_option,
 )
 
+# The series a push sends: as --tag elsewhere, on series only.
+tag_option = click.option(
+    "--tag",
+    "tag_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only series whose tag matches (repeatable).",
+)
+
 
 @cli.group(context_settings=CONTEXT_SETTINGS)
 def push() -> None:
-    """Push the store's runs into another tracker (MLflow), sending only what is new.
+    """Push the store's runs into another tracker (MLflow, W&B), sending only what is new.
 
     \b
     Example:
       tbconvert push mlflow --store runs.db --tracking-uri http://127.0.0.1:5000
+      tbconvert push wandb --store runs.db --project sweeps --offline wandb-out
     """
 
 
@@ -51,16 +61,10 @@ def push() -> None:
     help="The MLflow experiment (created when missing).",
 )
 @run_option
-@click.option(
-    "--tag",
-    "tag_globs",
-    multiple=True,
-    metavar="GLOB",
-    help="Only series whose tag matches (repeatable).",
-)
+@tag_option
 @selection_options("'max(accuracy) > 0.9'")
 @json_option
-@click.option("-q", "--quiet", is_flag=True, help="No summary on stderr (warnings still).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
 def push_mlflow(
     store: str,
     tracking_uri: str,
@@ -87,20 +91,107 @@ def push_mlflow(
       tbconvert push mlflow --tracking-uri sqlite:///mlflow.db --where 'min(loss) < 0.2'
     """
     from tbconvert.cli.render import render_push
+    from tbconvert.push.core import points_bar
     from tbconvert.push.mlflow import push_mlflow as push_runs
 
     selection = selection_of(run_globs, where, top, by)
     chosen = read_store(store, lambda opened: selected_runs(opened, selection))
-    summary = run_library(
-        0,
-        lambda: push_runs(store, tracking_uri, experiment, chosen, tag_globs),
-        quiet_warnings=True,
-    )
-    text = render_push(summary)
+    with points_bar(False if quiet else None) as progress:
+        summary = run_library(
+            0,
+            lambda: push_runs(
+                store, tracking_uri, experiment, chosen, tag_globs, progress=progress
+            ),
+            quiet_warnings=True,
+        )
+    _finish(render_push(summary), summary.warnings, quiet)
+    if as_json:
+        echo_data(json.dumps(dataclasses.asdict(summary) | {"metrics": summary.metrics}))
+
+
+@push.command("wandb", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@store_option
+@click.option("--project", required=True, metavar="NAME", help="The W&B project.")
+@click.option(
+    "--entity",
+    envvar="WANDB_ENTITY",
+    metavar="NAME",
+    help="The W&B entity (team or user) [default: $WANDB_ENTITY, else W&B's default].",
+)
+@click.option(
+    "--offline",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Write W&B's offline run directories under DIR/wandb (upload them later with "
+    "wandb sync), with no network.",
+)
+@run_option
+@tag_option
+@selection_options("'max(accuracy) > 0.9'")
+@click.option("--dry-run", is_flag=True, help="Count what would be sent; send nothing.")
+@json_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
+def push_wandb(
+    store: str,
+    project: str,
+    entity: str | None,
+    offline: str | None,
+    run_globs: tuple[str, ...],
+    tag_globs: tuple[str, ...],
+    where: str | None,
+    top: int | None,
+    by: str | None,
+    dry_run: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Push runs into W&B: one W&B run per run, config, scalars, images, texts, histograms.
+
+    A run's W&B id is derived from its source and path, so a push again resumes it; its
+    name is its path, its group its group.  A series' key is "CONTEXT/TAG" (the run
+    directory's own context is "run"), plotted against its own step ("KEY@step"); docs/cli.md
+    has the whole rule.  W&B keeps one point per step and steps that only grow: each series
+    goes as its last attempt (as v_scalars_current), a step written twice as its last point,
+    and the summary counts the points that could not go.  Run it again after a conversion:
+    it sends only what is new.
+
+    \b
+    Example:
+      tbconvert push wandb --store runs.db --project sweeps --offline wandb-out
+      tbconvert push wandb --project sweeps --offline out --where 'min(loss) < 0.2'
+      wandb sync wandb-out/wandb/offline-run-*
+    """
+    from tbconvert.cli.render import render_push_wandb
+    from tbconvert.push.core import points_bar
+    from tbconvert.push.wandb import push_wandb as push_runs
+
+    selection = selection_of(run_globs, where, top, by)
+    chosen = read_store(store, lambda opened: selected_runs(opened, selection))
+    with points_bar(False if quiet or dry_run else None) as progress:
+        summary = run_library(
+            0,
+            lambda: push_runs(
+                store,
+                project,
+                entity,
+                offline,
+                chosen,
+                tag_globs,
+                dry_run=dry_run,
+                progress=progress,
+            ),
+            quiet_warnings=True,
+        )
+    _finish(render_push_wandb(summary), summary.warnings, quiet)
+    if as_json:
+        document = dataclasses.asdict(summary)
+        echo_data(json.dumps(document | {"metrics": summary.metrics, "not_sent": summary.not_sent}))
+
+
+def _finish(text: str, warnings: list[str], quiet: bool) -> None:
+    """The summary on stderr, or with ``quiet`` its warnings alone."""
     if not quiet:
         click.echo(text, err=True)
     else:
-        for warning in summary.warnings:
+        for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
-    if as_json:
-        echo_data(json.dumps(dataclasses.asdict(summary) | {"metrics": summary.metrics}))
