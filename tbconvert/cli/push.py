@@ -1,9 +1,11 @@
-"""``tbconvert push mlflow``: the store's runs into an MLflow tracking server."""
+"""``tbconvert push mlflow`` and ``push aim``: the store's runs into another tracker."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+from collections.abc import Callable, Iterator
 
 import click
 
@@ -21,11 +23,12 @@ from tbconvert.cli.app import (
 
 @cli.group(context_settings=CONTEXT_SETTINGS)
 def push() -> None:
-    """Push the store's runs into another tracker (MLflow), sending only what is new.
+    """Push the store's runs into another tracker (MLflow, Aim), sending only what is new.
 
     \b
     Example:
       tbconvert push mlflow --store runs.db --tracking-uri http://127.0.0.1:5000
+      tbconvert push aim --store runs.db --repo ~/aim
     """
 
 
@@ -93,3 +96,73 @@ def push_mlflow(
             click.echo(f"warning: {warning}", err=True)
     if as_json:
         echo_data(json.dumps(dataclasses.asdict(summary) | {"metrics": summary.metrics}))
+
+
+@push.command("aim", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@store_option
+@click.option(
+    "--repo",
+    required=True,
+    metavar="PATH|aim://HOST:PORT",
+    help="The Aim repo: a directory (initialised when missing) or an Aim server.",
+)
+@run_option
+@click.option(
+    "--tag",
+    "tag_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only series whose tag matches (repeatable).",
+)
+@json_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
+def push_aim(
+    store: str,
+    repo: str,
+    run_globs: tuple[str, ...],
+    tag_globs: tuple[str, ...],
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Push runs into Aim: one Aim run per run, its params, every point at its wall time.
+
+    Params go as run["hparams"], where a run came from as run["tbconvert"]; a scalar series
+    is the metric named by its tag, in the context {"subset": CONTEXT} ({} for the run
+    directory itself); images, audio, texts and histograms as Aim's objects.  Aim keeps one
+    point per step: a resumed series goes as its last attempt, and the summary counts the
+    points left out.  Run it again after a conversion: it sends only what is new, and
+    completes a push that was interrupted (docs/cli.md has the whole rule).
+
+    \b
+    Example:
+      tbconvert push aim --store runs.db --repo ~/aim
+      tbconvert push aim --repo aim://127.0.0.1:53800 --run 'sweep/*' --json
+    """
+    from tbconvert.cli.render import render_push_aim
+    from tbconvert.push.aim import push_aim as push_runs
+
+    with _runs_bar(quiet) as advance:
+        summary = run_library(
+            0,
+            lambda: push_runs(store, repo, run_globs, tag_globs, progress=advance),
+            quiet_warnings=True,
+        )
+    if not quiet:
+        click.echo(render_push_aim(summary), err=True)
+    if as_json:
+        echo_data(json.dumps(dataclasses.asdict(summary) | {"metrics": summary.metrics}))
+
+
+@contextlib.contextmanager
+def _runs_bar(quiet: bool) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of the runs pushed (tqdm on stderr, off without a terminal) and the
+    callback that moves it: (runs done, runs in all)."""
+    from tqdm import tqdm
+
+    with tqdm(unit="run", disable=True if quiet else None, leave=False) as bar:
+
+        def advance(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        yield advance

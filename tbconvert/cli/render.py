@@ -12,6 +12,7 @@ from tbconvert.cli.tables import escape_markdown, render_markdown, render_rows, 
 
 if TYPE_CHECKING:
     from tbconvert.conversion.summary import Summary
+    from tbconvert.push.aim import AimPushSummary
     from tbconvert.push.mlflow import PushSummary
 
 _MAX_LISTED = 10
@@ -298,4 +299,30 @@ def render_push(summary: PushSummary) -> str:
     skipped = sum(run.resent_skipped for run in runs)
     if skipped:
         lines.append(f"{skipped} points an interrupted push had sent were found in MLflow")
+    return "\n".join(lines)
+
+
+def render_push_aim(summary: AimPushSummary) -> str:
+    """The human summary of ``tbconvert push aim`` (stderr)."""
+    runs = summary.runs
+    created = sum(run.created for run in runs)
+    lines = [f"warning: {warning}" for warning in summary.warnings]
+    lines.append(
+        f"pushed {len(runs)} run{'s' if len(runs) != 1 else ''} ({created} new) into the Aim "
+        f"repo {summary.repo}: {summary.metrics} metric points, "
+        f"{sum(run.params for run in runs)} params, {sum(run.objects for run in runs)} "
+        "images, audio, texts and histograms"
+    )
+    left_out = sum(run.left_out for run in runs)
+    if left_out:
+        lines.append(
+            f"{left_out} points not sent: Aim keeps one point per step, so a resumed series "
+            "goes as its last attempt, and a step logged twice as its last point"
+        )
+    removed = sum(run.removed for run in runs)
+    if removed:
+        lines.append(f"{removed} steps removed from Aim: a later attempt of their series went back")
+    skipped = sum(run.resent_skipped for run in runs)
+    if skipped:
+        lines.append(f"{skipped} points an interrupted push had sent were found in Aim")
     return "\n".join(lines)

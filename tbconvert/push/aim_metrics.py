@@ -1,0 +1,136 @@
+"""Metric points written into an Aim run with their own wall time, a batch at a time.
+
+Aim's SDK (``Run.track``) stamps a point with the time of the call and writes it as a dozen
+separate RocksDB writes, each clearing a key range first (about 1,600 points/s here,
+docs/performance.md).  A metric in Aim's storage (its sequences format "v2") is four arrays
+keyed by the step's hash, ``val``, ``epoch``, ``time`` and ``step``, in the run's ``seqs``
+database, plus a summary of the series in the run's ``meta`` tree (its first and last value
+and step, its minimum and maximum, its type).  This module writes the same keys with Aim's own
+encoders, each batch of points as one RocksDB write, and the summary from the whole series.
+
+Order, for a push killed at any moment: the summary is written before the points it describes,
+so a series whose points are in Aim has its summary too (a re-push finds the points missing,
+and writes both again).  A step is one key: writing a step again replaces its point, so Aim
+keeps one point per step, the last written.  Aim 3.29's layout; a test reads it back through
+Aim's SDK.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_ARRAYS = ("val", "epoch", "time", "step")
+# Aim's sequence format of metrics (int and float values): steps hashed into keys.
+_METRIC_VERSION = 2
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    """One point as Aim holds it: its step, value and time (seconds since the epoch)."""
+
+    step: int
+    value: float
+    time: float
+
+
+def same(first: MetricPoint, second: MetricPoint) -> bool:
+    """Whether two points are equal, NaN equal to NaN (values and times)."""
+
+    def equal(a: float, b: float) -> bool:
+        return a == b or (math.isnan(a) and math.isnan(b))
+
+    return (
+        first.step == second.step
+        and equal(first.value, second.value)
+        and (equal(first.time, second.time))
+    )
+
+
+class MetricWriter:
+    """Writes the metric series of one open Aim run (``aim.Run`` in write mode)."""
+
+    def __init__(self, run: Any) -> None:
+        from aim.storage import encoding
+        from aim.storage.hashing import hash_auto
+
+        self.run, self.encoding, self.hash_auto = run, encoding, hash_auto
+        self.seqs = run.repo.request_container("seqs", run.hash, read_only=False)
+        self.contexts: dict[int, dict[str, Any]] = {}
+        self.pending = self.seqs.batch()
+        self.none = encoding.encode(None)
+
+    def context_id(self, context: dict[str, Any]) -> int:
+        """Aim's id of a context, recorded in the run's and the repo's meta once."""
+        from aim.storage.context import Context
+
+        idx = int(Context(context).idx)
+        if idx not in self.contexts:
+            self.run.meta_tree["contexts", idx] = context
+            self.run.meta_run_tree["contexts", idx] = context
+            self.contexts[idx] = context
+        return idx
+
+    def history(self, context: dict[str, Any], name: str) -> dict[int, MetricPoint]:
+        """The points Aim holds of a series, by step (empty when it holds none)."""
+        from aim.storage.context import Context
+
+        metric = self.run.get_metric(name, Context(context))
+        if metric is None:
+            return {}
+        steps, (values, _, times) = metric.data.numpy()
+        return {
+            int(step): MetricPoint(int(step), float(value), float(time))
+            for step, value, time in zip(steps, values, times, strict=True)
+        }
+
+    def describe(self, context: dict[str, Any], name: str, points: Sequence[MetricPoint]) -> None:
+        """Write the summary of a series whose points will be ``points`` (in step order)."""
+        idx = self.context_id(context)
+        tree = self.run.meta_run_tree
+        finite = [p.value for p in points if not math.isnan(p.value)]
+        summary: dict[str, Any] = {
+            "dtype": "float",
+            "version": _METRIC_VERSION,
+            "first": points[0].value,
+            "first_step": points[0].step,
+            "last": points[-1].value,
+            "last_step": points[-1].step,
+        }
+        if finite:
+            summary.update(max=max(finite), min=min(finite))
+        for key, value in summary.items():
+            tree["traces", idx, name, key] = value
+        tree["typed_traces", "metric", idx, name] = 1
+        self.run.meta_tree["traces_types", "float", idx, name] = 1
+
+    def put(self, context: dict[str, Any], name: str, points: Iterable[MetricPoint]) -> None:
+        """Stage points of a series (written by :meth:`commit`)."""
+        encode, put = self.encoding.encode, self.pending.put
+        keys = self._array_keys(context, name)
+        for point in points:
+            at = self.encoding.encode_path((self.hash_auto(point.step),))
+            put(keys[0] + at, encode(point.value))
+            put(keys[1] + at, self.none)
+            put(keys[2] + at, encode(point.time))
+            put(keys[3] + at, encode(point.step))
+
+    def delete(self, context: dict[str, Any], name: str, steps: Iterable[int]) -> None:
+        """Stage the removal of the points of a series at ``steps``."""
+        keys = self._array_keys(context, name)
+        for step in steps:
+            at = self.encoding.encode_path((self.hash_auto(step),))
+            for key in keys:
+                self.pending.delete(key + at)
+
+    def commit(self) -> None:
+        """Write what was staged, as one write."""
+        self.seqs.commit(self.pending)
+        self.pending = self.seqs.batch()
+
+    def _array_keys(self, context: dict[str, Any], name: str) -> list[bytes]:
+        idx = self.context_id(context)
+        base = ("seqs", f"v{_METRIC_VERSION}", "chunks", self.run.hash, idx, name)
+        return [self.encoding.encode_path((*base, array)) for array in _ARRAYS]
