@@ -50,16 +50,20 @@ def point_identity(point: Point) -> Identity:
 
 
 def already_there(
-    covered: Sequence[bool], points: Sequence[Point], history: Iterable[Identity]
+    covered: Sequence[bool],
+    points: Sequence[Point],
+    history: Iterable[Identity],
+    identify: Callable[[Point], Identity] = point_identity,
 ) -> list[bool]:
     """Which of the points no mark covers a crashed push had sent: the tracker's history
     of their series, less the points the marks cover, matched point for point (equal
-    points are interchangeable, so counting them is exact)."""
+    points are interchangeable, so counting them is exact); ``identify`` is what the
+    tracker's history shows of a point."""
     extra = Counter(history)
-    extra.subtract(point_identity(p) for p, done in zip(points, covered, strict=True) if done)
+    extra.subtract(identify(p) for p, done in zip(points, covered, strict=True) if done)
     found: list[bool] = []
     for point, done in zip(points, covered, strict=True):
-        key = point_identity(point)
+        key = identify(point)
         there = done or extra[key] > 0
         if not done and there:
             extra[key] -= 1
