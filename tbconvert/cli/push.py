@@ -141,7 +141,7 @@ def push_aim(
     from tbconvert.cli.render import render_push_aim
     from tbconvert.push.aim import push_aim as push_runs
 
-    with _runs_bar(quiet) as advance:
+    with _points_bar(quiet) as advance:
         summary = run_library(
             0,
             lambda: push_runs(store, repo, run_globs, tag_globs, progress=advance),
@@ -154,15 +154,10 @@ def push_aim(
 
 
 @contextlib.contextmanager
-def _runs_bar(quiet: bool) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar of the runs pushed (tqdm on stderr, off without a terminal) and the
-    callback that moves it: (runs done, runs in all)."""
+def _points_bar(quiet: bool) -> Iterator[Callable[[int], None]]:
+    """A progress bar of the points written (tqdm on stderr, off without a terminal) and
+    the callback that moves it by a batch's count."""
     from tqdm import tqdm
 
-    with tqdm(unit="run", disable=True if quiet else None, leave=False) as bar:
-
-        def advance(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-        yield advance
+    with tqdm(unit="point", disable=True if quiet else None, leave=False) as bar:
+        yield bar.update

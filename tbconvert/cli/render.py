@@ -310,18 +310,19 @@ def render_push_aim(summary: AimPushSummary) -> str:
     lines.append(
         f"pushed {len(runs)} run{'s' if len(runs) != 1 else ''} ({created} new) into the Aim "
         f"repo {summary.repo}: {summary.metrics} metric points, "
-        f"{sum(run.params for run in runs)} params, {sum(run.objects for run in runs)} "
+        f"{sum(run.params for run in runs)} params, {sum(run.artifacts for run in runs)} "
         "images, audio, texts and histograms"
     )
-    left_out = sum(run.left_out for run in runs)
+    left_out = sum(run.not_sent for run in runs)
     if left_out:
         lines.append(
             f"{left_out} points not sent: Aim keeps one point per step, so a resumed series "
             "goes as its last attempt, and a step logged twice as its last point"
         )
-    removed = sum(run.removed for run in runs)
-    if removed:
-        lines.append(f"{removed} steps removed from Aim: a later attempt of their series went back")
+    if summary.removed:
+        lines.append(
+            f"{summary.removed} steps removed from Aim: a later attempt of their series went back"
+        )
     skipped = sum(run.resent_skipped for run in runs)
     if skipped:
         lines.append(f"{skipped} points an interrupted push had sent were found in Aim")

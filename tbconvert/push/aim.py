@@ -3,16 +3,22 @@
 One Aim run per tbconvert run, under a hash derived from the store and the run
 (:mod:`tbconvert.push.aim_repo`); its params as ``run["hparams"]`` (typed), where it came from
 (source, group, path) as ``run["tbconvert"]``; each scalar series as an Aim metric named by its
-tag in the context ``{"subset": CONTEXT}`` (none for the run directory itself), every point at
-its step with its own wall time (:mod:`tbconvert.push.aim_scalars`); images, audio, texts and
-histograms as Aim's objects (:mod:`tbconvert.push.aim_objects`).  Incremental and crash-safe
-through the store's marks, like ``push mlflow``.
+tag, in the context ``{"subset": CONTEXT}`` (none for the run directory itself), every point
+at its step with its own wall time (:mod:`tbconvert.push.aim_metrics`); images, audio, texts
+and histograms as Aim's objects (:mod:`tbconvert.push.aim_objects`).
+
+Incremental and crash-safe through the push core (:mod:`tbconvert.push.core`), with
+:class:`AimTracker` as its adapter.  Aim keeps one point per step and can rewrite or remove
+one, so a series is held as ``v_scalars_current`` shows it: its last attempt, a step written
+twice in it as the last point written, steps a later attempt went back over removed.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +26,7 @@ from sqlalchemy.engine import Engine
 
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
-from tbconvert.push.aim_metrics import MetricWriter
+from tbconvert.push.aim_metrics import MetricPoint, MetricWriter, aim_context
 from tbconvert.push.aim_objects import push_objects
 from tbconvert.push.aim_repo import (
     aim_errors,
@@ -30,29 +36,15 @@ from tbconvert.push.aim_repo import (
     repo_location,
     set_params,
 )
-from tbconvert.push.aim_scalars import push_scalars
+from tbconvert.push.core import OpenedRun, Progress, RunPushed, push_run
+from tbconvert.push.metrics import Identity
 from tbconvert.push.source import RunRow, chosen_runs
-from tbconvert.push.state import remote_run, save_run
+from tbconvert.push.state import Point
 from tbconvert.query import lookups
 from tbconvert.query.store import open_store
 from tbconvert.urls import redacted
 
-BATCH_SIZE = 5000  # points per write into Aim (and per move of the marks)
-
-
-@dataclass
-class AimRunPushed:
-    """What one run's push did."""
-
-    run_path: str
-    run_hash: str
-    created: bool = False
-    metrics: int = 0  # metric points sent
-    resent_skipped: int = 0  # points an interrupted push had sent, found in Aim
-    left_out: int = 0  # points Aim cannot hold: earlier attempts, a step's earlier points
-    removed: int = 0  # steps removed from Aim: a later attempt of their series went back
-    params: int = 0
-    objects: int = 0  # images, audio, texts and histograms sent (a record each)
+BATCH_SIZE = 5000  # points per write into Aim
 
 
 @dataclass
@@ -60,7 +52,8 @@ class AimPushSummary:
     """What a push into Aim did: the repo, each run's counts."""
 
     repo: str
-    runs: list[AimRunPushed] = field(default_factory=list)
+    runs: list[RunPushed] = field(default_factory=list)
+    removed: int = 0  # steps removed from Aim: a later attempt of their series went back
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -76,12 +69,12 @@ def push_aim(
     tag: Globs = None,
     *,
     batch_size: int = BATCH_SIZE,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> AimPushSummary:
     """Push the store's runs (those matching ``run``, with their series matching ``tag``)
     into the Aim repo ``repo`` (a directory, created when missing, or ``aim://HOST:PORT``);
-    only what no earlier push to the same repo sent.  ``progress`` is told (runs done, runs
-    in all) after each run.
+    only what no earlier push to the same repo sent.  ``progress`` is called with the count
+    of each batch of points written.
 
     Raises:
         UsageError: a batch size under 1.
@@ -95,51 +88,126 @@ def push_aim(
     opened = open_store(store, upgrade=True)
     try:
         location = repo_location(repo)
-        aim_repo = open_repo(location)
+        tracker = AimTracker(open_repo(location), location, opened.display, batch_size)
         summary = AimPushSummary(redacted(location))
-        where = f"aim {redacted(location)}"
         with opened.connect() as conn:
             runs = chosen_runs(conn, run, tag)
             params = lookups.param_sessions(conn, typed=True)
         for one in runs:
             one.params = params.get(one.run_id, {})
-            summary.runs.append(
-                _push_run(opened.engine, where, aim_repo, one, opened.display, batch_size)
-            )
-            if progress is not None:
-                progress(len(summary.runs), len(runs))
+            pushed, warnings = push_run(tracker, opened.engine, one, progress)
+            summary.runs.append(pushed)
+            summary.warnings.extend(warnings)
+        summary.removed = tracker.removed
         return summary
     finally:
         opened.close()
 
 
-def _push_run(
-    engine: Engine, where: str, repo: Any, run: RunRow, store: str, batch_size: int
-) -> AimRunPushed:
-    """Push one run: find or create its Aim run, then params, metrics, objects, the index."""
-    with engine.connect() as conn:
-        known = remote_run(conn, where, run.run_id)
-    aim_run, created = open_run(repo, None if known is None else known[0], run, store)
-    pushed = AimRunPushed(run.run_path, str(aim_run.hash), created=created)
-    try:
-        with engine.begin() as conn:
-            save_run(conn, where, run.run_id, pushed.run_hash, pending=True)
-        with aim_errors(f"write the run {run.run_path!r}"):
-            pushed.params = set_params(aim_run, run.params)
-            scalars = push_scalars(
+@dataclass
+class _AimRun:
+    """The adapter's handle of a run: the open Aim run, its writer, and the series it
+    read or wrote in this push (what Aim holds of each, by step)."""
+
+    run: Any
+    writer: MetricWriter
+    series: dict[str, dict[int, MetricPoint]] = field(default_factory=dict)
+
+
+class AimTracker:
+    """The push core's adapter for Aim (:class:`tbconvert.push.core.Tracker`)."""
+
+    one_point_per_step = True
+
+    def __init__(self, repo: Any, location: str, store: str, batch_size: int) -> None:
+        self.repo, self.store, self.batch_size = repo, store, batch_size
+        self.destination = f"aim {redacted(location)}"
+        self.removed = 0
+
+    def open_run(self, run: RunRow, known: str | None, warnings: list[str]) -> OpenedRun:
+        """The Aim run of ``run``: the one the store recorded, else the one under its hash."""
+        handle, created = open_run(self.repo, known, run, self.store)
+        return OpenedRun(str(handle.hash), created, handle=_AimRun(handle, MetricWriter(handle)))
+
+    def log_params(self, opened: OpenedRun, run: RunRow, warnings: list[str]) -> int:
+        """The run's params as ``run["hparams"]``; how many Aim did not hold."""
+        with aim_errors(f"set the params of {run.run_path!r}"):
+            return set_params(opened.handle.run, run.params)
+
+    def series_keys(self, run: RunRow) -> dict[int, str]:
+        """A scalar series' key: its context and tag (Aim's context and metric name)."""
+        return {
+            one.id: json.dumps([one.context, one.tag])
+            for one in run.series
+            if one.plugin == "scalars"
+        }
+
+    def log_points(
+        self, opened: OpenedRun, run: RunRow, keys: dict[int, str], batch: list[Point]
+    ) -> None:
+        """Write one batch, as one write."""
+        handle: _AimRun = opened.handle
+        with aim_errors(f"write the metrics of {run.run_path!r}"):
+            for point in batch:
+                key = keys[point.series_id]
+                sent = _metric_point(point)
+                handle.writer.put(*_series(key), [sent])
+                handle.series.setdefault(key, {})[point.step] = sent
+            handle.writer.commit()
+
+    def identity(self, point: Point) -> Identity:
+        """What Aim shows of a point once written."""
+        return _metric_point(point).identity()
+
+    def read_history(self, opened: OpenedRun, key: str) -> Iterable[Identity]:
+        """Every point Aim holds of the series ``key``."""
+        handle: _AimRun = opened.handle
+        with aim_errors("read a metric from Aim"):
+            held = handle.writer.history(*_series(key))
+        handle.series[key] = held
+        return [point.identity() for point in held.values()]
+
+    def remove_steps(self, opened: OpenedRun, key: str, steps: list[int]) -> None:
+        """Remove the points of the series ``key`` at ``steps``."""
+        handle: _AimRun = opened.handle
+        with aim_errors("remove steps from an Aim metric"):
+            handle.writer.delete(*_series(key), steps)
+            handle.writer.commit()
+        for step in steps:
+            handle.series.get(key, {}).pop(step, None)
+        self.removed += len(steps)
+
+    def log_files(self, opened: OpenedRun, run: RunRow, engine: Engine) -> int:
+        """Images, audio, texts and histograms as Aim's objects (marked as they go)."""
+        with aim_errors(f"write the images, audio, texts and histograms of {run.run_path!r}"):
+            return push_objects(
                 engine,
-                where,
-                MetricWriter(aim_run),
+                self.destination,
+                opened.handle.run,
                 run.series,
-                batch_size=batch_size,
-                fresh_run=created,
+                batch_size=self.batch_size,
             )
-            pushed.objects = push_objects(engine, where, aim_run, run.series, batch_size=batch_size)
-    finally:
-        aim_run.close()
-    pushed.metrics, pushed.resent_skipped = scalars.sent, scalars.found
-    pushed.left_out, pushed.removed = scalars.left_out, scalars.removed
-    index_run(repo, pushed.run_hash)
-    with engine.begin() as conn:
-        save_run(conn, where, run.run_id, pushed.run_hash, pending=False)
-    return pushed
+
+    def finish_run(self, opened: OpenedRun, run: RunRow) -> None:
+        """Summarise each series read or written (what Aim's UI lists), close the run and
+        bring the repo's index up to date with it."""
+        handle: _AimRun = opened.handle
+        with aim_errors(f"finish the run {run.run_path!r}"):
+            for key, held in handle.series.items():
+                if held:
+                    handle.writer.describe(*_series(key), [held[s] for s in sorted(held)])
+            handle.run.close()
+        index_run(self.repo, opened.remote_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _series(key: str) -> tuple[dict[str, Any], str]:
+    """The Aim context and metric name of a series' key."""
+    context, tag = json.loads(key)
+    return aim_context(context), tag
+
+
+def _metric_point(point: Point) -> MetricPoint:
+    value = float("nan") if point.value is None else float(point.value)
+    time = float("nan") if point.wall_time is None else float(point.wall_time)
+    return MetricPoint(point.step, value, time)

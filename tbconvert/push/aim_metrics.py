@@ -22,9 +22,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+CONTEXT_KEY = "subset"
 _ARRAYS = ("val", "epoch", "time", "step")
 # Aim's sequence format of metrics (int and float values): steps hashed into keys.
 _METRIC_VERSION = 2
+
+
+def aim_context(context: str) -> dict[str, Any]:
+    """The Aim context of a store context: none for the run directory itself, else
+    ``{"subset": NAME}`` (one Aim context per store context, so two series never meet)."""
+    return {} if context == "" else {CONTEXT_KEY: context}
 
 
 @dataclass(frozen=True)
@@ -35,18 +42,13 @@ class MetricPoint:
     value: float
     time: float
 
-
-def same(first: MetricPoint, second: MetricPoint) -> bool:
-    """Whether two points are equal, NaN equal to NaN (values and times)."""
-
-    def equal(a: float, b: float) -> bool:
-        return a == b or (math.isnan(a) and math.isnan(b))
-
-    return (
-        first.step == second.step
-        and equal(first.value, second.value)
-        and (equal(first.time, second.time))
-    )
+    def identity(self) -> tuple[int, Any, Any]:
+        """What tells two points apart: NaN equals NaN (values and times)."""
+        return (
+            self.step,
+            "nan" if math.isnan(self.value) else self.value,
+            "nan" if math.isnan(self.time) else self.time,
+        )
 
 
 class MetricWriter:
@@ -59,6 +61,7 @@ class MetricWriter:
         self.run, self.encoding, self.hash_auto = run, encoding, hash_auto
         self.seqs = run.repo.request_container("seqs", run.hash, read_only=False)
         self.contexts: dict[int, dict[str, Any]] = {}
+        self.keys: dict[tuple[int, str], list[bytes]] = {}
         self.pending = self.seqs.batch()
         self.none = encoding.encode(None)
 
@@ -132,5 +135,7 @@ class MetricWriter:
 
     def _array_keys(self, context: dict[str, Any], name: str) -> list[bytes]:
         idx = self.context_id(context)
-        base = ("seqs", f"v{_METRIC_VERSION}", "chunks", self.run.hash, idx, name)
-        return [self.encoding.encode_path((*base, array)) for array in _ARRAYS]
+        if (idx, name) not in self.keys:
+            base = ("seqs", f"v{_METRIC_VERSION}", "chunks", self.run.hash, idx, name)
+            self.keys[idx, name] = [self.encoding.encode_path((*base, a)) for a in _ARRAYS]
+        return self.keys[idx, name]

@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from tbconvert.push.aim_scalars import aim_context
+from tbconvert.push.aim_metrics import aim_context
 from tbconvert.push.metrics import Marks, send_points
 from tbconvert.push.source import SeriesRow
 from tbconvert.push.state import Point, new_points

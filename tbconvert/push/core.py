@@ -19,7 +19,10 @@ What every push does, whatever the tracker:
   last attempt (:mod:`tbconvert.query.resumed`, as ``v_scalars_current``), a step repeated
   within it as its last written point, and only steps after the last step the tracker holds
   for that series (its history is read back, pending or not); every other new point is
-  counted as one that could not go (``RunPushed.not_sent``).
+  counted as one that could not go (``RunPushed.not_sent``).  A tracker that can rewrite
+  and remove a step (Aim; its adapter has ``remove_steps(opened, key, steps)``) gets instead
+  every current point it does not hold as it is, and loses the steps a series no longer has
+  (a later attempt went back), so it holds each series as ``v_scalars_current`` does.
 - ``--dry-run`` (:func:`plan_run`) counts what would go from the marks alone, touching no
   tracker.  Credentials stay in the adapter: a destination holds none
   (:func:`tbconvert.push.state.destination`).
@@ -215,9 +218,13 @@ def _send_steps(
             for s in touched
         }
     to_send: list[Point] = []
+    remove_steps = getattr(tracker, "remove_steps", None)
     for series_id in touched:
-        held = [identity[0] for identity in tracker.read_history(opened, keys[series_id])]
-        last = max(held, default=None)
+        history = list(tracker.read_history(opened, keys[series_id]))
+        if remove_steps is not None:
+            to_send += _replace_steps(tracker, opened, keys[series_id], history, current[series_id])
+            continue
+        last = max((identity[0] for identity in history), default=None)
         to_send += [p for p in current[series_id] if last is None or p.step > last]
     to_send.sort(key=lambda point: (point.step, point.series_id))
     for start in range(0, len(to_send), tracker.batch_size):
@@ -228,10 +235,32 @@ def _send_steps(
     pushed.metrics = len(to_send)
     pushed.resent_skipped = 0
     sent = {id(point) for point in to_send}
+    if remove_steps is not None:  # a current point not sent was in the tracker already
+        kept = {id(point) for series_id in touched for point in current[series_id]}
+        pushed.resent_skipped = len((fresh & kept) - sent)
+        fresh -= kept
     pushed.not_sent = len(fresh - sent)
     chosen = [points[i] for s in touched for i in groups[s]]
     marks = Marks(engine, tracker.destination, chosen, [True] * len(chosen))
     marks.advance(list(marks.cursor))
+
+
+def _replace_steps(
+    tracker: Tracker,
+    opened: OpenedRun,
+    key: str,
+    history: list[Identity],
+    current: list[Point],
+) -> list[Point]:
+    """For a tracker that can rewrite and remove a step (its adapter has ``remove_steps``):
+    the steps it holds that the series no longer has are removed now, and the current points
+    it holds otherwise, or not at all, are returned to send."""
+    held = {identity[0]: identity for identity in history}
+    kept = {point.step for point in current}
+    stale = sorted(step for step in held if step not in kept)
+    if stale:
+        tracker.remove_steps(opened, key, stale)  # type: ignore[attr-defined]
+    return [point for point in current if held.get(point.step) != tracker.identity(point)]
 
 
 def _by_series(points: Sequence[Point]) -> dict[int, list[int]]:

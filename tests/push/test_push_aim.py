@@ -120,12 +120,12 @@ def test_every_metric_reads_back_as_v_scalars_current_and_a_second_push_sends_no
     assert summary.metrics == sum(len(points) for points in expected.values())
     # run_0 and run_1 each log "loss" 0..11, then step 3 again: the 9 points of the first
     # attempt from step 3 on are left out.
-    assert [run.left_out for run in summary.runs] == [0, 9, 9]
+    assert [run.not_sent for run in summary.runs] == [0, 9, 9]
     assert aim_histories(repo) == expected
     assert ("protos", "", ODD_TAG) in expected
     assert {context for _, context, _ in expected} > {""}  # add_scalars' contexts too
     again = push_aim(converted, str(repo))
-    assert (again.metrics, sum(run.objects for run in again.runs)) == (0, 0)
+    assert (again.metrics, sum(run.artifacts for run in again.runs)) == (0, 0)
     assert sum(run.params for run in again.runs) == 0
     assert aim_histories(repo) == expected
 
@@ -197,7 +197,7 @@ def test_a_series_that_goes_back_loses_its_later_steps_in_aim(
     append_events(event_file, [summary_event(2, W0 + 80, [simple_value(ODD_TAG, 7.0)])])
     assert convert(tmp_path / "logs", converted, progress=False).exit_code == 0
     summary = push_aim(converted, str(repo))
-    assert (summary.metrics, sum(run.removed for run in summary.runs)) == (1, 2)
+    assert (summary.metrics, summary.removed) == (1, 2)
     expected = store_histories(converted)
     assert expected[("protos", "", ODD_TAG)] == [(0, 0.0, W0), (1, 1.5, W0 + 1), (2, 7.0, W0 + 80)]
     assert aim_histories(repo) == expected
@@ -216,7 +216,7 @@ def test_a_step_written_twice_in_one_attempt_goes_as_its_last_point(tmp_path: Pa
     store = tmp_path / "runs.db"
     assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
     summary = push_aim(store, str(tmp_path / "aim"))
-    assert (summary.metrics, summary.runs[0].left_out) == (3, 1)
+    assert (summary.metrics, summary.runs[0].not_sent) == (3, 1)
     assert aim_histories(tmp_path / "aim") == {
         ("twice", "", "loss"): [(0, 1.0, W0), (1, 3.0, W0 + 2), (2, "nan", W0 + 3)]
     }
