@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
-from tbconvert.push.aim_metrics import MetricPoint, MetricWriter, aim_context
+from tbconvert.push.aim_metrics import MetricPoint, MetricWriter
 from tbconvert.push.aim_objects import push_objects
 from tbconvert.push.aim_repo import (
     aim_errors,
@@ -201,10 +201,10 @@ class AimTracker:
 
 
 @functools.lru_cache(maxsize=4096)
-def _series(key: str) -> tuple[dict[str, Any], str]:
-    """The Aim context and metric name of a series' key."""
+def _series(key: str) -> tuple[str, str]:
+    """The context and tag of a series' key."""
     context, tag = json.loads(key)
-    return aim_context(context), tag
+    return str(context), str(tag)
 
 
 def _metric_point(point: Point) -> MetricPoint:

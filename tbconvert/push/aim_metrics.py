@@ -52,7 +52,8 @@ class MetricPoint:
 
 
 class MetricWriter:
-    """Writes the metric series of one open Aim run (``aim.Run`` in write mode)."""
+    """Writes the metric series of one open Aim run (``aim.Run`` in write mode); a series is
+    named by its store context (:func:`aim_context` gives Aim's) and its tag."""
 
     def __init__(self, run: Any) -> None:
         from aim.storage import encoding
@@ -60,27 +61,29 @@ class MetricWriter:
 
         self.run, self.encoding, self.hash_auto = run, encoding, hash_auto
         self.seqs = run.repo.request_container("seqs", run.hash, read_only=False)
-        self.contexts: dict[int, dict[str, Any]] = {}
-        self.keys: dict[tuple[int, str], list[bytes]] = {}
+        self.contexts: dict[str, int] = {}  # store context -> Aim's id of its context
+        self.keys: dict[tuple[str, str], list[bytes]] = {}
         self.pending = self.seqs.batch()
         self.none = encoding.encode(None)
 
-    def context_id(self, context: dict[str, Any]) -> int:
-        """Aim's id of a context, recorded in the run's and the repo's meta once."""
+    def context_id(self, context: str) -> int:
+        """Aim's id of a store context's Aim context, recorded in the run's and the repo's
+        meta once."""
         from aim.storage.context import Context
 
-        idx = int(Context(context).idx)
-        if idx not in self.contexts:
-            self.run.meta_tree["contexts", idx] = context
-            self.run.meta_run_tree["contexts", idx] = context
-            self.contexts[idx] = context
-        return idx
+        if context not in self.contexts:
+            wanted = aim_context(context)
+            idx = int(Context(wanted).idx)
+            self.run.meta_tree["contexts", idx] = wanted
+            self.run.meta_run_tree["contexts", idx] = wanted
+            self.contexts[context] = idx
+        return self.contexts[context]
 
-    def history(self, context: dict[str, Any], name: str) -> dict[int, MetricPoint]:
+    def history(self, context: str, name: str) -> dict[int, MetricPoint]:
         """The points Aim holds of a series, by step (empty when it holds none)."""
         from aim.storage.context import Context
 
-        metric = self.run.get_metric(name, Context(context))
+        metric = self.run.get_metric(name, Context(aim_context(context)))
         if metric is None:
             return {}
         steps, (values, _, times) = metric.data.numpy()
@@ -89,7 +92,7 @@ class MetricWriter:
             for step, value, time in zip(steps, values, times, strict=True)
         }
 
-    def describe(self, context: dict[str, Any], name: str, points: Sequence[MetricPoint]) -> None:
+    def describe(self, context: str, name: str, points: Sequence[MetricPoint]) -> None:
         """Write the summary of a series whose points will be ``points`` (in step order)."""
         idx = self.context_id(context)
         tree = self.run.meta_run_tree
@@ -109,7 +112,7 @@ class MetricWriter:
         tree["typed_traces", "metric", idx, name] = 1
         self.run.meta_tree["traces_types", "float", idx, name] = 1
 
-    def put(self, context: dict[str, Any], name: str, points: Iterable[MetricPoint]) -> None:
+    def put(self, context: str, name: str, points: Iterable[MetricPoint]) -> None:
         """Stage points of a series (written by :meth:`commit`)."""
         encode, put = self.encoding.encode, self.pending.put
         keys = self._array_keys(context, name)
@@ -120,7 +123,7 @@ class MetricWriter:
             put(keys[2] + at, encode(point.time))
             put(keys[3] + at, encode(point.step))
 
-    def delete(self, context: dict[str, Any], name: str, steps: Iterable[int]) -> None:
+    def delete(self, context: str, name: str, steps: Iterable[int]) -> None:
         """Stage the removal of the points of a series at ``steps``."""
         keys = self._array_keys(context, name)
         for step in steps:
@@ -133,9 +136,12 @@ class MetricWriter:
         self.seqs.commit(self.pending)
         self.pending = self.seqs.batch()
 
-    def _array_keys(self, context: dict[str, Any], name: str) -> list[bytes]:
-        idx = self.context_id(context)
-        if (idx, name) not in self.keys:
+    def _array_keys(self, context: str, name: str) -> list[bytes]:
+        found = self.keys.get((context, name))
+        if found is None:
+            idx = self.context_id(context)
             base = ("seqs", f"v{_METRIC_VERSION}", "chunks", self.run.hash, idx, name)
-            self.keys[idx, name] = [self.encoding.encode_path((*base, a)) for a in _ARRAYS]
-        return self.keys[idx, name]
+            found = self.keys[context, name] = [
+                self.encoding.encode_path((*base, array)) for array in _ARRAYS
+            ]
+        return found
