@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -39,8 +38,8 @@ sys.path.insert(0, str(HERE))
 import generate  # noqa: E402
 
 TARGET = 10.0  # against aim convert
-CEILING_TARGET = 1.5
-AIM_CLI = "import sys; from aim.cli.cli import cli_entry_point; sys.exit(cli_entry_point())"  # at most this much slower than Aim's SDK writing with nothing to read
+CEILING_TARGET = 1.5  # at most this much slower than Aim's SDK writing with nothing to read
+AIM_CLI = "import sys; from aim.cli.cli import cli_entry_point; sys.exit(cli_entry_point())"
 
 
 def ceiling(store: str, repo: str) -> None:

@@ -20,6 +20,14 @@ from tbconvert.cli.app import (
     store_option,
 )
 
+tag_option = click.option(
+    "--tag",
+    "tag_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only series whose tag matches (repeatable).",
+)
+
 
 @cli.group(context_settings=CONTEXT_SETTINGS)
 def push() -> None:
@@ -50,13 +58,7 @@ def push() -> None:
     help="The MLflow experiment (created when missing).",
 )
 @run_option
-@click.option(
-    "--tag",
-    "tag_globs",
-    multiple=True,
-    metavar="GLOB",
-    help="Only series whose tag matches (repeatable).",
-)
+@tag_option
 @json_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr (warnings still).")
 def push_mlflow(
@@ -107,13 +109,7 @@ def push_mlflow(
     help="The Aim repo: a directory (initialised when missing) or an Aim server.",
 )
 @run_option
-@click.option(
-    "--tag",
-    "tag_globs",
-    multiple=True,
-    metavar="GLOB",
-    help="Only series whose tag matches (repeatable).",
-)
+@tag_option
 @json_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
 def push_aim(
