@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
-from tbconvert.push.aim_metrics import MetricPoint, MetricWriter
+from tbconvert.push.aim_metrics import MetricPoint, MetricWriter, RemoteMetricWriter
 from tbconvert.push.aim_objects import push_objects
 from tbconvert.push.aim_repo import (
     aim_errors,
@@ -127,7 +127,9 @@ class AimTracker:
     def open_run(self, run: RunRow, known: str | None, warnings: list[str]) -> OpenedRun:
         """The Aim run of ``run``: the one the store recorded, else the one under its hash."""
         handle, created = open_run(self.repo, known, run, self.store)
-        return OpenedRun(str(handle.hash), created, handle=_AimRun(handle, MetricWriter(handle)))
+        remote = self.repo.is_remote_repo
+        writer = RemoteMetricWriter(handle) if remote else MetricWriter(handle)
+        return OpenedRun(str(handle.hash), created, handle=_AimRun(handle, writer))
 
     def log_params(self, opened: OpenedRun, run: RunRow, warnings: list[str]) -> int:
         """The run's params as ``run["hparams"]``; how many Aim did not hold."""

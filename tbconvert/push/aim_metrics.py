@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tbconvert.errors import PushError
+
 CONTEXT_KEY = "subset"
 _ARRAYS = ("val", "epoch", "time", "step")
 # Aim's sequence format of metrics (int and float values): steps hashed into keys.
@@ -145,3 +147,34 @@ class MetricWriter:
                 self.encoding.encode_path((*base, array)) for array in _ARRAYS
             ]
         return found
+
+
+class RemoteMetricWriter(MetricWriter):
+    """Writes the metric series of a run of an Aim server (``aim://``), whose storage only
+    Aim's tracker reaches: a point at a time, with its own wall time, through the call
+    ``Run.track`` makes with the time of the call (Aim's own ``aim convert`` does the same)."""
+
+    def __init__(self, run: Any) -> None:
+        self.run, self.contexts, self.keys = run, {}, {}
+
+    def put(self, context: str, name: str, points: Iterable[MetricPoint]) -> None:
+        """Send points of a series (acknowledged by :meth:`commit`)."""
+        wanted, track = aim_context(context), self.run._tracker._track
+        for point in points:
+            track(point.value, point.time, name, point.step, None, context=wanted)
+
+    def delete(self, context: str, name: str, steps: Iterable[int]) -> None:
+        """Aim's server takes no removal of a point.
+
+        Raises:
+            PushError: always, naming the series.
+        """
+        raise PushError(
+            f"the series {name!r} (context {context!r}) went back to an earlier step, and an Aim "
+            "server cannot remove the steps after it",
+            hint="push into a local repo (--repo PATH), or into a new one",
+        )
+
+    def commit(self) -> None:
+        """Wait until the server took every point sent."""
+        self.run.repo._client.get_queue().wait_for_finish()

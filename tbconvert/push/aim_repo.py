@@ -132,14 +132,17 @@ def open_run(repo: Any, hash_: str | None, run: RunRow, store: str) -> tuple[Any
 
 
 def _find_remote(repo: Any, run: RunRow, store: str) -> str | None:
+    """The hash of the run of an Aim server whose ``tbconvert`` param is ``run``'s.  Each run's
+    own meta is read, not the server's index, which a run a push left is not yet in."""
     wanted = identity(run, store)
     with aim_errors("search the Aim server's runs"):
-        for candidate in repo.iter_runs():
-            found = candidate.get(IDENTITY_PARAM)
+        for candidate in repo.list_all_runs():
+            meta = repo.request_tree("meta", candidate, read_only=True).subtree("meta")
+            found = meta.subtree(("chunks", candidate, "attrs")).get(IDENTITY_PARAM)
             if isinstance(found, dict) and all(
                 found.get(key) == wanted[key] for key in ("run_id", "run_path", "source", "store")
             ):
-                return str(candidate.hash)
+                return str(candidate)
     return None
 
 
