@@ -10,10 +10,18 @@ point is the one the test wrote last.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
+import os
 import shutil
+import signal
+import socket
 import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -24,7 +32,7 @@ from click.testing import CliRunner
 
 from tbconvert import convert
 from tbconvert.cli import cli
-from tests.push.conftest import ODD_TAG, W0, write_logdir
+from tests.push.conftest import ODD_TAG, W0, free_port, write_logdir
 from tests.support.eventfiles import append_events, simple_value, summary_event
 
 aim = pytest.importorskip("aim")
@@ -247,3 +255,66 @@ def test_the_command_prints_a_summary_and_json(converted: Path, tmp_path: Path) 
     result = CliRunner().invoke(cli, [*args, "--run", "run_0", "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["metrics"] == 0
     assert [run["run_path"] for run in json.loads(result.stdout)["runs"]] == ["run_0"]
+
+
+AIM_CLI = "import sys; from aim.cli.cli import cli_entry_point; sys.exit(cli_entry_point())"
+
+
+@pytest.fixture
+def aim_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """An Aim server on 127.0.0.1 over a fresh repo: its address and its directory."""
+    repo = tmp_path / "served"
+    aim.Repo.from_path(str(repo), init=True)
+    port = free_port()
+    log = (tmp_path / "server.log").open("wb")
+    command = [sys.executable, "-c", AIM_CLI, "server", "--repo", str(repo)]
+    process = subprocess.Popen(
+        [*command, "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, (tmp_path / "server.log").read_text()[-2000:]
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "aim server did not listen within 120 s"
+                time.sleep(0.3)
+        yield f"aim://127.0.0.1:{port}", repo
+    finally:
+        # Aim's remote objects release their server-side resources when collected.
+        gc.collect()
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+
+
+@pytest.mark.slow
+def test_an_aim_server_gets_the_same_runs_and_finds_them_again(
+    converted: Path, aim_server: tuple[str, Path]
+) -> None:
+    address, served = aim_server
+    summary = push_aim(converted, address)
+    expected = store_histories(converted)
+    assert summary.metrics == sum(len(points) for points in expected.values())
+    with closing(sqlite3.connect(converted)) as conn:
+        # Forget the runs pushed: the push must find them again by their tbconvert param.
+        conn.execute("DELETE FROM push_runs")
+        conn.commit()
+    again = push_aim(converted, address)
+    assert (again.metrics, [run.created for run in again.runs]) == (0, [False] * 3)
+    # Read the server's own directory through Aim's SDK, once indexed as `aim up` would.
+    from aim.sdk.index_manager import RepoIndexManager
+
+    opened = aim.Repo.from_path(str(served))
+    for run_hash in opened.list_all_runs():
+        RepoIndexManager.get_index_manager(opened).index(run_hash)
+    assert aim_histories(served) == expected
