@@ -1,18 +1,18 @@
 """Metric points written into an Aim run with their own wall time, a batch at a time.
 
 Aim's SDK (``Run.track``) stamps a point with the time of the call and writes it as a dozen
-separate RocksDB writes, each clearing a key range first (about 1,600 points/s here,
-docs/performance.md).  A metric in Aim's storage (its sequences format "v2") is four arrays
+separate RocksDB writes, each clearing a key range first (docs/performance.md, "Pushing to
+Aim").  A metric in Aim's storage (its sequences format "v2") is four arrays
 keyed by the step's hash, ``val``, ``epoch``, ``time`` and ``step``, in the run's ``seqs``
 database, plus a summary of the series in the run's ``meta`` tree (its first and last value
 and step, its minimum and maximum, its type).  This module writes the same keys with Aim's own
 encoders, each batch of points as one RocksDB write, and the summary from the whole series.
 
-Order, for a push killed at any moment: the summary is written before the points it describes,
-so a series whose points are in Aim has its summary too (a re-push finds the points missing,
-and writes both again).  A step is one key: writing a step again replaces its point, so Aim
-keeps one point per step, the last written.  Aim 3.29's layout; a test reads it back through
-Aim's SDK.
+The summary is written when a run's push ends, from what Aim then holds of the series
+(:meth:`MetricWriter.describe`): a push killed before leaves the run pending, and the next
+push reads every series back and writes every summary again.  A step is one key: writing a
+step again replaces its point, so Aim keeps one point per step, the last written.  Aim 3.29's
+layout; a test reads it back through Aim's SDK.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class MetricWriter:
         }
 
     def describe(self, context: str, name: str, points: Sequence[MetricPoint]) -> None:
-        """Write the summary of a series whose points will be ``points`` (in step order)."""
+        """Write the summary of a series whose points are ``points`` (in step order)."""
         idx = self.context_id(context)
         tree = self.run.meta_run_tree
         finite = [p.value for p in points if not math.isnan(p.value)]

@@ -34,6 +34,7 @@ CASES = {
     "azure": ("adlfs", ["tf", "--logdir", "az://container/logs", "--store", "OUT/s.db"]),
     "hf": ("huggingface_hub", ["tf", "--logdir", "hf://datasets/me/logs", "--store", "OUT/s.db"]),
     "mlflow": ("mlflow", ["push", "mlflow", "--store", "STORE", "--tracking-uri", "file:OUT/m"]),
+    "aim": ("aim", ["push", "aim", "--store", "STORE", "--repo", "OUT/aim"]),
 }
 
 
