@@ -136,6 +136,13 @@ def main() -> int:
             points[name] = int(said.split()[-1])
         with closing(sqlite3.connect(store)) as conn:
             (current,) = conn.execute("SELECT count(*) FROM v_scalars_current").fetchone()
+    if not points["aim"]:
+        print(
+            f"aim convert put no point in its repo: has {args.aim_python} tensorflow and "
+            "tensorboard (aim convert tensorboard imports both)?",
+            file=sys.stderr,
+        )
+        return 1
     events = dataset.manifest.get("scalar_events", args.events)
     report = {"events": events, "current_points": current, "seconds": seconds, "points": points}
     print(json.dumps(report), file=sys.stderr)
