@@ -45,6 +45,7 @@ from tbconvert.query.store import open_store
 from tbconvert.urls import redacted
 
 BATCH_SIZE = 5000  # points per write into Aim
+_NAN = float("nan")
 
 
 @dataclass
@@ -149,17 +150,22 @@ class AimTracker:
     ) -> None:
         """Write one batch, as one write."""
         handle: _AimRun = opened.handle
+        # The core sends points in step order: each series' points are written together.
+        by_series: dict[str, list[MetricPoint]] = {}
+        for point in batch:
+            by_series.setdefault(keys[point.series_id], []).append(_metric_point(point))
         with aim_errors(f"write the metrics of {run.run_path!r}"):
-            for point in batch:
-                key = keys[point.series_id]
-                sent = _metric_point(point)
-                handle.writer.put(*_series(key), [sent])
-                handle.series.setdefault(key, {})[point.step] = sent
+            for key, points in by_series.items():
+                handle.writer.put(*_series(key), points)
+                held = handle.series.setdefault(key, {})
+                held.update((point.step, point) for point in points)
             handle.writer.commit()
 
     def identity(self, point: Point) -> Identity:
-        """What Aim shows of a point once written."""
-        return _metric_point(point).identity()
+        """What Aim shows of a point once written, as :meth:`read_history` gives it."""
+        value, time = point.value, point.wall_time
+        stamp: Any = "nan" if time is None or time != time else time  # Identity's 2nd place
+        return point.step, stamp, "nan" if value is None or value != value else float(value)
 
     def read_history(self, opened: OpenedRun, key: str) -> Iterable[Identity]:
         """Every point Aim holds of the series ``key``."""
@@ -210,6 +216,7 @@ def _series(key: str) -> tuple[str, str]:
 
 
 def _metric_point(point: Point) -> MetricPoint:
-    value = float("nan") if point.value is None else float(point.value)
-    time = float("nan") if point.wall_time is None else float(point.wall_time)
-    return MetricPoint(point.step, value, time)
+    value, time = point.value, point.wall_time
+    return MetricPoint(
+        point.step, _NAN if value is None else float(value), _NAN if time is None else time
+    )

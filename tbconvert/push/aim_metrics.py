@@ -18,6 +18,7 @@ layout; a test reads it back through Aim's SDK.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,11 @@ from typing import Any
 from tbconvert.errors import PushError
 
 CONTEXT_KEY = "subset"
+# Aim's encoding of a float and of an int (aim.storage.encoding.encode: a type byte, then the
+# number little-endian), written directly as it costs more than the rest of a point; a test
+# holds the two equal.
+_FLOAT, _INT = b"\x03", b"\x02"
+_PACK_FLOAT, _PACK_INT = struct.Struct("<d").pack, struct.Struct("<q").pack
 _ARRAYS = ("val", "epoch", "time", "step")
 # Aim's sequence format of metrics (int and float values): steps hashed into keys.
 _METRIC_VERSION = 2
@@ -45,11 +51,11 @@ class MetricPoint:
     time: float
 
     def identity(self) -> tuple[int, Any, Any]:
-        """What tells two points apart: NaN equals NaN (values and times)."""
+        """What tells two points apart: (step, time, value), NaN equal to NaN."""
         return (
             self.step,
-            "nan" if math.isnan(self.value) else self.value,
             "nan" if math.isnan(self.time) else self.time,
+            "nan" if math.isnan(self.value) else self.value,
         )
 
 
@@ -65,6 +71,7 @@ class MetricWriter:
         self.seqs = run.repo.request_container("seqs", run.hash, read_only=False)
         self.contexts: dict[str, int] = {}  # store context -> Aim's id of its context
         self.keys: dict[tuple[str, str], list[bytes]] = {}
+        self.steps: dict[int, bytes] = {}
         self.pending = self.seqs.batch()
         self.none = encoding.encode(None)
 
@@ -116,20 +123,20 @@ class MetricWriter:
 
     def put(self, context: str, name: str, points: Iterable[MetricPoint]) -> None:
         """Stage points of a series (written by :meth:`commit`)."""
-        encode, put = self.encoding.encode, self.pending.put
-        keys = self._array_keys(context, name)
+        put, none = self.pending.put, self.none
+        value_key, epoch_key, time_key, step_key = self._array_keys(context, name)
         for point in points:
-            at = self.encoding.encode_path((self.hash_auto(point.step),))
-            put(keys[0] + at, encode(point.value))
-            put(keys[1] + at, self.none)
-            put(keys[2] + at, encode(point.time))
-            put(keys[3] + at, encode(point.step))
+            at = self._step_key(point.step)
+            put(value_key + at, _FLOAT + _PACK_FLOAT(point.value))
+            put(epoch_key + at, none)
+            put(time_key + at, _FLOAT + _PACK_FLOAT(point.time))
+            put(step_key + at, _INT + _PACK_INT(point.step))
 
     def delete(self, context: str, name: str, steps: Iterable[int]) -> None:
         """Stage the removal of the points of a series at ``steps``."""
         keys = self._array_keys(context, name)
         for step in steps:
-            at = self.encoding.encode_path((self.hash_auto(step),))
+            at = self._step_key(step)
             for key in keys:
                 self.pending.delete(key + at)
 
@@ -137,6 +144,13 @@ class MetricWriter:
         """Write what was staged, as one write."""
         self.seqs.commit(self.pending)
         self.pending = self.seqs.batch()
+
+    def _step_key(self, step: int) -> bytes:
+        """The key of a step in a series' arrays (a run's series share their steps)."""
+        found = self.steps.get(step)
+        if found is None:
+            found = self.steps[step] = self.encoding.encode_path((self.hash_auto(step),))
+        return found
 
     def _array_keys(self, context: str, name: str) -> list[bytes]:
         found = self.keys.get((context, name))
@@ -155,7 +169,7 @@ class RemoteMetricWriter(MetricWriter):
     ``Run.track`` makes with the time of the call (Aim's own ``aim convert`` does the same)."""
 
     def __init__(self, run: Any) -> None:
-        self.run, self.contexts, self.keys = run, {}, {}
+        self.run, self.contexts, self.keys, self.steps = run, {}, {}, {}
 
     def put(self, context: str, name: str, points: Iterable[MetricPoint]) -> None:
         """Send points of a series (acknowledged by :meth:`commit`)."""

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tbconvert import convert
 from tbconvert.cli import cli
@@ -318,3 +320,16 @@ def test_an_aim_server_gets_the_same_runs_and_finds_them_again(
     for run_hash in opened.list_all_runs():
         RepoIndexManager.get_index_manager(opened).index(run_hash)
     assert aim_histories(served) == expected
+
+
+@given(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+)
+def test_points_are_encoded_as_aims_own_encoder_encodes_them(value: float, step: int) -> None:
+    from aim.storage import encoding
+
+    from tbconvert.push import aim_metrics
+
+    assert aim_metrics._FLOAT + aim_metrics._PACK_FLOAT(value) == encoding.encode(value)
+    assert aim_metrics._INT + aim_metrics._PACK_INT(step) == encoding.encode(step)
