@@ -1,11 +1,10 @@
-"""``tbconvert push mlflow`` and ``push aim``: the store's runs into another tracker."""
+"""``tbconvert push mlflow``, ``push aim`` and ``push wandb``: the store's runs into another
+tracker."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Iterator
 
 import click
 
@@ -20,6 +19,7 @@ from tbconvert.cli.app import (
     store_option,
 )
 
+# The series a push sends: as --tag elsewhere, on series only.
 tag_option = click.option(
     "--tag",
     "tag_globs",
@@ -31,12 +31,13 @@ tag_option = click.option(
 
 @cli.group(context_settings=CONTEXT_SETTINGS)
 def push() -> None:
-    """Push the store's runs into another tracker (MLflow, Aim), sending only what is new.
+    """Push the store's runs into another tracker (MLflow, Aim, W&B), sending only what is new.
 
     \b
     Example:
       tbconvert push mlflow --store runs.db --tracking-uri http://127.0.0.1:5000
       tbconvert push aim --store runs.db --repo ~/aim
+      tbconvert push wandb --store runs.db --project sweeps --offline wandb-out
     """
 
 
@@ -60,7 +61,7 @@ def push() -> None:
 @run_option
 @tag_option
 @json_option
-@click.option("-q", "--quiet", is_flag=True, help="No summary on stderr (warnings still).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
 def push_mlflow(
     store: str,
     tracking_uri: str,
@@ -83,21 +84,92 @@ def push_mlflow(
       tbconvert push mlflow --tracking-uri sqlite:///mlflow.db --run 'sweep/*' --tag loss
     """
     from tbconvert.cli.render import render_push
+    from tbconvert.push.core import points_bar
     from tbconvert.push.mlflow import push_mlflow as push_runs
 
-    summary = run_library(
-        0,
-        lambda: push_runs(store, tracking_uri, experiment, run_globs, tag_globs),
-        quiet_warnings=True,
-    )
-    text = render_push(summary)
-    if not quiet:
-        click.echo(text, err=True)
-    else:
-        for warning in summary.warnings:
-            click.echo(f"warning: {warning}", err=True)
+    with points_bar(False if quiet else None) as progress:
+        summary = run_library(
+            0,
+            lambda: push_runs(
+                store, tracking_uri, experiment, run_globs, tag_globs, progress=progress
+            ),
+            quiet_warnings=True,
+        )
+    _finish(render_push(summary), summary.warnings, quiet)
     if as_json:
         echo_data(json.dumps(dataclasses.asdict(summary) | {"metrics": summary.metrics}))
+
+
+@push.command("wandb", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@store_option
+@click.option("--project", required=True, metavar="NAME", help="The W&B project.")
+@click.option(
+    "--entity",
+    envvar="WANDB_ENTITY",
+    metavar="NAME",
+    help="The W&B entity (team or user) [default: $WANDB_ENTITY, else W&B's default].",
+)
+@click.option(
+    "--offline",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Write W&B's offline run directories under DIR/wandb (upload them later with "
+    "wandb sync), with no network.",
+)
+@run_option
+@tag_option
+@click.option("--dry-run", is_flag=True, help="Count what would be sent; send nothing.")
+@json_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
+def push_wandb(
+    store: str,
+    project: str,
+    entity: str | None,
+    offline: str | None,
+    run_globs: tuple[str, ...],
+    tag_globs: tuple[str, ...],
+    dry_run: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Push runs into W&B: one W&B run per run, config, scalars, images, texts, histograms.
+
+    A run's W&B id is derived from its source and path, so a push again resumes it; its
+    name is its path, its group its group.  A series' key is "CONTEXT/TAG" (the run
+    directory's own context is "run"), plotted against its own step ("KEY@step"); docs/cli.md
+    has the whole rule.  W&B keeps one point per step and steps that only grow: each series
+    goes as its last attempt (as v_scalars_current), a step written twice as its last point,
+    and the summary counts the points that could not go.  Run it again after a conversion:
+    it sends only what is new.
+
+    \b
+    Example:
+      tbconvert push wandb --store runs.db --project sweeps --offline wandb-out
+      wandb sync wandb-out/wandb/offline-run-*
+    """
+    from tbconvert.cli.render import render_push_wandb
+    from tbconvert.push.core import points_bar
+    from tbconvert.push.wandb import push_wandb as push_runs
+
+    with points_bar(False if quiet or dry_run else None) as progress:
+        summary = run_library(
+            0,
+            lambda: push_runs(
+                store,
+                project,
+                entity,
+                offline,
+                run_globs,
+                tag_globs,
+                dry_run=dry_run,
+                progress=progress,
+            ),
+            quiet_warnings=True,
+        )
+    _finish(render_push_wandb(summary), summary.warnings, quiet)
+    if as_json:
+        document = dataclasses.asdict(summary)
+        echo_data(json.dumps(document | {"metrics": summary.metrics, "not_sent": summary.not_sent}))
 
 
 @push.command("aim", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -111,7 +183,7 @@ def push_mlflow(
 @run_option
 @tag_option
 @json_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
 def push_aim(
     store: str,
     repo: str,
@@ -136,24 +208,23 @@ def push_aim(
     """
     from tbconvert.cli.render import render_push_aim
     from tbconvert.push.aim import push_aim as push_runs
+    from tbconvert.push.core import points_bar
 
-    with _points_bar(quiet) as advance:
+    with points_bar(False if quiet else None) as progress:
         summary = run_library(
             0,
-            lambda: push_runs(store, repo, run_globs, tag_globs, progress=advance),
+            lambda: push_runs(store, repo, run_globs, tag_globs, progress=progress),
             quiet_warnings=True,
         )
-    if not quiet:
-        click.echo(render_push_aim(summary), err=True)
+    _finish(render_push_aim(summary), summary.warnings, quiet)
     if as_json:
         echo_data(json.dumps(dataclasses.asdict(summary) | {"metrics": summary.metrics}))
 
 
-@contextlib.contextmanager
-def _points_bar(quiet: bool) -> Iterator[Callable[[int], None]]:
-    """A progress bar of the points written (tqdm on stderr, off without a terminal) and
-    the callback that moves it by a batch's count."""
-    from tqdm import tqdm
-
-    with tqdm(unit="point", disable=True if quiet else None, leave=False) as bar:
-        yield bar.update
+def _finish(text: str, warnings: list[str], quiet: bool) -> None:
+    """The summary on stderr, or with ``quiet`` its warnings alone."""
+    if not quiet:
+        click.echo(text, err=True)
+    else:
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from tbconvert.push.aim import AimPushSummary
     from tbconvert.push.core import RunPushed
     from tbconvert.push.mlflow import PushSummary
+    from tbconvert.push.wandb import WandbSummary
 
 _MAX_LISTED = 10
 _BLOCKS = "▁▂▃▄▅▆▇█"
@@ -282,6 +283,29 @@ def render_plan(summary: Summary) -> str:
         f"{sum(e['bytes'] for e in summary.plan if e['action'] != 'unchanged'):,} bytes "
         "to read"
     )
+    return "\n".join(lines)
+
+
+def render_push_wandb(summary: WandbSummary) -> str:
+    """The human summary of ``tbconvert push wandb`` (stderr)."""
+    runs = summary.runs
+    created = sum(run.created for run in runs)
+    where = f"offline run directories under {summary.offline}" if summary.offline else "W&B"
+    project = f"{summary.entity}/{summary.project}" if summary.entity else summary.project
+    verb = "would push" if summary.dry_run else "pushed"
+    lines = [f"warning: {warning}" for warning in summary.warnings]
+    lines.append(
+        f"{verb} {len(runs)} run{'s' if len(runs) != 1 else ''} ({created} new) into project "
+        f"{project!r} ({where}): {summary.metrics} points, "
+        f"{sum(run.params for run in runs)} config entries, "
+        f"{sum(run.artifacts for run in runs)} images, texts and histograms"
+    )
+    if summary.not_sent:
+        lines.append(
+            f"{summary.not_sent} new points could not go: W&B keeps one point per step and "
+            "steps that only grow, so each series went as its last attempt "
+            "(v_scalars_current), a step written twice as its last point"
+        )
     return "\n".join(lines)
 
 

@@ -6,5 +6,7 @@ tracker-neutral push and its adapter interface; ``source`` reads the runs chosen
 keeps the marks; ``metrics`` batches points and moves marks only over what the tracker holds;
 ``steps`` picks one point per step for trackers whose steps only grow.  Per tracker, an
 adapter: ``mlflow`` (with ``mlflow_remote``, MLflow's client and errors, ``keys``, its key
-rule, and ``artifacts``, the non-scalar plugins as files).
+rule, and ``artifacts``, the non-scalar plugins as files) and ``wandb`` (with ``wandb_keys``,
+its key rule, ``wandb_media``, images, texts and histograms as W&B objects, and
+``wandb_offline``, its offline run directories read back).
 """

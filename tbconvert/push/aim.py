@@ -119,6 +119,8 @@ class AimTracker:
     """The push core's adapter for Aim (:class:`tbconvert.push.core.Tracker`)."""
 
     one_point_per_step = True
+    skips_unchanged = False  # opening a run writes nothing in Aim
+    point_tables: tuple[str, ...] = ("scalars", "images", "audio", "texts", "histograms")
 
     def __init__(self, repo: Any, location: str, store: str, batch_size: int) -> None:
         self.repo, self.store, self.batch_size = repo, store, batch_size

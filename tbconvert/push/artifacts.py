@@ -29,7 +29,7 @@ from sqlalchemy.engine import Engine
 
 from tbconvert.push.keys import metric_key
 from tbconvert.push.source import SeriesRow
-from tbconvert.push.state import Point, new_points, save_marks
+from tbconvert.push.state import Point, last_of_each_file, new_points, save_marks
 
 _BLOB = "JOIN blobs AS b ON b.id = p.blob_id"
 # point table -> (columns after step and wall time, joins, one file per point)
@@ -83,7 +83,7 @@ def push_artifacts(
         upload(root)
     with engine.begin() as conn:
         for table, points in marked:
-            save_marks(conn, where, table, _last_of_each_file(points))
+            save_marks(conn, where, table, last_of_each_file(points))
     return files
 
 
@@ -121,12 +121,3 @@ def _write_series(root: Path, table: str, series: SeriesRow, points: list[Point]
             line = {"step": point.step, "wall_time": point.wall_time}
             line.update(zip(_FIELDS[table], values, strict=True))
             out.write(json.dumps(line, allow_nan=True) + "\n")
-
-
-def _last_of_each_file(points: list[Point]) -> list[tuple[Point, int]]:
-    """The last point of each (series, file), and how many of its points, in mark order."""
-    last: dict[tuple[int, int], tuple[Point, int]] = {}
-    for point in points:
-        key = (point.series_id, point.file_id)
-        last[key] = (point, last.get(key, (point, 0))[1] + 1)
-    return list(last.values())

@@ -38,15 +38,25 @@ series, as :data:`~tbconvert.push.metrics.Identity` values made by the adapter's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from tbconvert.push.metrics import Identity, Marks, already_there, send_points
 from tbconvert.push.source import RunRow
-from tbconvert.push.state import Point, new_scalars, remote_run, save_run
+from tbconvert.push.state import (
+    Point,
+    has_new_points,
+    last_of_each_file,
+    new_points,
+    new_scalars,
+    remote_run,
+    save_marks,
+    save_run,
+)
 from tbconvert.push.steps import current_points, last_per_step
 
 
@@ -80,6 +90,10 @@ class Tracker(Protocol):
     destination: str  # the marks' key: tracker name first, no credentials
     batch_size: int
     one_point_per_step: bool
+    # Whether a run that was pushed whole and has no new point in ``point_tables`` is left
+    # alone, not even opened (a tracker where opening a run writes something: W&B offline).
+    skips_unchanged: bool
+    point_tables: tuple[str, ...]
 
     def open_run(self, run: RunRow, known: str | None, warnings: list[str]) -> OpenedRun:
         """The tracker's run of ``run``: ``known`` (the id the store recorded), else the one
@@ -112,6 +126,22 @@ class Tracker(Protocol):
 Progress = Callable[[int], None]
 
 
+@contextmanager
+def points_bar(progress: bool | None) -> Iterator[Progress | None]:
+    """A progress bar of points sent (tqdm, stderr; ``None``: only on a terminal), or
+    nothing (``False``)."""
+    if progress is False:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(unit=" points", unit_scale=True, disable=None if progress is None else not progress)
+    try:
+        yield bar.update
+    finally:
+        bar.close()
+
+
 def push_run(
     tracker: Tracker, engine: Engine, run: RunRow, progress: Progress | None = None
 ) -> tuple[RunPushed, list[str]]:
@@ -120,6 +150,10 @@ def push_run(
     where = tracker.destination
     with engine.connect() as conn:
         known = remote_run(conn, where, run.run_id)
+    if tracker.skips_unchanged and known is not None and not known[1]:
+        with engine.connect() as conn:
+            if not has_new_points(conn, where, tracker.point_tables, run.series):
+                return RunPushed(run.run_path, known[0]), warnings
     opened = tracker.open_run(run, None if known is None else known[0], warnings)
     # A run found by its stable id, not in the store, was created by a push that crashed.
     pending = known[1] if known is not None else not opened.created
@@ -128,10 +162,11 @@ def push_run(
         save_run(conn, where, run.run_id, opened.remote_id, pending=True)
     pushed.params = tracker.log_params(opened, run, warnings)
     keys = tracker.series_keys(run)
+    scalars = _Scalars(tracker, engine, opened, run, keys, pending, pushed, progress)
     if tracker.one_point_per_step:
-        _send_steps(tracker, engine, opened, run, keys, pending, pushed, progress)
+        scalars.one_per_step()
     else:
-        _send_every_point(tracker, engine, opened, run, keys, pending, pushed, progress)
+        scalars.every_point()
     pushed.artifacts = tracker.log_files(opened, run, engine)
     tracker.finish_run(opened, run)
     with engine.begin() as conn:
@@ -139,128 +174,140 @@ def push_run(
     return pushed, warnings
 
 
-def _send_every_point(
-    tracker: Tracker,
-    engine: Engine,
-    opened: OpenedRun,
-    run: RunRow,
-    keys: dict[int, str],
-    pending: bool,
-    pushed: RunPushed,
-    progress: Progress | None,
-) -> None:
-    with engine.connect() as conn:
-        found = new_scalars(conn, tracker.destination, list(keys), covered=pending)
-    points = [point for point, _ in found]
-    covered = [flag for _, flag in found]
-    done = covered
-    if pending and not all(covered):
-        done = _already_there(tracker, opened, keys, points, covered)
-    # The marks already cover those: only the rest (a suffix of each file's points) moves.
-    fresh = [index for index, flag in enumerate(covered) if not flag]
-    points, done = [points[i] for i in fresh], [done[i] for i in fresh]
-    pushed.resent_skipped = sum(done)
-
-    def send(batch: list[Point]) -> None:
-        tracker.log_points(opened, run, keys, batch)
-        if progress is not None:
-            progress(len(batch))
-
-    marks = Marks(engine, tracker.destination, points, done)
-    pushed.metrics = send_points(marks, send, tracker.batch_size)
+def plan_run(conn: Connection, tracker: Tracker, run: RunRow) -> RunPushed:
+    """What pushing ``run`` would send, from the marks alone (``--dry-run``): its new
+    points (for a tracker of one point per step, those its last attempt keeps, the rest in
+    ``not_sent``) and the new points of its other tables as ``artifacts``."""
+    where = tracker.destination
+    known = remote_run(conn, where, run.run_id)
+    planned = RunPushed(run.run_path, "" if known is None else known[0], created=known is None)
+    scalars = [s.id for s in run.series if s.plugin == "scalars"]
+    found = new_scalars(conn, where, scalars, covered=True)
+    fresh = {id(point) for point, covered in found if not covered}
+    planned.metrics = len(fresh)
+    if tracker.one_point_per_step:
+        going = 0
+        for series_id, indices in _by_series([point for point, _ in found]).items():
+            points = [found[i][0] for i in indices]
+            kept = last_per_step(current_points(conn, series_id, points))
+            going += sum(id(point) in fresh for point in kept)
+        planned.metrics, planned.not_sent = going, len(fresh) - going
+    others = [s for s in run.series if s.plugin != "scalars"]
+    tables = [table for table in tracker.point_tables if table != "scalars"]
+    planned.artifacts = sum(
+        len(new_points(conn, where, t, "p.step", [s.id for s in others])) for t in tables
+    )
+    return planned
 
 
-def _already_there(
-    tracker: Tracker,
-    opened: OpenedRun,
-    keys: dict[int, str],
-    points: list[Point],
-    covered: list[bool],
-) -> list[bool]:
-    """Which points a crashed push had sent, series by series."""
-    there = list(covered)
-    for series_id, indices in _by_series(points).items():
-        if all(covered[i] for i in indices):
-            continue
-        found = already_there(
-            [covered[i] for i in indices],
-            [points[i] for i in indices],
-            tracker.read_history(opened, keys[series_id]),
-            tracker.identity,
-        )
-        for index, value in zip(indices, found, strict=True):
-            there[index] = value
-    return there
+@dataclass
+class _Scalars:
+    """The scalar points of one run's push, sent by one of the two rules."""
 
+    tracker: Tracker
+    engine: Engine
+    opened: OpenedRun
+    run: RunRow
+    keys: dict[int, str]
+    pending: bool
+    pushed: RunPushed
+    progress: Progress | None
 
-def _send_steps(
-    tracker: Tracker,
-    engine: Engine,
-    opened: OpenedRun,
-    run: RunRow,
-    keys: dict[int, str],
-    pending: bool,
-    pushed: RunPushed,
-    progress: Progress | None,
-) -> None:
-    """One point per step: each touched series' last attempt after the last step the
-    tracker holds for it; then every point of those series is marked."""
-    with engine.connect() as conn:
-        found = new_scalars(conn, tracker.destination, list(keys), covered=True)
+    def send(self, batch: list[Point]) -> None:
+        """One batch, acknowledged by the tracker when this returns."""
+        self.tracker.log_points(self.opened, self.run, self.keys, batch)
+        if self.progress is not None:
+            self.progress(len(batch))
+
+    def every_point(self) -> None:
+        """Every point no mark covers, less those a crashed push had sent."""
+        where = self.tracker.destination
+        with self.engine.connect() as conn:
+            found = new_scalars(conn, where, list(self.keys), covered=self.pending)
         points = [point for point, _ in found]
-        fresh = {id(point) for point, covered in found if not covered}
-        groups = _by_series(points)
-        touched = [
-            s for s, ix in groups.items() if pending or any(id(points[i]) in fresh for i in ix)
-        ]
-        current = {
-            s: last_per_step(current_points(conn, s, [points[i] for i in groups[s]]))
-            for s in touched
-        }
-    to_send: list[Point] = []
-    remove_steps = getattr(tracker, "remove_steps", None)
-    for series_id in touched:
-        history = list(tracker.read_history(opened, keys[series_id]))
-        if remove_steps is not None:
-            to_send += _replace_steps(tracker, opened, keys[series_id], history, current[series_id])
-            continue
-        last = max((identity[0] for identity in history), default=None)
-        to_send += [p for p in current[series_id] if last is None or p.step > last]
-    to_send.sort(key=lambda point: (point.step, point.series_id))
-    for start in range(0, len(to_send), tracker.batch_size):
-        batch = to_send[start : start + tracker.batch_size]
-        tracker.log_points(opened, run, keys, batch)
-        if progress is not None:
-            progress(len(batch))
-    pushed.metrics = len(to_send)
-    pushed.resent_skipped = 0
-    sent = {id(point) for point in to_send}
-    if remove_steps is not None:  # a current point not sent was in the tracker already
-        kept = {id(point) for series_id in touched for point in current[series_id]}
-        pushed.resent_skipped = len((fresh & kept) - sent)
-        fresh -= kept
-    pushed.not_sent = len(fresh - sent)
-    chosen = [points[i] for s in touched for i in groups[s]]
-    marks = Marks(engine, tracker.destination, chosen, [True] * len(chosen))
-    marks.advance(list(marks.cursor))
+        covered = [flag for _, flag in found]
+        done = covered
+        if self.pending and not all(covered):
+            done = self._already_there(points, covered)
+        # The marks already cover those: only the rest (a suffix of each file's points) moves.
+        fresh = [index for index, flag in enumerate(covered) if not flag]
+        points, done = [points[i] for i in fresh], [done[i] for i in fresh]
+        self.pushed.resent_skipped = sum(done)
+        marks = Marks(self.engine, where, points, done)
+        self.pushed.metrics = send_points(marks, self.send, self.tracker.batch_size)
 
+    def _already_there(self, points: list[Point], covered: list[bool]) -> list[bool]:
+        """Which points a crashed push had sent, series by series."""
+        there = list(covered)
+        for series_id, indices in _by_series(points).items():
+            if all(covered[i] for i in indices):
+                continue
+            found = already_there(
+                [covered[i] for i in indices],
+                [points[i] for i in indices],
+                self.tracker.read_history(self.opened, self.keys[series_id]),
+                self.tracker.identity,
+            )
+            for index, value in zip(indices, found, strict=True):
+                there[index] = value
+        return there
 
-def _replace_steps(
-    tracker: Tracker,
-    opened: OpenedRun,
-    key: str,
-    history: list[Identity],
-    current: list[Point],
-) -> list[Point]:
-    """For a tracker that can rewrite and remove a step (its adapter has ``remove_steps``):
-    the steps it holds that the series no longer has are removed now, and the current points
-    it holds otherwise, or not at all, are returned to send."""
-    held = {identity[0]: identity for identity in history}
-    kept = {point.step for point in current}
-    stale = sorted(step for step in held if step not in kept)
-    if stale:
-        tracker.remove_steps(opened, key, stale)  # type: ignore[attr-defined]
-    return [point for point in current if held.get(point.step) != tracker.identity(point)]
+    def one_per_step(self) -> None:
+        """Each series with new points (every series of a pending run) as its last attempt,
+        after the last step the tracker holds of it; then every new point of those series is
+        marked, sent or not."""
+        where = self.tracker.destination
+        with self.engine.connect() as conn:
+            found = new_scalars(conn, where, list(self.keys), covered=True)
+            groups = _by_series([point for point, _ in found])
+            fresh = [point for point, covered in found if not covered]
+            touched = [
+                series_id
+                for series_id, indices in groups.items()
+                if self.pending or not all(found[i][1] for i in indices)
+            ]
+            current = {
+                series_id: last_per_step(
+                    current_points(conn, series_id, [found[i][0] for i in groups[series_id]])
+                )
+                for series_id in touched
+            }
+        to_send: list[Point] = []
+        replaces = getattr(self.tracker, "remove_steps", None) is not None
+        for series_id in touched:
+            history = list(self.tracker.read_history(self.opened, self.keys[series_id]))
+            if replaces:
+                to_send += self._replace_steps(series_id, history, current[series_id])
+                continue
+            last = max((identity[0] for identity in history), default=None)
+            to_send += [p for p in current[series_id] if last is None or p.step > last]
+        to_send.sort(key=lambda point: (point.step, point.series_id))
+        for start in range(0, len(to_send), self.tracker.batch_size):
+            self.send(to_send[start : start + self.tracker.batch_size])
+        self.pushed.metrics = len(to_send)
+        fresh_ids, sent = set(map(id, fresh)), set(map(id, to_send))
+        if replaces:  # a current point not sent was in the tracker already
+            kept = {id(point) for series_id in touched for point in current[series_id]}
+            self.pushed.resent_skipped = len((fresh_ids & kept) - sent)
+            fresh_ids -= kept
+        self.pushed.not_sent = len(fresh_ids - sent)
+        with self.engine.begin() as conn:
+            save_marks(conn, where, "scalars", last_of_each_file(fresh))
+
+    def _replace_steps(
+        self, series_id: int, history: list[Identity], current: list[Point]
+    ) -> list[Point]:
+        """For a tracker that can rewrite and remove a step (its adapter has
+        ``remove_steps``): the steps it holds that the series no longer has are removed now,
+        and the current points it holds otherwise, or not at all, are returned to send."""
+        held = {identity[0]: identity for identity in history}
+        kept = {point.step for point in current}
+        stale = sorted(step for step in held if step not in kept)
+        if stale:
+            self.tracker.remove_steps(  # type: ignore[attr-defined]
+                self.opened, self.keys[series_id], stale
+            )
+        return [p for p in current if held.get(p.step) != self.tracker.identity(p)]
 
 
 def _by_series(points: Sequence[Point]) -> dict[int, list[int]]:

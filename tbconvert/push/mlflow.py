@@ -107,6 +107,8 @@ class MlflowTracker:
     goes, with its wall time; called from the pool's threads."""
 
     one_point_per_step = False
+    skips_unchanged = False
+    point_tables: tuple[str, ...] = ("scalars", "images", "audio", "texts", "histograms", "tensors")
 
     def __init__(
         self, client: Any, where: str, experiment_id: str, store: str, batch_size: int

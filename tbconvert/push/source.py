@@ -7,7 +7,7 @@ Read through the read API's look-ups (:mod:`tbconvert.query.lookups`); the marks
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tbconvert.filters import Globs
 from tbconvert.query import lookups
@@ -38,14 +38,17 @@ class RunRow:
     first_wall_time: float | None
     last_wall_time: float | None
     series: list[SeriesRow] = field(default_factory=list)
-    # context -> key -> value as v_params shows it (text: a sidecar's key an event file holds
-    # is not there, design §6); the last written wins.
-    params: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    # context -> key -> value as v_params shows it (text unless read typed; a sidecar's key
+    # an event file holds is not there, design §6); the last written wins.
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def chosen_runs(conn: Connection, run: Globs = None, tag: Globs = None) -> list[RunRow]:
+def chosen_runs(
+    conn: Connection, run: Globs = None, tag: Globs = None, *, typed: bool = False
+) -> list[RunRow]:
     """The runs whose path matches ``run`` (:func:`tbconvert.query.lookups.runs`), each with
-    its series whose tag matches ``tag`` and its params, by logdir and path."""
+    its series whose tag matches ``tag`` and its params (``typed``: as Python values, else
+    as the text ``v_params`` shows), by logdir and path."""
     chosen = {
         row["run_id"]: RunRow(
             row["run_id"],
@@ -57,7 +60,7 @@ def chosen_runs(conn: Connection, run: Globs = None, tag: Globs = None) -> list[
             row["last_wall_time"],
             params=row["params"],
         )
-        for row in lookups.runs(conn, run, with_params=True, typed=False)
+        for row in lookups.runs(conn, run, with_params=True, typed=typed)
     }
     for series in sorted(lookups.series(conn, tag=tag), key=lambda series: series.id):
         if series.run_id in chosen:

@@ -95,6 +95,14 @@ def new_points(
     return found
 
 
+def has_new_points(
+    conn: Connection, where: str, tables: Iterable[str], series: Iterable[Any]
+) -> bool:
+    """Whether any point of ``series`` (rows with an ``id``) in ``tables`` is not marked."""
+    ids = [one.id for one in series]
+    return any(new_points(conn, where, table, "p.step", ids) for table in tables)
+
+
 def remote_run(conn: Connection, where: str, run_id: int) -> tuple[str, bool] | None:
     """The tracker's id of a run pushed to ``where`` and whether a push of it is pending."""
     row = conn.execute(
@@ -153,6 +161,16 @@ def save_marks(
         updated = conn.execute(text(_ADVANCE), values).rowcount
         if not updated:
             conn.execute(text(_INSERT_MARK), values)
+
+
+def last_of_each_file(points: Iterable[Point]) -> list[tuple[Point, int]]:
+    """The last point of each (series, file), and how many of its points, in mark order:
+    what :func:`save_marks` takes to mark all of ``points``."""
+    last: dict[tuple[int, int], tuple[Point, int]] = {}
+    for point in points:
+        key = (point.series_id, point.file_id)
+        last[key] = (point, last.get(key, (point, 0))[1] + 1)
+    return list(last.values())
 
 
 _MARK_KEY = (

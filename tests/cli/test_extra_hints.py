@@ -35,6 +35,7 @@ CASES = {
     "hf": ("huggingface_hub", ["tf", "--logdir", "hf://datasets/me/logs", "--store", "OUT/s.db"]),
     "mlflow": ("mlflow", ["push", "mlflow", "--store", "STORE", "--tracking-uri", "file:OUT/m"]),
     "aim": ("aim", ["push", "aim", "--store", "STORE", "--repo", "OUT/aim"]),
+    "wandb": ("wandb", ["push", "wandb", "--store", "STORE", "--project", "p", "--offline", "OUT"]),
 }
 
 

@@ -42,14 +42,19 @@ ROOT = Path(__file__).resolve().parents[2]
 BATCH = 10
 
 
-def run_jobs(jobs: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
+def run_jobs(
+    jobs: list[dict[str, Any]],
+    tmp_path: Path,
+    driver: str = "tests.support.push_crash",
+    timeout: float = 600,
+) -> list[dict[str, Any]]:
     jobs_file, results_file = tmp_path / "jobs.json", tmp_path / "results.json"
     jobs_file.write_text(json.dumps(jobs))
     subprocess.run(
-        [sys.executable, "-m", "tests.support.push_crash", str(jobs_file), str(results_file)],
+        [sys.executable, "-m", driver, str(jobs_file), str(results_file)],
         cwd=ROOT,
         check=True,
-        timeout=600,
+        timeout=timeout,
     )
     results: list[dict[str, Any]] = json.loads(results_file.read_text())
     return results

@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from tests.support.crashpoints import forked
@@ -66,9 +67,16 @@ def main(jobs_file: str, results_file: str) -> int:
 
     import tbconvert.push.mlflow  # noqa: F401
 
+    return run_jobs_file(jobs_file, results_file, run_job)
+
+
+def run_jobs_file(
+    jobs_file: str, results_file: str, run: Callable[[dict[str, Any]], dict[str, Any]]
+) -> int:
+    """``run`` each job of JOBS in order; write the results to RESULTS."""
     with open(jobs_file, encoding="utf-8") as handle:
         jobs = json.load(handle)
-    results = [run_job(job) for job in jobs]
+    results = [run(job) for job in jobs]
     with open(results_file, "w", encoding="utf-8") as handle:
         json.dump(results, handle)
     return 0
