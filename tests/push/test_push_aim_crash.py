@@ -11,11 +11,8 @@ copy of one fresh repo), read back through Aim's SDK.
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -28,24 +25,15 @@ from tests.push.conftest import write_logdir
 aim = pytest.importorskip("aim")
 
 from tests.push.test_push_aim import ROOT, aim_histories, aim_runs, store_histories  # noqa: E402
+from tests.push.test_push_crash import run_jobs as run_mlflow_jobs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CHECKOUT = Path(__file__).resolve().parents[2]
 BATCH = 10
 
 
 def run_jobs(jobs: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
-    jobs_file, results_file = tmp_path / "jobs.json", tmp_path / "results.json"
-    jobs_file.write_text(json.dumps(jobs))
-    subprocess.run(
-        [sys.executable, "-m", "tests.support.push_aim_crash", str(jobs_file), str(results_file)],
-        cwd=CHECKOUT,
-        check=True,
-        timeout=900,
-    )
-    results: list[dict[str, Any]] = json.loads(results_file.read_text())
-    return results
+    return run_mlflow_jobs(jobs, tmp_path, "tests.support.push_aim_crash", timeout=900)
 
 
 # The object sequences write_logdir makes: (Aim's getter, name).

@@ -18,13 +18,13 @@ once keeps each kill cheap.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
 from typing import Any
 
 from tests.support.crashpoints import forked
+from tests.support.push_crash import run_jobs_file
 
 
 def _targets() -> dict[str, tuple[Any, str]]:
@@ -76,12 +76,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 def main(jobs_file: str, results_file: str) -> int:
     """Run every job in order; write the results."""
     _targets()  # imported once, before the forks
-    with open(jobs_file, encoding="utf-8") as handle:
-        jobs = json.load(handle)
-    results = [run_job(job) for job in jobs]
-    with open(results_file, "w", encoding="utf-8") as handle:
-        json.dump(results, handle)
-    return 0
+    return run_jobs_file(jobs_file, results_file, run_job)
 
 
 if __name__ == "__main__":
