@@ -76,6 +76,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/remote.py
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/push_mlflow.py
+	$(BIN)/python benchmarks/push_wandb.py
 
 # README_OUTPUTS: what the README's example commands write when run here (also git-ignored).
 README_OUTPUTS := loss.csv sweep.parquet images curves.png report.html

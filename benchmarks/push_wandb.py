@@ -65,7 +65,7 @@ def main() -> int:
     runs, tags = 4, 10
     logdir = generate.ensure_scalars(
         generate.Params(events=args.events, runs=runs, tags=tags, images=4)
-    )
+    ).root
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
     with tempfile.TemporaryDirectory(prefix="tbconvert-bench-wandb-") as folder:
         base = Path(folder)

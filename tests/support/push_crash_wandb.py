@@ -75,6 +75,10 @@ def main(jobs_file: str, results_file: str) -> int:
 
     import tbconvert.push.wandb  # noqa: F401
 
+    # Each child starts its own wandb-core, as a `tbconvert push` on its own does: one shared
+    # with the test process (wandb passes its address down in WANDB_SERVICE) would outlive a
+    # killed child and hold its run's id as in use.
+    os.environ.pop("WANDB_SERVICE", None)
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
