@@ -1,4 +1,5 @@
-"""``tbconvert push mlflow``: the store's runs into an MLflow tracking server."""
+"""``tbconvert push mlflow``, ``push aim`` and ``push wandb``: the store's runs into another
+tracker."""
 
 from __future__ import annotations
 
@@ -34,11 +35,12 @@ tag_option = click.option(
 
 @cli.group(context_settings=CONTEXT_SETTINGS)
 def push() -> None:
-    """Push the store's runs into another tracker (MLflow, W&B), sending only what is new.
+    """Push the store's runs into another tracker (MLflow, Aim, W&B), sending only what is new.
 
     \b
     Example:
       tbconvert push mlflow --store runs.db --tracking-uri http://127.0.0.1:5000
+      tbconvert push aim --store runs.db --repo ~/aim
       tbconvert push wandb --store runs.db --project sweeps --offline wandb-out
     """
 
@@ -186,6 +188,62 @@ def push_wandb(
     if as_json:
         document = dataclasses.asdict(summary)
         echo_data(json.dumps(document | {"metrics": summary.metrics, "not_sent": summary.not_sent}))
+
+
+@push.command("aim", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
+@store_option
+@click.option(
+    "--repo",
+    required=True,
+    metavar="PATH|aim://HOST:PORT",
+    help="The Aim repo: a directory (initialised when missing) or an Aim server.",
+)
+@run_option
+@tag_option
+@selection_options("'max(accuracy) > 0.9'")
+@json_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
+def push_aim(
+    store: str,
+    repo: str,
+    run_globs: tuple[str, ...],
+    tag_globs: tuple[str, ...],
+    where: str | None,
+    top: int | None,
+    by: str | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Push runs into Aim: one Aim run per run, its params, every point at its wall time.
+
+    Params go as run["hparams"], where a run came from as run["tbconvert"]; a scalar series
+    is the metric named by its tag, in the context {"subset": CONTEXT} ({} for the run
+    directory itself); images, audio, texts and histograms as Aim's objects.  Aim keeps one
+    point per step: a resumed series goes as its last attempt, and the summary counts the
+    points left out.  Run it again after a conversion: it sends only what is new, and
+    completes a push that was interrupted (docs/cli.md has the whole rule).
+
+    \b
+    Example:
+      tbconvert push aim --store runs.db --repo ~/aim
+      tbconvert push aim --repo aim://127.0.0.1:53800 --run 'sweep/*' --json
+      tbconvert push aim --repo ~/aim --top 5 --by='-min(loss, context="val")'
+    """
+    from tbconvert.cli.render import render_push_aim
+    from tbconvert.push.aim import push_aim as push_runs
+    from tbconvert.push.core import points_bar
+
+    selection = selection_of(run_globs, where, top, by)
+    chosen = read_store(store, lambda opened: selected_runs(opened, selection))
+    with points_bar(False if quiet else None) as progress:
+        summary = run_library(
+            0,
+            lambda: push_runs(store, repo, chosen, tag_globs, progress=progress),
+            quiet_warnings=True,
+        )
+    _finish(render_push_aim(summary), summary.warnings, quiet)
+    if as_json:
+        echo_data(json.dumps(dataclasses.asdict(summary) | {"metrics": summary.metrics}))
 
 
 def _finish(text: str, warnings: list[str], quiet: bool) -> None:

@@ -12,6 +12,8 @@ from tbconvert.cli.tables import escape_markdown, render_markdown, render_rows, 
 
 if TYPE_CHECKING:
     from tbconvert.conversion.summary import Summary
+    from tbconvert.push.aim import AimPushSummary
+    from tbconvert.push.core import RunPushed
     from tbconvert.push.mlflow import PushSummary
     from tbconvert.push.wandb import WandbSummary
 
@@ -312,17 +314,42 @@ def render_push_wandb(summary: WandbSummary) -> str:
 
 def render_push(summary: PushSummary) -> str:
     """The human summary of ``tbconvert push mlflow`` (stderr)."""
-    runs = summary.runs
+    into = (
+        f"MLflow experiment {summary.experiment!r} (id {summary.experiment_id}) at "
+        f"{summary.tracking_uri}"
+    )
+    return "\n".join(_pushed(summary.runs, summary.warnings, into, "artifacts", "MLflow"))
+
+
+def render_push_aim(summary: AimPushSummary) -> str:
+    """The human summary of ``tbconvert push aim`` (stderr)."""
+    files = "images, audio, texts and histograms"
+    lines = _pushed(summary.runs, summary.warnings, f"the Aim repo {summary.repo}", files, "Aim")
+    left_out = sum(run.not_sent for run in summary.runs)
+    if left_out:
+        lines.append(
+            f"{left_out} points not sent: Aim keeps one point per step, so a resumed series "
+            "goes as its last attempt, and a step logged twice as its last point"
+        )
+    if summary.removed:
+        lines.append(
+            f"{summary.removed} steps removed from Aim: a later attempt of their series went back"
+        )
+    return "\n".join(lines)
+
+
+def _pushed(
+    runs: Sequence[RunPushed], warnings: Sequence[str], into: str, files: str, tracker: str
+) -> list[str]:
+    """The lines every push's summary has: warnings, what was sent, what was found."""
     created = sum(run.created for run in runs)
-    lines = [f"warning: {warning}" for warning in summary.warnings]
+    lines = [f"warning: {warning}" for warning in warnings]
     lines.append(
-        f"pushed {len(runs)} run{'s' if len(runs) != 1 else ''} ({created} new) into MLflow "
-        f"experiment {summary.experiment!r} (id {summary.experiment_id}) at "
-        f"{summary.tracking_uri}: {summary.metrics} metric points, "
-        f"{sum(run.params for run in runs)} params, {sum(run.artifacts for run in runs)} "
-        "artifacts"
+        f"pushed {len(runs)} run{'s' if len(runs) != 1 else ''} ({created} new) into {into}: "
+        f"{sum(run.metrics for run in runs)} metric points, "
+        f"{sum(run.params for run in runs)} params, {sum(run.artifacts for run in runs)} {files}"
     )
     skipped = sum(run.resent_skipped for run in runs)
     if skipped:
-        lines.append(f"{skipped} points an interrupted push had sent were found in MLflow")
-    return "\n".join(lines)
+        lines.append(f"{skipped} points an interrupted push had sent were found in {tracker}")
+    return lines

@@ -19,7 +19,10 @@ What every push does, whatever the tracker:
   last attempt (:mod:`tbconvert.query.resumed`, as ``v_scalars_current``), a step repeated
   within it as its last written point, and only steps after the last step the tracker holds
   for that series (its history is read back, pending or not); every other new point is
-  counted as one that could not go (``RunPushed.not_sent``).
+  counted as one that could not go (``RunPushed.not_sent``).  A tracker that can rewrite
+  and remove a step (Aim; its adapter has ``remove_steps(opened, key, steps)``) gets instead
+  every current point it does not hold as it is, and loses the steps a series no longer has
+  (a later attempt went back), so it holds each series as ``v_scalars_current`` does.
 - ``--dry-run`` (:func:`plan_run`) counts what would go from the marks alone, touching no
   tracker.  Credentials stay in the adapter: a destination holds none
   (:func:`tbconvert.push.state.destination`).
@@ -270,17 +273,41 @@ class _Scalars:
                 for series_id in touched
             }
         to_send: list[Point] = []
+        replaces = getattr(self.tracker, "remove_steps", None) is not None
         for series_id in touched:
-            history = self.tracker.read_history(self.opened, self.keys[series_id])
+            history = list(self.tracker.read_history(self.opened, self.keys[series_id]))
+            if replaces:
+                to_send += self._replace_steps(series_id, history, current[series_id])
+                continue
             last = max((identity[0] for identity in history), default=None)
             to_send += [p for p in current[series_id] if last is None or p.step > last]
         to_send.sort(key=lambda point: (point.step, point.series_id))
         for start in range(0, len(to_send), self.tracker.batch_size):
             self.send(to_send[start : start + self.tracker.batch_size])
         self.pushed.metrics = len(to_send)
-        self.pushed.not_sent = len(set(map(id, fresh)) - set(map(id, to_send)))
+        fresh_ids, sent = set(map(id, fresh)), set(map(id, to_send))
+        if replaces:  # a current point not sent was in the tracker already
+            kept = {id(point) for series_id in touched for point in current[series_id]}
+            self.pushed.resent_skipped = len((fresh_ids & kept) - sent)
+            fresh_ids -= kept
+        self.pushed.not_sent = len(fresh_ids - sent)
         with self.engine.begin() as conn:
             save_marks(conn, where, "scalars", last_of_each_file(fresh))
+
+    def _replace_steps(
+        self, series_id: int, history: list[Identity], current: list[Point]
+    ) -> list[Point]:
+        """For a tracker that can rewrite and remove a step (its adapter has
+        ``remove_steps``): the steps it holds that the series no longer has are removed now,
+        and the current points it holds otherwise, or not at all, are returned to send."""
+        held = {identity[0]: identity for identity in history}
+        kept = {point.step for point in current}
+        stale = sorted(step for step in held if step not in kept)
+        if stale:
+            self.tracker.remove_steps(  # type: ignore[attr-defined]
+                self.opened, self.keys[series_id], stale
+            )
+        return [p for p in current if held.get(p.step) != self.tracker.identity(p)]
 
 
 def _by_series(points: Sequence[Point]) -> dict[int, list[int]]:

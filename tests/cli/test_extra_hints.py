@@ -36,6 +36,7 @@ CASES = {
     "hf": ("huggingface_hub", ["tf", "--logdir", "hf://datasets/me/logs", "--store", "OUT/s.db"]),
     "mlflow": ("mlflow", ["push", "mlflow", "--store", "STORE", "--tracking-uri", "file:OUT/m"]),
     "mcp": ("mcp", ["mcp", "--store", "STORE"]),
+    "aim": ("aim", ["push", "aim", "--store", "STORE", "--repo", "OUT/aim"]),
     "wandb": ("wandb", ["push", "wandb", "--store", "STORE", "--project", "p", "--offline", "OUT"]),
 }
 
