@@ -16,6 +16,9 @@ from tbconvert.cli.app import (
     cli,
     read_store,
     run_option,
+    selected_runs,
+    selection_of,
+    selection_options,
     store_option,
 )
 from tbconvert.output.viewer.defaults import (
@@ -66,6 +69,7 @@ def serve(store: str, host: str, port: int) -> None:
 @click.option(
     "--tag", "tag_globs", multiple=True, metavar="GLOB", help="Only these scalar tags (repeatable)."
 )
+@selection_options("'max(accuracy) > 0.9'")
 @click.option(
     "-o",
     "--output",
@@ -107,6 +111,9 @@ def publish(
     store: str,
     run_globs: tuple[str, ...],
     tag_globs: tuple[str, ...],
+    where: str | None,
+    top: int | None,
+    by: str | None,
     output: str,
     buckets: int,
     levels: int,
@@ -120,6 +127,7 @@ def publish(
     Example:
       tbconvert publish --store runs.db -o site/ && xdg-open site/index.html
       tbconvert publish --store runs.db --run 'sweep/*' --tag 'loss*' -o s3://bucket/runs/
+      tbconvert publish --store runs.db --top 10 --by='-min(loss)' -o site/
     """
     from tqdm import tqdm
 
@@ -131,12 +139,15 @@ def publish(
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--storage-option") from error
 
+    selection = selection_of(run_globs, where, top, by)
+
     def write(opened: Any) -> Any:
+        chosen = selected_runs(opened, selection)
         with tqdm(unit=" lines", disable=True if quiet else None, file=sys.stderr) as bar:
             return library(
                 opened,
                 output,
-                run_globs or None,
+                chosen or None,
                 tag_globs or None,
                 buckets=buckets,
                 levels=levels,

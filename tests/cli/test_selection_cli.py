@@ -174,3 +174,12 @@ def test_push_mlflow_sends_only_the_chosen_runs(
     assert result.exit_code == 0, result.output
     pushed = sorted(run["run_path"] for run in json.loads(result.stdout)["runs"])
     assert pushed == ["a/r2", "b/r3"]  # the highest lr: 1.0 and 0.1
+
+
+def test_publish_takes_only_the_chosen_runs(store: str, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    result = invoke("publish", "--store", store, "--where", 'opt == "rms"', "-o", str(site), "-q")
+    assert result.exit_code == 0, result.output
+    text = (site / "data" / "overview.js").read_text()
+    document = json.loads(text.removeprefix("TBV.published = ").removesuffix(";"))
+    assert [run["run"] for run in document["overview"]["runs"]] == ["b/r3"]
