@@ -201,6 +201,7 @@ def push_wandb(
 @run_option
 @tag_option
 @selection_options("'max(accuracy) > 0.9'")
+@click.option("--dry-run", is_flag=True, help="Count what would be sent; open no repo.")
 @json_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
 def push_aim(
@@ -211,6 +212,7 @@ def push_aim(
     where: str | None,
     top: int | None,
     by: str | None,
+    dry_run: bool,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -235,10 +237,10 @@ def push_aim(
 
     selection = selection_of(run_globs, where, top, by)
     chosen = read_store(store, lambda opened: selected_runs(opened, selection))
-    with points_bar(False if quiet else None) as progress:
+    with points_bar(False if quiet or dry_run else None) as progress:
         summary = run_library(
             0,
-            lambda: push_runs(store, repo, chosen, tag_globs, progress=progress),
+            lambda: push_runs(store, repo, chosen, tag_globs, dry_run=dry_run, progress=progress),
             quiet_warnings=True,
         )
     _finish(render_push_aim(summary), summary.warnings, quiet)

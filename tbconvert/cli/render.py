@@ -324,11 +324,13 @@ def render_push(summary: PushSummary) -> str:
 def render_push_aim(summary: AimPushSummary) -> str:
     """The human summary of ``tbconvert push aim`` (stderr)."""
     files = "images, audio, texts and histograms"
-    lines = _pushed(summary.runs, summary.warnings, f"the Aim repo {summary.repo}", files, "Aim")
+    into = f"the Aim repo {summary.repo}"
+    lines = _pushed(summary.runs, summary.warnings, into, files, "Aim", summary.dry_run)
     left_out = sum(run.not_sent for run in summary.runs)
     if left_out:
         lines.append(
-            f"{left_out} points not sent: Aim keeps one point per step, so a resumed series "
+            f"{left_out} points {'would not go' if summary.dry_run else 'not sent'}: "
+            "Aim keeps one point per step, so a resumed series "
             "goes as its last attempt, and a step logged twice as its last point"
         )
     if summary.removed:
@@ -339,13 +341,20 @@ def render_push_aim(summary: AimPushSummary) -> str:
 
 
 def _pushed(
-    runs: Sequence[RunPushed], warnings: Sequence[str], into: str, files: str, tracker: str
+    runs: Sequence[RunPushed],
+    warnings: Sequence[str],
+    into: str,
+    files: str,
+    tracker: str,
+    dry_run: bool = False,
 ) -> list[str]:
-    """The lines every push's summary has: warnings, what was sent, what was found."""
+    """The lines every push's summary has: warnings, what was (or would be) sent, what was
+    found."""
     created = sum(run.created for run in runs)
     lines = [f"warning: {warning}" for warning in warnings]
     lines.append(
-        f"pushed {len(runs)} run{'s' if len(runs) != 1 else ''} ({created} new) into {into}: "
+        f"{'would push' if dry_run else 'pushed'} {len(runs)} "
+        f"run{'s' if len(runs) != 1 else ''} ({created} new) into {into}: "
         f"{sum(run.metrics for run in runs)} metric points, "
         f"{sum(run.params for run in runs)} params, {sum(run.artifacts for run in runs)} {files}"
     )

@@ -36,7 +36,7 @@ from tbconvert.push.aim_repo import (
     repo_location,
     set_params,
 )
-from tbconvert.push.core import OpenedRun, Progress, RunPushed, push_run
+from tbconvert.push.core import OpenedRun, Progress, RunPushed, plan_run, push_run
 from tbconvert.push.metrics import Identity
 from tbconvert.push.source import RunRow, chosen_runs
 from tbconvert.push.state import Point
@@ -54,6 +54,7 @@ class AimPushSummary:
 
     repo: str
     runs: list[RunPushed] = field(default_factory=list)
+    dry_run: bool = False  # the counts are what a push would send
     removed: int = 0  # steps removed from Aim: a later attempt of their series went back
     warnings: list[str] = field(default_factory=list)
 
@@ -69,13 +70,15 @@ def push_aim(
     run: Globs = None,
     tag: Globs = None,
     *,
+    dry_run: bool = False,
     batch_size: int = BATCH_SIZE,
     progress: Progress | None = None,
 ) -> AimPushSummary:
     """Push the store's runs (those matching ``run``, with their series matching ``tag``)
     into the Aim repo ``repo`` (a directory, created when missing, or ``aim://HOST:PORT``);
     only what no earlier push to the same repo sent.  ``progress`` is called with the count
-    of each batch of points written.
+    of each batch of points written.  With ``dry_run``, count what would go from the
+    store's marks, opening no repo and writing nothing.
 
     Raises:
         UsageError: a batch size under 1.
@@ -86,11 +89,16 @@ def push_aim(
     if batch_size < 1:
         raise UsageError(f"batch size {batch_size}", hint="at least 1")
     # The store first: a wrong --store must not leave an Aim repo created behind it.
-    opened = open_store(store, upgrade=True)
+    opened = open_store(store, upgrade=not dry_run)
     try:
         location = repo_location(repo)
+        summary = AimPushSummary(redacted(location), dry_run=dry_run)
+        if dry_run:
+            planner = AimTracker(None, location, opened.display, batch_size)
+            with opened.connect() as conn:
+                summary.runs = [plan_run(conn, planner, one) for one in chosen_runs(conn, run, tag)]
+            return summary
         tracker = AimTracker(open_repo(location), location, opened.display, batch_size)
-        summary = AimPushSummary(redacted(location))
         with opened.connect() as conn:
             runs = chosen_runs(conn, run, tag)
             params = lookups.param_sessions(conn, typed=True)

@@ -259,6 +259,22 @@ def test_the_command_prints_a_summary_and_json(converted: Path, tmp_path: Path) 
     assert [run["run_path"] for run in json.loads(result.stdout)["runs"]] == ["run_0"]
 
 
+def test_a_dry_run_counts_what_a_push_sends_and_opens_no_repo(
+    converted: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "aim"
+    planned = push_aim(converted, str(repo), dry_run=True)
+    assert not repo.exists()
+    assert planned.metrics == sum(len(p) for p in store_histories(converted).values())
+    result = CliRunner().invoke(
+        cli, ["push", "aim", "--store", str(converted), "--repo", str(repo), "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "would push" in result.stderr and not repo.exists()
+    assert push_aim(converted, str(repo)).metrics == planned.metrics
+    assert push_aim(converted, str(repo), dry_run=True).metrics == 0
+
+
 AIM_CLI = "import sys; from aim.cli.cli import cli_entry_point; sys.exit(cli_entry_point())"
 
 
