@@ -11,7 +11,8 @@ whether a series may hold several attempts, so that a selection reads no point:
   step within their file (in record order).  A series without it has one attempt in the sense
   of ``query.resumed``, unless a ``SessionLog`` of its run says otherwise.
 
-Every series is filled here from its points.
+Every series is filled here from its points.  ``ix_series_summaries_maybe_resumed``, a partial
+index, holds the few series with the flag, so a selection finds them without reading the others.
 
 Revision ID: 0013
 Revises: 0012
@@ -65,8 +66,16 @@ def upgrade() -> None:
         sa.Column("maybe_resumed", sa.Boolean(), nullable=False, server_default=sa.false()),
     )
     op.execute(_FILL)
+    op.create_index(
+        "ix_series_summaries_maybe_resumed",
+        "series_summaries",
+        ["series_id"],
+        sqlite_where=sa.text("maybe_resumed"),
+        postgresql_where=sa.text("maybe_resumed"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_series_summaries_maybe_resumed", table_name="series_summaries")
     for column in ("maybe_resumed", "argmax_step", "argmin_step", "value_count", "value_sum"):
         op.execute(f"ALTER TABLE series_summaries DROP COLUMN {column}")

@@ -3,8 +3,9 @@ the series whose summary does not answer that: a resumed run's (docs/cli.md, "Se
 by expression").
 
 A series' summary (``series_summaries``) is over every point it holds.  Where the series has
-one attempt, that is what its last attempt left; where it may have several, its current points
-are read (``query.resumed``, through ``lookups``) and summarised here.
+one attempt, that is what its last attempt left; where it may have several (its summary's
+``maybe_resumed``, or a SessionLog beside it), its current points are read (``query.resumed``,
+through ``lookups``) and summarised here.
 """
 
 from __future__ import annotations
@@ -18,29 +19,20 @@ from sqlalchemy.engine import Connection
 
 from tbconvert.query import lookups
 from tbconvert.query.results import SeriesRef
+from tbconvert.query.resumed import SESSION_LOG_TAG
 
 # Which series of some tags may have several attempts, so that their summary does not answer
-# for ``--resumed current``: those whose run and context hold several event files (a resumed
-# run's second writer) or a SessionLog (a START may drop points), by the event files alone;
-# and those of one file whose points, in step order (the order of the scalars' key, read
-# without a sort), go back in the file: a step lower than one written before it.
-_TAG_SERIES_SQL = "SELECT s.id FROM series AS s WHERE s.plugin = 'scalars' AND s.name IN ({tags})"
-_SEVERAL_FILES_SQL = (
-    "SELECT s.id FROM series AS s JOIN (SELECT run_id, context_id FROM event_files "
-    "GROUP BY run_id, context_id HAVING count(*) > 1) AS f "
-    "ON f.run_id = s.run_id AND f.context_id = s.context_id "
-    "WHERE s.plugin = 'scalars' AND s.name IN ({tags}) "
-    "UNION SELECT s.id FROM series AS s JOIN series AS l ON l.run_id = s.run_id "
-    "AND l.context_id = s.context_id AND l.plugin = 'session_log' "
-    "WHERE s.plugin = 'scalars' AND s.name IN ({tags})"
-)
-_BACK_IN_A_FILE_SQL = (
-    "SELECT DISTINCT w.series_id FROM (SELECT series_id, file_id, record_offset, value_index, "
-    "LAG(file_id) OVER k AS file_before, LAG(record_offset) OVER k AS offset_before, "
-    "LAG(value_index) OVER k AS index_before FROM scalars WHERE series_id IN ({series}) "
-    "WINDOW k AS (PARTITION BY series_id ORDER BY step, file_id, record_offset, value_index)"
-    ") AS w WHERE w.file_id = w.file_before AND (w.record_offset < w.offset_before "
-    "OR (w.record_offset = w.offset_before AND w.value_index < w.index_before))"
+# for ``--resumed current``: those whose summary says their points come from several files or
+# go back in step (``maybe_resumed``, kept by the writer: a few rows of a partial index), and
+# those whose run and context hold a SessionLog (a START may drop points; its series are
+# found by their name).  Neither reads a point.
+_MAYBE_RESUMED_SQL = (
+    "SELECT s.id FROM series_summaries AS m JOIN series AS s ON s.id = m.series_id "
+    "WHERE m.maybe_resumed AND m.point_table = 'scalars' AND s.plugin = 'scalars' "
+    "AND s.name IN ({tags}) "
+    "UNION SELECT s.id FROM series AS l JOIN series AS s ON s.run_id = l.run_id "
+    "AND s.context_id = l.context_id AND s.plugin = 'scalars' AND s.name IN ({tags}) "
+    f"WHERE l.name = '{SESSION_LOG_TAG}' AND l.plugin = 'session_log'"
 )
 
 
@@ -49,9 +41,7 @@ def current_values(conn: Connection, tags: Sequence[str]) -> dict[int, dict[str,
     (or may), over the points its last attempt left; ``{series_id: {function: value}}``."""
     names = ", ".join(f":t{index}" for index in range(len(tags)))
     bound = {f"t{index}": tag for index, tag in enumerate(tags)}
-    ids = set(conn.execute(text(_SEVERAL_FILES_SQL.format(tags=names)), bound).scalars())
-    series = _TAG_SERIES_SQL.format(tags=names)
-    ids |= set(conn.execute(text(_BACK_IN_A_FILE_SQL.format(series=series)), bound).scalars())
+    ids = set(conn.execute(text(_MAYBE_RESUMED_SQL.format(tags=names)), bound).scalars())
     if not ids:
         return {}
     refs = [SeriesRef(i, 0, "", "", "", "scalars") for i in sorted(ids)]
@@ -72,10 +62,16 @@ def summarise(points: Sequence[tuple[int, float | None]]) -> dict[str, Any]:
         "min": low,
         "max": high,
         "count": len(points),
-        "mean": sum(value for value, _ in values) / len(values) if values else None,
+        "mean": _mean([value for value, _ in values]),
         "argmin": min((step for value, step in values if value == low), default=None),
         "argmax": min((step for value, step in values if value == high), default=None),
     }
+
+
+def _mean(values: list[float]) -> float | None:
+    """The mean as SQL's ``avg`` has it: an infinity wins, and both are missing (NaN)."""
+    mean = sum(values) / len(values) if values else None
+    return None if mean is None or mean != mean else mean
 
 
 class _Pinned:

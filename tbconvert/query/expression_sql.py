@@ -2,9 +2,8 @@
 ``v_runs``, the same on SQLite and PostgreSQL.
 
 Each param and each (tag, context) an expression names becomes one ``LEFT JOIN`` on the run:
-a param from ``params`` (the rows ``v_params`` shows), an aggregate from ``series_summaries``
-(``last``, ``min``, ``max``, ``count``: no point is read) or, for ``mean``, ``argmin`` and
-``argmax``, from the points of that series alone.  A value is a pair of SQL expressions, its
+a param from ``params`` (the rows ``v_params`` shows), an aggregate from ``series_summaries``:
+no point is read.  A value is a pair of SQL expressions, its
 number and its text (a param may be either); a comparison compares what both sides have.
 
 Logic is two-valued: every comparison is wrapped in ``COALESCE(..., FALSE)``, so a missing
@@ -45,14 +44,20 @@ SUMMARY_COLUMN = {
     "argmin": ("argmin_step", "BIGINT"),
     "argmax": ("argmax_step", "BIGINT"),
 }
-# The functions that read the points of their series (the rest read only its summary).
-_POINT_READS = {
-    "mean_value": "SELECT avg(q.value) FROM scalars AS q WHERE q.series_id = s.id",
-    "argmin_step": "SELECT min(q.step) FROM scalars AS q "
-    "WHERE q.series_id = s.id AND q.value = m.min_value",
-    "argmax_step": "SELECT min(q.step) FROM scalars AS q "
-    "WHERE q.series_id = s.id AND q.value = m.max_value",
+# The columns of a series' summary a join selects, by the name its aggregates read.  The mean
+# of values with an infinity is that infinity (NaN, so missing, with both), as SQL's avg().
+_SUMMARY_READS = {
+    "last_value": "m.last_value",
+    "min_value": "m.min_value",
+    "max_value": "m.max_value",
+    "points": "m.points",
+    "mean_value": "CASE WHEN m.min_value = {minus} AND m.max_value = {plus} THEN NULL "
+    "WHEN m.max_value = {plus} THEN m.max_value WHEN m.min_value = {minus} THEN m.min_value "
+    "ELSE m.value_sum / NULLIF(m.value_count, 0) END",
+    "argmin_step": "m.argmin_step",
+    "argmax_step": "m.argmax_step",
 }
+_INFINITY = {"postgresql": "CAST('Infinity' AS DOUBLE PRECISION)", "sqlite": "9e999"}
 
 
 class Compiled(NamedTuple):
@@ -219,16 +224,14 @@ class Compiler:
                 f"WHERE p.key = {self.bind(key, 'TEXT')} AND {shown_params()}) AS ranked "
                 f"WHERE rank = 1) AS {alias} ON {alias}.run_id = r.run_id"
             )
+        plus = _INFINITY.get(self.dialect, _INFINITY["sqlite"])
         for join in self.series.values():
-            reads = [
-                f"({_POINT_READS[column]}) AS {column}"
+            reads = "".join(
+                ", " + _SUMMARY_READS[column].format(plus=plus, minus=f"-{plus}") + f" AS {column}"
                 for column in sorted(join.columns)
-                if column in _POINT_READS
-            ]
+            )
             parts.append(
-                f"{self.join_kind(join.alias)} (SELECT s.run_id, s.id AS series_id, "
-                "m.last_value, m.min_value, m.max_value, "
-                f"m.points{''.join(', ' + read for read in reads)} "
+                f"{self.join_kind(join.alias)} (SELECT s.run_id, s.id AS series_id{reads} "
                 "FROM series AS s JOIN contexts AS c ON c.id = s.context_id "
                 "JOIN series_summaries AS m ON m.series_id = s.id AND m.point_table = 'scalars' "
                 f"WHERE s.plugin = 'scalars' AND s.name = {self.bind(join.tag, 'TEXT')} AND "

@@ -27,6 +27,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -102,7 +103,16 @@ class SeriesSummary(Base):
     ``v_last_scalars`` read it, so neither scans a point table."""
 
     __tablename__ = "series_summaries"
-    __table_args__ = (PrimaryKeyConstraint("series_id", "point_table"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("series_id", "point_table"),
+        # Few series have the flag: a selection reads them alone.
+        Index(
+            "ix_series_summaries_maybe_resumed",
+            "series_id",
+            sqlite_where=text("maybe_resumed"),
+            postgresql_where=text("maybe_resumed"),
+        ),
+    )
 
     series_id: Mapped[int] = mapped_column(ForeignKey("series.id"))
     point_table: Mapped[str] = mapped_column(Text)

@@ -365,3 +365,4 @@ CREATE VIEW v_params AS
             SELECT 1 FROM series AS o JOIN params AS q ON q.series_id = o.id
             WHERE o.run_id = r.id AND o.plugin = 'hparams' AND q.key = p.key
               AND (o.name NOT IN ('hparams.yaml', 'params.json') OR o.name < s.name));
+CREATE INDEX ix_series_summaries_maybe_resumed ON series_summaries (series_id) WHERE maybe_resumed;

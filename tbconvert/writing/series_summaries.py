@@ -275,8 +275,10 @@ def _merge(stored: tuple[Summary, str], new: Summary, path_of: Callable[[int], s
         # Rows added to a file come after its stored ones: the steps go on from the last.
         old.maybe_resumed
         or new.maybe_resumed
-        or new.last_file_id != old.last_file_id
-        or new.first_step < old.last_step,
+        or (
+            old.point_table == "scalars"
+            and (new.last_file_id != old.last_file_id or new.first_step < old.last_step)
+        ),
     )
 
 
