@@ -13,6 +13,7 @@ three-valued ``NOT NULL`` would be unknown).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -82,7 +83,8 @@ class Compiler:
     """Compiles the trees of one query, collecting its joins and bound parameters.
 
     ``exact``: the values of series whose summary does not answer (a resumed run read as
-    its last attempt left it), ``{series_id: {function: value}}``, bound into the query.
+    its last attempt left it), ``{series_id: {function: value}}``, a table of values at the
+    query's start (:meth:`exact_values`).
     """
 
     dialect: str
@@ -140,19 +142,37 @@ class Compiler:
         return Compiled(f"({result})", None)
 
     def aggregate(self, node: Aggregate) -> str:
-        """The SQL of one aggregate; series with exact values take them from the query."""
+        """The SQL of one aggregate: a column of its series' join."""
         key = (node.tag, node.context)
         join = self.series.setdefault(key, SeriesJoin(f"a{len(self.series)}", *key))
-        column, sql_type = SUMMARY_COLUMN[node.function]
+        column, _sql_type = SUMMARY_COLUMN[node.function]
         join.columns.add(column)
-        stored = f"{join.alias}.{column}"
+        return f"{join.alias}.{column}"
+
+    def exact_values(self) -> str:
+        """``WITH exact_values``: the exact values as a table (a series id, then a column per
+        function, named as :data:`SUMMARY_COLUMN` names them), to start the query with; empty
+        without any.  Written out, not bound, so that any number of series fits in one
+        statement (they are numbers this module computed, never user text)."""
         if not self.exact:
-            return stored
-        cases = " ".join(
-            f"WHEN {self.bind(series_id)} THEN {self.bind(values[node.function], sql_type)}"
-            for series_id, values in sorted(self.exact.items())
-        )
-        return f"(CASE {join.alias}.series_id {cases} ELSE {stored} END)"
+            return ""
+        rows = []
+        for series_id, values in sorted(self.exact.items()):
+            cells = [f"CAST({int(series_id)} AS BIGINT)"]
+            for function, (_column, sql_type) in SUMMARY_COLUMN.items():
+                cells.append(f"CAST({self.number(values[function])} AS {sql_type})")
+            rows.append(f"({', '.join(cells)})")
+        names = ", ".join(column for column, _ in SUMMARY_COLUMN.values())
+        return f"WITH exact_values (series_id, {names}) AS (VALUES {', '.join(rows)}) "
+
+    def number(self, value: float | None) -> str:
+        """A number as an SQL literal (NaN as NULL)."""
+        if value is None or value != value:
+            return "NULL"
+        if isinstance(value, float) and math.isinf(value):
+            plus = _INFINITY.get(self.dialect, _INFINITY["sqlite"])
+            return plus if value > 0 else f"-{plus}"
+        return repr(int(value) if isinstance(value, bool) else value)
 
     def comparison(self, node: Comparison, label: str) -> str:
         left = self.value(node.left, label)
@@ -225,13 +245,21 @@ class Compiler:
                 f"WHERE rank = 1) AS {alias} ON {alias}.run_id = r.run_id"
             )
         plus = _INFINITY.get(self.dialect, _INFINITY["sqlite"])
+        # Tested per series by an IN list (a look-up), the table read only for those in it: a
+        # join on it could be a scan of it per series.
+        exact = ", ".join(str(int(i)) for i in sorted(self.exact))
         for join in self.series.values():
-            reads = "".join(
-                ", " + _SUMMARY_READS[column].format(plus=plus, minus=f"-{plus}") + f" AS {column}"
-                for column in sorted(join.columns)
-            )
+            reads = []
+            for column in sorted(join.columns):
+                read = _SUMMARY_READS[column].format(plus=plus, minus=f"-{plus}")
+                if exact:
+                    read = (
+                        f"CASE WHEN s.id IN ({exact}) THEN (SELECT x.{column} FROM exact_values "
+                        f"AS x WHERE x.series_id = s.id) ELSE {read} END"
+                    )
+                reads.append(f", {read} AS {column}")
             parts.append(
-                f"{self.join_kind(join.alias)} (SELECT s.run_id, s.id AS series_id{reads} "
+                f"{self.join_kind(join.alias)} (SELECT s.run_id, s.id AS series_id{''.join(reads)} "
                 "FROM series AS s JOIN contexts AS c ON c.id = s.context_id "
                 "JOIN series_summaries AS m ON m.series_id = s.id AND m.point_table = 'scalars' "
                 f"WHERE s.plugin = 'scalars' AND s.name = {self.bind(join.tag, 'TEXT')} AND "
