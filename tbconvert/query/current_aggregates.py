@@ -3,44 +3,51 @@ the series whose summary does not answer that: a resumed run's (docs/cli.md, "Se
 by expression").
 
 A series' summary (``series_summaries``) is over every point it holds.  Where the series has
-one attempt, that is what its last attempt left; where it may have several, its current points
-are read (``query.resumed``, through ``lookups``) and summarised here.
+one attempt, that is what its last attempt left; where it may have several (its summary's
+``maybe_resumed``, or a SessionLog beside it), its current points are read (the rule of
+``query.resumed``, over the points of every such series at once) and summarised here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from tbconvert.query import lookups
-from tbconvert.query.results import SeriesRef
+from tbconvert.query.resumed import SESSION_LOG_TAG, is_start, last_attempt
 
 # Which series of some tags may have several attempts, so that their summary does not answer
-# for ``--resumed current``: those whose run and context hold several event files (a resumed
-# run's second writer) or a SessionLog (a START may drop points), by the event files alone;
-# and those of one file whose points, in step order (the order of the scalars' key, read
-# without a sort), go back in the file: a step lower than one written before it.
-_TAG_SERIES_SQL = "SELECT s.id FROM series AS s WHERE s.plugin = 'scalars' AND s.name IN ({tags})"
-_SEVERAL_FILES_SQL = (
-    "SELECT s.id FROM series AS s JOIN (SELECT run_id, context_id FROM event_files "
-    "GROUP BY run_id, context_id HAVING count(*) > 1) AS f "
-    "ON f.run_id = s.run_id AND f.context_id = s.context_id "
-    "WHERE s.plugin = 'scalars' AND s.name IN ({tags}) "
-    "UNION SELECT s.id FROM series AS s JOIN series AS l ON l.run_id = s.run_id "
-    "AND l.context_id = s.context_id AND l.plugin = 'session_log' "
-    "WHERE s.plugin = 'scalars' AND s.name IN ({tags})"
+# for ``--resumed current``: those whose summary says their points come from several files or
+# go back in step (``maybe_resumed``, kept by the writer: a few rows of a partial index), and
+# those whose run and context hold a SessionLog (a START may drop points; its series are
+# found by their name).  Neither reads a point.
+_MAYBE_RESUMED_SQL = (
+    "SELECT s.id FROM series_summaries AS m JOIN series AS s ON s.id = m.series_id "
+    "WHERE m.maybe_resumed AND m.point_table = 'scalars' AND s.plugin = 'scalars' "
+    "AND s.name IN ({tags}) "
+    "UNION SELECT s.id FROM series AS l JOIN series AS s ON s.run_id = l.run_id "
+    "AND s.context_id = l.context_id AND s.plugin = 'scalars' AND s.name IN ({tags}) "
+    f"WHERE l.name = '{SESSION_LOG_TAG}' AND l.plugin = 'session_log'"
 )
-_BACK_IN_A_FILE_SQL = (
-    "SELECT DISTINCT w.series_id FROM (SELECT series_id, file_id, record_offset, value_index, "
-    "LAG(file_id) OVER k AS file_before, LAG(record_offset) OVER k AS offset_before, "
-    "LAG(value_index) OVER k AS index_before FROM scalars WHERE series_id IN ({series}) "
-    "WINDOW k AS (PARTITION BY series_id ORDER BY step, file_id, record_offset, value_index)"
-    ") AS w WHERE w.file_id = w.file_before AND (w.record_offset < w.offset_before "
-    "OR (w.record_offset = w.offset_before AND w.value_index < w.index_before))"
+
+
+# The series read per statement.
+_BATCH = 5000
+# resumed.WRITE_ORDER_SQL and STARTS_SQL for several series at once, each row led by its series.
+_WRITE_ORDER_SQL = (
+    "SELECT p.series_id, p.step, p.wall_time, p.value, f.path, p.record_offset, p.value_index "
+    "FROM scalars AS p JOIN event_files AS f ON f.id = p.file_id "
+    "WHERE p.series_id IN ({series}) "
+    "ORDER BY p.series_id, f.path, p.record_offset, p.value_index"
+)
+_STARTS_SQL = (
+    "SELECT mine.id, t.step, f.path, t.record_offset, b.data FROM tensors AS t "
+    "JOIN series AS s ON s.id = t.series_id JOIN event_files AS f ON f.id = t.file_id "
+    "JOIN blobs AS b ON b.id = t.blob_id JOIN series AS mine ON mine.run_id = s.run_id "
+    "AND mine.context_id = s.context_id "
+    "WHERE s.plugin = 'session_log' AND mine.id IN ({series})"
 )
 
 
@@ -49,16 +56,27 @@ def current_values(conn: Connection, tags: Sequence[str]) -> dict[int, dict[str,
     (or may), over the points its last attempt left; ``{series_id: {function: value}}``."""
     names = ", ".join(f":t{index}" for index in range(len(tags)))
     bound = {f"t{index}": tag for index, tag in enumerate(tags)}
-    ids = set(conn.execute(text(_SEVERAL_FILES_SQL.format(tags=names)), bound).scalars())
-    series = _TAG_SERIES_SQL.format(tags=names)
-    ids |= set(conn.execute(text(_BACK_IN_A_FILE_SQL.format(series=series)), bound).scalars())
-    if not ids:
-        return {}
-    refs = [SeriesRef(i, 0, "", "", "", "scalars") for i in sorted(ids)]
-    pinned = _Pinned(conn)
+    ids = sorted(set(conn.execute(text(_MAYBE_RESUMED_SQL.format(tags=names)), bound).scalars()))
+    found: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(ids), _BATCH):
+        found.update(_current_of(conn, ids[start : start + _BATCH]))
+    return found
+
+
+def _current_of(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The aggregates of some series over their current points: two statements for all of
+    them (a statement per series costs a round trip each: a millisecond on SQLite)."""
+    marks = ", ".join(str(int(i)) for i in ids)
+    points: dict[int, list[tuple[Any, ...]]] = {i: [] for i in ids}
+    for series_id, *point in conn.execute(text(_WRITE_ORDER_SQL.format(series=marks))):
+        points[series_id].append(tuple(point))
+    starts: dict[int, list[tuple[int, str, int]]] = {i: [] for i in ids}
+    for series_id, step, path, offset, data in conn.execute(text(_STARTS_SQL.format(series=marks))):
+        if is_start(data):
+            starts[series_id].append((step, path, offset))
     return {
-        ref.id: summarise([(row[4], row[6]) for row in points])
-        for ref, points in lookups.points_by_series(pinned, "scalars", refs, "current")
+        i: summarise([(point[0], point[2]) for point in last_attempt(points[i], starts[i])])
+        for i in ids
     }
 
 
@@ -72,19 +90,13 @@ def summarise(points: Sequence[tuple[int, float | None]]) -> dict[str, Any]:
         "min": low,
         "max": high,
         "count": len(points),
-        "mean": sum(value for value, _ in values) / len(values) if values else None,
+        "mean": _mean([value for value, _ in values]),
         "argmin": min((step for value, step in values if value == low), default=None),
         "argmax": min((step for value, step in values if value == high), default=None),
     }
 
 
-class _Pinned:
-    """A connection as the ``Connectable`` ``lookups`` reads through."""
-
-    display = "store"
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-
-    def connect(self) -> AbstractContextManager[Connection]:
-        return nullcontext(self.conn)
+def _mean(values: list[float]) -> float | None:
+    """The mean as SQL's ``avg`` has it: an infinity wins, and both are missing (NaN)."""
+    mean = sum(values) / len(values) if values else None
+    return None if mean is None or mean != mean else mean

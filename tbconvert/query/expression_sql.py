@@ -2,9 +2,8 @@
 ``v_runs``, the same on SQLite and PostgreSQL.
 
 Each param and each (tag, context) an expression names becomes one ``LEFT JOIN`` on the run:
-a param from ``params`` (the rows ``v_params`` shows), an aggregate from ``series_summaries``
-(``last``, ``min``, ``max``, ``count``: no point is read) or, for ``mean``, ``argmin`` and
-``argmax``, from the points of that series alone.  A value is a pair of SQL expressions, its
+a param from ``params`` (the rows ``v_params`` shows), an aggregate from ``series_summaries``:
+no point is read.  A value is a pair of SQL expressions, its
 number and its text (a param may be either); a comparison compares what both sides have.
 
 Logic is two-valued: every comparison is wrapped in ``COALESCE(..., FALSE)``, so a missing
@@ -14,6 +13,7 @@ three-valued ``NOT NULL`` would be unknown).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -45,14 +45,20 @@ SUMMARY_COLUMN = {
     "argmin": ("argmin_step", "BIGINT"),
     "argmax": ("argmax_step", "BIGINT"),
 }
-# The functions that read the points of their series (the rest read only its summary).
-_POINT_READS = {
-    "mean_value": "SELECT avg(q.value) FROM scalars AS q WHERE q.series_id = s.id",
-    "argmin_step": "SELECT min(q.step) FROM scalars AS q "
-    "WHERE q.series_id = s.id AND q.value = m.min_value",
-    "argmax_step": "SELECT min(q.step) FROM scalars AS q "
-    "WHERE q.series_id = s.id AND q.value = m.max_value",
+# The columns of a series' summary a join selects, by the name its aggregates read.  The mean
+# of values with an infinity is that infinity (NaN, so missing, with both), as SQL's avg().
+_SUMMARY_READS = {
+    "last_value": "m.last_value",
+    "min_value": "m.min_value",
+    "max_value": "m.max_value",
+    "points": "m.points",
+    "mean_value": "CASE WHEN m.min_value = {minus} AND m.max_value = {plus} THEN NULL "
+    "WHEN m.max_value = {plus} THEN m.max_value WHEN m.min_value = {minus} THEN m.min_value "
+    "ELSE m.value_sum / NULLIF(m.value_count, 0) END",
+    "argmin_step": "m.argmin_step",
+    "argmax_step": "m.argmax_step",
 }
+_INFINITY = {"postgresql": "CAST('Infinity' AS DOUBLE PRECISION)", "sqlite": "9e999"}
 
 
 class Compiled(NamedTuple):
@@ -77,7 +83,8 @@ class Compiler:
     """Compiles the trees of one query, collecting its joins and bound parameters.
 
     ``exact``: the values of series whose summary does not answer (a resumed run read as
-    its last attempt left it), ``{series_id: {function: value}}``, bound into the query.
+    its last attempt left it), ``{series_id: {function: value}}``, a table of values at the
+    query's start (:meth:`exact_values`).
     """
 
     dialect: str
@@ -135,19 +142,37 @@ class Compiler:
         return Compiled(f"({result})", None)
 
     def aggregate(self, node: Aggregate) -> str:
-        """The SQL of one aggregate; series with exact values take them from the query."""
+        """The SQL of one aggregate: a column of its series' join."""
         key = (node.tag, node.context)
         join = self.series.setdefault(key, SeriesJoin(f"a{len(self.series)}", *key))
-        column, sql_type = SUMMARY_COLUMN[node.function]
+        column, _sql_type = SUMMARY_COLUMN[node.function]
         join.columns.add(column)
-        stored = f"{join.alias}.{column}"
+        return f"{join.alias}.{column}"
+
+    def exact_values(self) -> str:
+        """``WITH exact_values``: the exact values as a table (a series id, then a column per
+        function, named as :data:`SUMMARY_COLUMN` names them), to start the query with; empty
+        without any.  Written out, not bound, so that any number of series fits in one
+        statement (they are numbers this module computed, never user text)."""
         if not self.exact:
-            return stored
-        cases = " ".join(
-            f"WHEN {self.bind(series_id)} THEN {self.bind(values[node.function], sql_type)}"
-            for series_id, values in sorted(self.exact.items())
-        )
-        return f"(CASE {join.alias}.series_id {cases} ELSE {stored} END)"
+            return ""
+        rows = []
+        for series_id, values in sorted(self.exact.items()):
+            cells = [f"CAST({int(series_id)} AS BIGINT)"]
+            for function, (_column, sql_type) in SUMMARY_COLUMN.items():
+                cells.append(f"CAST({self.number(values[function])} AS {sql_type})")
+            rows.append(f"({', '.join(cells)})")
+        names = ", ".join(column for column, _ in SUMMARY_COLUMN.values())
+        return f"WITH exact_values (series_id, {names}) AS (VALUES {', '.join(rows)}) "
+
+    def number(self, value: float | None) -> str:
+        """A number as an SQL literal (NaN as NULL)."""
+        if value is None or value != value:
+            return "NULL"
+        if isinstance(value, float) and math.isinf(value):
+            plus = _INFINITY.get(self.dialect, _INFINITY["sqlite"])
+            return plus if value > 0 else f"-{plus}"
+        return repr(int(value) if isinstance(value, bool) else value)
 
     def comparison(self, node: Comparison, label: str) -> str:
         left = self.value(node.left, label)
@@ -219,16 +244,22 @@ class Compiler:
                 f"WHERE p.key = {self.bind(key, 'TEXT')} AND {shown_params()}) AS ranked "
                 f"WHERE rank = 1) AS {alias} ON {alias}.run_id = r.run_id"
             )
+        plus = _INFINITY.get(self.dialect, _INFINITY["sqlite"])
+        # Tested per series by an IN list (a look-up), the table read only for those in it: a
+        # join on it could be a scan of it per series.
+        exact = ", ".join(str(int(i)) for i in sorted(self.exact))
         for join in self.series.values():
-            reads = [
-                f"({_POINT_READS[column]}) AS {column}"
-                for column in sorted(join.columns)
-                if column in _POINT_READS
-            ]
+            reads = []
+            for column in sorted(join.columns):
+                read = _SUMMARY_READS[column].format(plus=plus, minus=f"-{plus}")
+                if exact:
+                    read = (
+                        f"CASE WHEN s.id IN ({exact}) THEN (SELECT x.{column} FROM exact_values "
+                        f"AS x WHERE x.series_id = s.id) ELSE {read} END"
+                    )
+                reads.append(f", {read} AS {column}")
             parts.append(
-                f"{self.join_kind(join.alias)} (SELECT s.run_id, s.id AS series_id, "
-                "m.last_value, m.min_value, m.max_value, "
-                f"m.points{''.join(', ' + read for read in reads)} "
+                f"{self.join_kind(join.alias)} (SELECT s.run_id, s.id AS series_id{''.join(reads)} "
                 "FROM series AS s JOIN contexts AS c ON c.id = s.context_id "
                 "JOIN series_summaries AS m ON m.series_id = s.id AND m.point_table = 'scalars' "
                 f"WHERE s.plugin = 'scalars' AND s.name = {self.bind(join.tag, 'TEXT')} AND "

@@ -149,9 +149,12 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
     )
     # Only the view's keys: its wall-time columns cost a look-up per run.
     sql = (
-        f"SELECT r.run_id, r.run_path, r.logdir, {select} FROM v_runs AS r "
-        f"{compiler.joins()} WHERE {condition}"
+        f"{compiler.exact_values()}SELECT r.run_id, r.run_path, r.logdir, {select} "
+        f"FROM v_runs AS r {compiler.joins()} WHERE {condition}"
     )
+    by_text = selection.by or ""
+    if by is not None and selection.top is not None and not selection.run:
+        sql = _top_sql(sql, conn.dialect.name, by_text.lstrip().startswith("-"), selection.top)
     chosen = globs(selection.run)
     result = []
     for run_id, path, logdir, *values in conn.execute(text(sql), compiler.parameters):
@@ -204,6 +207,18 @@ def _shifted(parse: Callable[[str, str], Value], source: str, offset: int) -> Va
         column = error.column + offset
         raise ExpressionError(label, column, rest.partition(": ")[2], error.hint) from None
     return result
+
+
+def _top_sql(sql: str, dialect: str, ascending: bool, top: int) -> str:
+    """The first ``top`` rows of ``sql`` in :func:`_ordered`'s order, sorted by the database:
+    a store of many runs sends a few rows, not one per run."""
+    direction = "ASC" if ascending else "DESC"
+    collate = ' COLLATE "C"' if dialect == "postgresql" else ""
+    return (
+        f"SELECT * FROM ({sql}) AS chosen ORDER BY CASE WHEN v0_n IS NOT NULL THEN 0 "
+        f"WHEN v0_t IS NOT NULL THEN 1 ELSE 2 END, v0_n {direction}, v0_t{collate} {direction}, "
+        f"run_path{collate}, logdir{collate}, run_id LIMIT {int(top)}"
+    )
 
 
 def _ordered(rows: list[dict[str, Any]], *, ascending: bool) -> list[dict[str, Any]]:

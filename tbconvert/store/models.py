@@ -26,6 +26,8 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     Text,
     UniqueConstraint,
+    false,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -101,7 +103,16 @@ class SeriesSummary(Base):
     ``v_last_scalars`` read it, so neither scans a point table."""
 
     __tablename__ = "series_summaries"
-    __table_args__ = (PrimaryKeyConstraint("series_id", "point_table"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("series_id", "point_table"),
+        # Few series have the flag: a selection reads them alone.
+        Index(
+            "ix_series_summaries_maybe_resumed",
+            "series_id",
+            sqlite_where=text("maybe_resumed"),
+            postgresql_where=text("maybe_resumed"),
+        ),
+    )
 
     series_id: Mapped[int] = mapped_column(ForeignKey("series.id"))
     point_table: Mapped[str] = mapped_column(Text)
@@ -120,6 +131,14 @@ class SeriesSummary(Base):
     last_value: Mapped[float | None] = mapped_column(Double)
     min_value: Mapped[float | None] = mapped_column(Double)  # scalars only; NaN skipped
     max_value: Mapped[float | None] = mapped_column(Double)
+    # What every aggregate of a selection needs (scalars only, docs/schema.md): the sum of the
+    # finite values, the count of those not NaN, the first step of the smallest and largest.
+    value_sum: Mapped[float | None] = mapped_column(Double)
+    value_count: Mapped[int | None] = mapped_column(BigInteger)
+    argmin_step: Mapped[int | None] = mapped_column(BigInteger)
+    argmax_step: Mapped[int | None] = mapped_column(BigInteger)
+    # Points from several files, or going back in step within one: maybe several attempts.
+    maybe_resumed: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class EventFile(Base):
