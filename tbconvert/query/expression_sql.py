@@ -30,6 +30,8 @@ from tbconvert.query.expressions import (
     Not,
     Param,
     Value,
+    aggregates_of,
+    params_of,
 )
 from tbconvert.store.params_rule import shown_params
 
@@ -83,6 +85,7 @@ class Compiler:
     parameters: dict[str, Any] = field(default_factory=dict)
     series: dict[tuple[str, str | None], SeriesJoin] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
+    required: set[str] = field(default_factory=set)
 
     def bind(self, value: Any, sql_type: str | None = None) -> str:
         """A bound parameter holding ``value`` (cast, where PostgreSQL cannot infer it)."""
@@ -187,13 +190,27 @@ class Compiler:
             return f"~ {self.bind(glob_to_regex(pattern), 'TEXT')}"
         return f"GLOB {self.bind(glob_to_sqlite(pattern))}"
 
+    def require(self, node: Condition) -> None:
+        """Mark the joins a compiled ``where`` cannot be true without: those a comparison
+        reads, unless it is under ``or`` or ``not`` (a missing value makes it false).  They
+        become inner joins, which a planner may start from (the series of one tag) rather
+        than from every run."""
+        if isinstance(node, Logical) and node.operator == "and":
+            for operand in node.operands:
+                self.require(operand)
+        elif isinstance(node, Comparison):
+            for aggregate in aggregates_of(node):
+                self.required.add(self.series[aggregate.tag, aggregate.context].alias)
+            self.required.update(self.params[param.key] for param in params_of(node))
+
     def joins(self) -> str:
-        """The ``LEFT JOIN``s of every param and series the compiled trees read."""
+        """The joins of every param and series the compiled trees read: ``LEFT JOIN``s,
+        or inner where :meth:`require` found them required."""
         collate = ' COLLATE "C"' if self.dialect == "postgresql" else ""
         parts = []
         for key, alias in self.params.items():
             parts.append(
-                "LEFT JOIN (SELECT run_id, value, value_num, value_type FROM ("
+                f"{self.join_kind(alias)} (SELECT run_id, value, value_num, value_type FROM ("
                 "SELECT s.run_id, p.value, p.value_num, p.value_type, ROW_NUMBER() OVER ("
                 f"PARTITION BY s.run_id ORDER BY c.name{collate}, p.step DESC, p.file_id DESC, "
                 "p.record_offset DESC, p.value_index DESC) AS rank "
@@ -209,8 +226,9 @@ class Compiler:
                 if column in _POINT_READS
             ]
             parts.append(
-                "LEFT JOIN (SELECT s.run_id, s.id AS series_id, m.last_value, m.min_value, "
-                f"m.max_value, m.points{''.join(', ' + read for read in reads)} "
+                f"{self.join_kind(join.alias)} (SELECT s.run_id, s.id AS series_id, "
+                "m.last_value, m.min_value, m.max_value, "
+                f"m.points{''.join(', ' + read for read in reads)} "
                 "FROM series AS s JOIN contexts AS c ON c.id = s.context_id "
                 "JOIN series_summaries AS m ON m.series_id = s.id AND m.point_table = 'scalars' "
                 f"WHERE s.plugin = 'scalars' AND s.name = {self.bind(join.tag, 'TEXT')} AND "
@@ -218,6 +236,9 @@ class Compiler:
                 f"ON {join.alias}.run_id = r.run_id"
             )
         return " ".join(parts)
+
+    def join_kind(self, alias: str) -> str:
+        return "JOIN" if alias in self.required else "LEFT JOIN"
 
     def context_rule(self, context: str | None) -> str:
         """Which series of the tag a run's aggregate reads: the named context's, else the

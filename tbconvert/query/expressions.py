@@ -154,30 +154,24 @@ def parse_value(text: str, label: str = "--by") -> Value:
 
 def aggregates_of(node: Value | Condition | tuple[Literal, ...]) -> list[Aggregate]:
     """Every aggregate in a tree, in the order they are written."""
-    if isinstance(node, Aggregate):
-        return [node]
-    if isinstance(node, tuple):
-        return []
-    if isinstance(node, Arithmetic | Comparison):
-        return aggregates_of(node.left) + aggregates_of(node.right)
-    if isinstance(node, Logical):
-        return [found for operand in node.operands for found in aggregates_of(operand)]
-    if isinstance(node, Not):
-        return aggregates_of(node.operand)
-    return []
+    return [found for found in _leaves(node) if isinstance(found, Aggregate)]
 
 
 def params_of(node: Value | Condition | tuple[Literal, ...]) -> list[Param]:
     """Every param in a tree, in the order they are written."""
-    if isinstance(node, Param):
-        return [node]
+    return [found for found in _leaves(node) if isinstance(found, Param)]
+
+
+def _leaves(node: Value | Condition | tuple[Literal, ...]) -> list[Value]:
+    if isinstance(node, tuple):
+        return list(node)
     if isinstance(node, Arithmetic | Comparison):
-        return params_of(node.left) + params_of(node.right)
+        return _leaves(node.left) + _leaves(node.right)
     if isinstance(node, Logical):
-        return [found for operand in node.operands for found in params_of(operand)]
+        return [found for operand in node.operands for found in _leaves(operand)]
     if isinstance(node, Not):
-        return params_of(node.operand)
-    return []
+        return _leaves(node.operand)
+    return [node]
 
 
 def _column_of(node: Value | Condition) -> int:

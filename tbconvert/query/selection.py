@@ -6,15 +6,14 @@ The expressions compile to one SQL query over ``v_runs`` (``query.expression_sql
 follow ``--resumed``: with ``all`` every point counts; with ``current`` (the default) a series
 reads as its last attempt left it, so a series whose steps go back somewhere in write order,
 or whose run and context logged a ``SessionLog``, is summarised exactly from its current points
-(``query.resumed``) and its values are bound into the query; every other series has one
-attempt, and its summary answers.
+(``query.current_aggregates``) and its values are bound into the query; every other series has
+one attempt, and its summary answers.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +23,7 @@ from sqlalchemy.engine import Connection
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs, globs, matches
 from tbconvert.query import lookups
+from tbconvert.query.current_aggregates import current_values
 from tbconvert.query.expression_sql import Compiled, Compiler
 from tbconvert.query.expressions import (
     Aggregate,
@@ -33,7 +33,6 @@ from tbconvert.query.expressions import (
     parse_condition,
     parse_value,
 )
-from tbconvert.query.results import SeriesRef
 from tbconvert.query.resumed import RESUMED, RESUMED_DEFAULT
 
 
@@ -95,27 +94,24 @@ def select_runs(
         raise UsageError(f"unknown --resumed {selection.resumed!r}", hint="all or current")
     if selection.top is not None and selection.top < 0:
         raise UsageError(f"--top {selection.top}: expected a count of runs, 0 or more")
-    rows = lookups.runs(conn, selection.run, with_params=with_params)
     if not selection.by_expression:
-        return rows
-    values = _query(conn, selection, {row["run_id"] for row in rows})
-    chosen = [row for row in rows if row["run_id"] in values]
-    for row in chosen:
-        by, *columns = values[row["run_id"]]
-        row["by"] = by
-        if selection.columns:
-            row["values"] = dict(zip([name for name, _ in selection.columns], columns, strict=True))
+        return lookups.runs(conn, selection.run, with_params=with_params)
+    chosen = _query(conn, selection)
     if selection.by is not None:
         chosen = _ordered(chosen, ascending=selection.by.lstrip().startswith("-"))
     if selection.top is not None:
         chosen = chosen[: selection.top]
-    for row in chosen:
-        row.pop("by")
-    return chosen
+    rows = _rows_of(conn, [entry["run_id"] for entry in chosen], with_params=with_params)
+    if selection.columns:
+        names = [name for name, _ in selection.columns]
+        for row, entry in zip(rows, chosen, strict=True):
+            row["values"] = dict(zip(names, entry["values"], strict=True))
+    return rows
 
 
-def _query(conn: Connection, selection: RunSelection, run_ids: set[int]) -> dict[int, list[Any]]:
-    """``{run_id: [by value, column values...]}`` of the runs that meet ``where``."""
+def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
+    """The runs that meet ``where`` and the globs, by logdir, path and id: ``run_id``,
+    ``run_path``, ``logdir``, the ``by`` value and the columns' ``values``."""
     where = parse_condition(selection.where, "--where") if selection.where else None
     by = None
     if selection.by is not None:
@@ -137,7 +133,10 @@ def _query(conn: Connection, selection: RunSelection, run_ids: set[int]) -> dict
     if selection.resumed == "current" and found:
         exact = current_values(conn, sorted({node.tag for node in found}))
     compiler = Compiler(conn.dialect.name, exact)
-    condition = compiler.condition(where, "--where") if where else "1 = 1"
+    condition = "1 = 1"
+    if where is not None:
+        condition = compiler.condition(where, "--where")
+        compiler.require(where)
     outputs = [compiler.value(by, "--by") if by else Compiled(None, None)]
     outputs += [
         compiler.value(tree, f"--column {name}")
@@ -148,13 +147,52 @@ def _query(conn: Connection, selection: RunSelection, run_ids: set[int]) -> dict
         for index, output in enumerate(outputs)
         for kind, part in zip(("n", "t"), output, strict=True)
     )
-    sql = f"SELECT r.run_id, {select} FROM v_runs AS r {compiler.joins()} WHERE {condition}"
-    result: dict[int, list[Any]] = {}
-    for row in conn.execute(text(sql), compiler.parameters):
-        if row[0] in run_ids:
-            pairs = zip(row[1::2], row[2::2], strict=True)
-            result[row[0]] = [number if number is not None else text_ for number, text_ in pairs]
+    # Only the view's keys: its wall-time columns cost a look-up per run.
+    sql = (
+        f"SELECT r.run_id, r.run_path, r.logdir, {select} FROM v_runs AS r "
+        f"{compiler.joins()} WHERE {condition}"
+    )
+    chosen = globs(selection.run)
+    result = []
+    for run_id, path, logdir, *values in conn.execute(text(sql), compiler.parameters):
+        if matches(path, chosen):
+            pairs = zip(values[::2], values[1::2], strict=True)
+            by_value, *shown = [number if number is not None else text_ for number, text_ in pairs]
+            entry = {"run_id": run_id, "run_path": path, "logdir": logdir, "by": by_value}
+            result.append(entry | {"values": shown})
+    result.sort(key=lambda entry: (entry["logdir"], entry["run_path"], entry["run_id"]))
     return result
+
+
+# Up to this many runs, the chosen runs' rows are read by id; more, and the whole view is.
+_FEW_RUNS = 500
+# Up to this many, each run's params are read on their own; more, and all of them are.
+_FEW_PARAMS = 20
+
+
+def _rows_of(conn: Connection, run_ids: list[int], *, with_params: bool) -> list[dict[str, Any]]:
+    """The ``v_runs`` rows of some runs, in the order given (with ``params``)."""
+    if len(run_ids) > _FEW_RUNS:
+        every = {row["run_id"]: row for row in lookups.runs(conn, None, with_params=with_params)}
+        return [every[run_id] for run_id in run_ids]
+    if not run_ids:
+        return []
+    marks = ", ".join(str(int(run_id)) for run_id in run_ids)
+    found = {
+        row["run_id"]: row
+        for row in lookups.query(conn, f"{lookups.RUNS_SQL} WHERE run_id IN ({marks})")
+    }
+    rows = [found[run_id] for run_id in run_ids]
+    if with_params:
+        if len(run_ids) <= _FEW_PARAMS:
+            sessions = {}
+            for run_id in run_ids:
+                sessions.update(lookups.param_sessions(conn, run_id))
+        else:
+            sessions = lookups.param_sessions(conn)
+        for row in rows:
+            row["params"] = sessions.get(row["run_id"], {})
+    return rows
 
 
 def _shifted(parse: Callable[[str, str], Value], source: str, offset: int) -> Value:
@@ -169,7 +207,7 @@ def _shifted(parse: Callable[[str, str], Value], source: str, offset: int) -> Va
 
 
 def _ordered(rows: list[dict[str, Any]], *, ascending: bool) -> list[dict[str, Any]]:
-    """Rows by their ``by`` value (numbers, then text; missing last), ties by path."""
+    """Runs by their ``by`` value (numbers, then text; missing last), ties by path."""
     rows = sorted(rows, key=lambda row: (row["run_path"], row["logdir"], row["run_id"]))
     numbers = [row for row in rows if isinstance(row["by"], int | float)]
     texts = [row for row in rows if isinstance(row["by"], str)]
@@ -189,6 +227,8 @@ def _check_contexts(conn: Connection, found: list[tuple[str, Aggregate]], run: G
     for label, node in found:
         _check_tag(conn, label, node)
     for tag in sorted({node.tag for _, node in found if node.context is None}):
+        if not _outside_own_context(conn, tag):
+            continue
         rows = conn.execute(
             text(
                 "SELECT r.run_path, c.name FROM series AS s JOIN runs AS r ON r.id = s.run_id "
@@ -218,6 +258,18 @@ def _check_contexts(conn: Connection, found: list[tuple[str, Aggregate]], run: G
             )
 
 
+def _outside_own_context(conn: Connection, tag: str) -> bool:
+    """Whether any run logs ``tag`` in a context of its own (where several may hold it)."""
+    found = conn.execute(
+        text(
+            "SELECT 1 FROM series AS s JOIN contexts AS c ON c.id = s.context_id "
+            "WHERE s.plugin = 'scalars' AND s.name = :tag AND c.name <> '' LIMIT 1"
+        ),
+        {"tag": tag},
+    ).first()
+    return found is not None
+
+
 def _check_tag(conn: Connection, label: str, node: Aggregate) -> None:
     """Refuse a tag no scalar series of the store has (a typo would select nothing)."""
     found = conn.execute(
@@ -235,72 +287,6 @@ def _check_tag(conn: Connection, label: str, node: Aggregate) -> None:
             f"no scalar series {node.tag!r} in the store",
             hint=f"did you mean {', '.join(close)}?" if close else "tbconvert show RUN lists them",
         )
-
-
-# Series whose write order has a step lower than the one before it: a new attempt.
-_RESTARTED_SQL = (
-    "SELECT DISTINCT w.series_id FROM (SELECT p.series_id, p.step, LAG(p.step) OVER ("
-    "PARTITION BY p.series_id ORDER BY f.path{collate}, p.record_offset, p.value_index) "
-    "AS previous FROM scalars AS p JOIN event_files AS f ON f.id = p.file_id "
-    "WHERE p.series_id IN ({series})) AS w WHERE w.step < w.previous"
-)
-_TAG_SERIES_SQL = "SELECT s.id FROM series AS s WHERE s.plugin = 'scalars' AND s.name IN ({tags})"
-# Series in a run and context that logged a SessionLog (a START may drop points).
-_LOGGED_SQL = (
-    "SELECT s.id FROM series AS s WHERE s.plugin = 'scalars' AND s.name IN ({tags}) "
-    "AND EXISTS (SELECT 1 FROM series AS l WHERE l.plugin = 'session_log' "
-    "AND l.run_id = s.run_id AND l.context_id = s.context_id)"
-)
-
-
-def current_values(conn: Connection, tags: Sequence[str]) -> dict[int, dict[str, Any]]:
-    """The aggregates of every scalar series of ``tags`` that has more than one attempt
-    (or may: its run and context logged a ``SessionLog``), over the points its last
-    attempt left; ``{series_id: {function: value}}``."""
-    names = ", ".join(f":t{index}" for index in range(len(tags)))
-    bound = {f"t{index}": tag for index, tag in enumerate(tags)}
-    collate = ' COLLATE "C"' if conn.dialect.name == "postgresql" else ""
-    series_sql = _TAG_SERIES_SQL.format(tags=names)
-    restarted = conn.execute(
-        text(_RESTARTED_SQL.format(collate=collate, series=series_sql)), bound
-    ).scalars()
-    ids = set(restarted) | set(conn.execute(text(_LOGGED_SQL.format(tags=names)), bound).scalars())
-    if not ids:
-        return {}
-    refs = [SeriesRef(i, 0, "", "", "", "scalars") for i in sorted(ids)]
-    pinned = _Pinned(conn)
-    return {
-        ref.id: summarise([(row[4], row[6]) for row in points])
-        for ref, points in lookups.points_by_series(pinned, "scalars", refs, "current")
-    }
-
-
-def summarise(points: Sequence[tuple[int, float | None]]) -> dict[str, Any]:
-    """Every aggregate of a series' points, ``(step, value or None for NaN)`` by step."""
-    values = [(value, step) for step, value in points if value is not None]
-    low = min((value for value, _ in values), default=None)
-    high = max((value for value, _ in values), default=None)
-    return {
-        "last": points[-1][1] if points else None,
-        "min": low,
-        "max": high,
-        "count": len(points),
-        "mean": sum(value for value, _ in values) / len(values) if values else None,
-        "argmin": min((step for value, step in values if value == low), default=None),
-        "argmax": min((step for value, step in values if value == high), default=None),
-    }
-
-
-class _Pinned:
-    """A connection as the ``Connectable`` ``lookups`` reads through."""
-
-    display = "store"
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-
-    def connect(self) -> AbstractContextManager[Connection]:
-        return nullcontext(self.conn)
 
 
 # A glob no run path matches (a path holds no NUL): an empty selection, where no globs

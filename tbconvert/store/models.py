@@ -26,6 +26,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -120,6 +121,14 @@ class SeriesSummary(Base):
     last_value: Mapped[float | None] = mapped_column(Double)
     min_value: Mapped[float | None] = mapped_column(Double)  # scalars only; NaN skipped
     max_value: Mapped[float | None] = mapped_column(Double)
+    # What every aggregate of a selection needs (scalars only, docs/schema.md): the sum of the
+    # finite values, the count of those not NaN, the first step of the smallest and largest.
+    value_sum: Mapped[float | None] = mapped_column(Double)
+    value_count: Mapped[int | None] = mapped_column(BigInteger)
+    argmin_step: Mapped[int | None] = mapped_column(BigInteger)
+    argmax_step: Mapped[int | None] = mapped_column(BigInteger)
+    # Points from several files, or going back in step within one: maybe several attempts.
+    maybe_resumed: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class EventFile(Base):

@@ -1,4 +1,4 @@
--- revision 0012
+-- revision 0013
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -205,7 +205,7 @@ CREATE TABLE series_summaries (
 	last_point_wall_time DOUBLE, 
 	last_value DOUBLE, 
 	min_value DOUBLE, 
-	max_value DOUBLE, 
+	max_value DOUBLE, value_sum DOUBLE, value_count BIGINT, argmin_step BIGINT, argmax_step BIGINT, maybe_resumed BOOLEAN DEFAULT 0 NOT NULL, 
 	CONSTRAINT pk_series_summaries PRIMARY KEY (series_id, point_table), 
 	CONSTRAINT fk_series_summaries_series_id_series FOREIGN KEY(series_id) REFERENCES series (id), 
 	CONSTRAINT fk_series_summaries_last_file_id_event_files FOREIGN KEY(last_file_id) REFERENCES event_files (id)
@@ -214,7 +214,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0012');
+INSERT INTO "tbconvert_alembic_version" VALUES('0013');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 

@@ -57,6 +57,11 @@ SUMMARY_COLUMNS = (
     "last_value",
     "min_value",
     "max_value",
+    "value_sum",
+    "value_count",
+    "argmin_step",
+    "argmax_step",
+    "maybe_resumed",
 )
 
 
@@ -77,6 +82,11 @@ class Summary(NamedTuple):
     last_value: float | None
     min_value: float | None
     max_value: float | None
+    value_sum: float | None
+    value_count: int | None
+    argmin_step: int | None
+    argmax_step: int | None
+    maybe_resumed: bool
 
 
 _SUMMARY = partial(tuple.__new__, Summary)
@@ -156,6 +166,9 @@ def recount_sql(
     for table in tables:
         scalars = table == "scalars"
         low, high = ("min(value)", "max(value)") if scalars else (_NO_VALUE, _NO_VALUE)
+        total, valued = ("sum(CASE WHEN value - value = 0 THEN value END)", "count(value)")
+        if not scalars:
+            total, valued = _NO_VALUE, "CAST(NULL AS BIGINT)"
         # The highest step is one probe of the clustered key; only the points at that step
         # are sorted by file path (byte order on both backends), offset and value index.
         last = (
@@ -169,14 +182,36 @@ def recount_sql(
             f"SELECT a.series_id, '{table}', a.points, a.first_step, a.last_step, a.first_wall, "
             f"a.last_wall, {last.format('file_id')}, {last.format('record_offset')}, "
             f"{last.format('value_index')}, {last.format('wall_time')}, "
-            f"{last.format('value') if scalars else _NO_VALUE}, a.low, a.high "
+            f"{last.format('value') if scalars else _NO_VALUE}, a.low, a.high, a.total, "
+            f"a.valued, {_first_step(table, 'low')}, {_first_step(table, 'high')}, "
+            f"{_maybe_resumed_sql(table)} "
             "FROM (SELECT series_id, "
             "count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
             f"min(wall_time) AS first_wall, max(wall_time) AS last_wall, {low} AS low, "
-            f"{high} AS high "
+            f"{high} AS high, {total} AS total, {valued} AS valued, "
+            "count(DISTINCT file_id) AS files "
             f"FROM {table} WHERE 1 = 1{only} GROUP BY series_id) AS a",
         ]
     return statements
+
+
+def _first_step(table: str, extreme: str) -> str:
+    if table != "scalars":
+        return "CAST(NULL AS BIGINT)"
+    return (
+        f"(SELECT min(q.step) FROM {table} AS q "
+        f"WHERE q.series_id = a.series_id AND q.value = a.{extreme})"
+    )
+
+
+def _maybe_resumed_sql(table: str) -> str:
+    if table != "scalars":
+        return "FALSE"
+    return (
+        "(a.files > 1 OR EXISTS (SELECT 1 FROM (SELECT q.step, LAG(q.step) OVER ("
+        "ORDER BY q.record_offset, q.value_index) AS before FROM scalars AS q "
+        "WHERE q.series_id = a.series_id) AS w WHERE w.step < w.before))"
+    )
 
 
 def series_of(table: str, rows: InsertRows) -> set[int]:
@@ -233,7 +268,31 @@ def _merge(stored: tuple[Summary, str], new: Summary, path_of: Callable[[int], s
         last.last_value,
         _pick(min, old.min_value, new.min_value),
         _pick(max, old.max_value, new.max_value),
+        _pick(_add, old.value_sum, new.value_sum),
+        _pick(_add, old.value_count, new.value_count),
+        _first_step_of(min, old.min_value, old.argmin_step, new.min_value, new.argmin_step),
+        _first_step_of(max, old.max_value, old.argmax_step, new.max_value, new.argmax_step),
+        # Rows added to a file come after its stored ones: the steps go on from the last.
+        old.maybe_resumed
+        or new.maybe_resumed
+        or new.last_file_id != old.last_file_id
+        or new.first_step < old.last_step,
     )
+
+
+def _add(old: Any, new: Any) -> Any:
+    return old + new
+
+
+def _first_step_of(
+    extreme: Any, old: float | None, old_step: int | None, new: float | None, new_step: int | None
+) -> int | None:
+    """The first step holding the extreme of two parts' extremes ``old`` and ``new``."""
+    if old is None or new is None:
+        return new_step if old is None else old_step
+    if old == new:
+        return min(old_step, new_step)  # type: ignore[type-var]
+    return old_step if extreme(old, new) == old else new_step
 
 
 def _pick(extreme: Any, old: float | None, new: float | None) -> float | None:
@@ -285,17 +344,54 @@ def _aggregate(
         _finite(wall[last]),
     ]
     if value is None:
-        columns += [[None] * len(starts)] * 3
+        columns += [[None] * len(starts)] * 7 + [[False] * len(starts)]
     else:
         value = value[order]
+        low, high = np.fmin.reduceat(value, starts), np.fmax.reduceat(value, starts)
+        finite = np.isfinite(value)
+        sums = np.add.reduceat(np.where(finite, value, 0.0), starts)
         columns += [
             _finite(value[last]),
-            _finite(np.fmin.reduceat(value, starts)),
-            _finite(np.fmax.reduceat(value, starts)),
+            _finite(low),
+            _finite(high),
+            _finite(np.where(np.add.reduceat(finite, starts) > 0, sums, np.nan)),
+            np.add.reduceat(~np.isnan(value), starts),
+            _first_steps(step, value == low[segment], starts),
+            _first_steps(step, value == high[segment], starts),
+            _maybe_resumed(series, file, offset, index, step, series[starts]),
         ]
     series_ids, *rest = (col.tolist() if hasattr(col, "tolist") else col for col in columns)
     # Made by the tuple constructor in C: Summary's own __new__ is a Python call a series.
     return list(map(_SUMMARY, zip(series_ids, repeat(table), *rest, strict=False)))
+
+
+def _first_steps(step: np.ndarray, reached: np.ndarray, starts: np.ndarray) -> list[int | None]:
+    """Per segment, the lowest step of the rows ``reached`` marks (None where none is)."""
+    import numpy as np
+
+    unreached = np.iinfo(np.int64).max
+    lowest = np.minimum.reduceat(np.where(reached, step, unreached), starts).tolist()
+    return [None if found == unreached else found for found in lowest]
+
+
+def _maybe_resumed(
+    series: np.ndarray,
+    file: np.ndarray,
+    offset: np.ndarray,
+    index: np.ndarray,
+    step: np.ndarray,
+    summarised: np.ndarray,
+) -> np.ndarray:
+    """Per series of ``summarised``: whether its rows come from several files, or go back
+    in step in record order within their file (``query.resumed``'s restart, or a superset)."""
+    import numpy as np
+
+    order = np.lexsort((index, offset, file, series))
+    series, file, step = series[order], file[order], step[order]
+    same_series = series[1:] == series[:-1]
+    other_file = file[1:] != file[:-1]
+    flagged = series[1:][same_series & (other_file | (step[1:] < step[:-1]))]
+    return np.isin(summarised, flagged)
 
 
 def _finite(values: np.ndarray) -> list[float | None]:

@@ -61,7 +61,8 @@ def test_runs_table_shows_the_columns(store: str) -> None:
     assert result.exit_code == 0, result.output
     header, *lines = result.stdout.splitlines()
     assert header.split()[-1] == "n"
-    assert [line.split()[-1] for line in lines] == ["9", "4", "-"]  # b/r3 resumed: 9 current
+    # b/r3 and b/r6 resumed: their current points
+    assert [line.split()[-1] for line in lines] == ["9", "4", "-", "3"]
 
 
 def test_hparams_takes_the_selection_and_its_columns(store: str) -> None:
@@ -126,8 +127,8 @@ def test_a_bad_selection_is_one_line_and_exit_2(
 @pytest.mark.parametrize(
     ("arguments", "code", "failing"),
     [
-        (["--where", "lr < 0.05"], 4, ["a/r2", "b/r3", "b/r4"]),
-        (["--where", "lr < 0.05", "--any"], 0, ["a/r2", "b/r3", "b/r4"]),
+        (["--where", "lr < 0.05"], 4, ["a/r2", "b/r3", "b/r4", "b/r6"]),
+        (["--where", "lr < 0.05", "--any"], 0, ["a/r2", "b/r3", "b/r4", "b/r6"]),
         (["--where", "lr < 5", "--run", "a/*"], 0, []),
         (["--where", "last(loss) < 2", "--run", "b/*", "--all"], 4, ["b/r4", "b/r5"]),
         (["--where", "lr < 5", "--run", "nothing/*"], 4, []),
@@ -160,3 +161,16 @@ def test_check_exit_codes_in_a_process(store: str) -> None:
         )
         codes.append(done.returncode)
     assert codes == [0, 4, 2]
+
+
+def test_push_mlflow_sends_only_the_chosen_runs(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlflow")
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    arguments = ["--store", store, "--tracking-uri", uri, "--json"]
+    result = invoke("push", "mlflow", *arguments, "--top", "2", "--by", "lr")
+    assert result.exit_code == 0, result.output
+    pushed = sorted(run["run_path"] for run in json.loads(result.stdout)["runs"])
+    assert pushed == ["a/r2", "b/r3"]  # the highest lr: 1.0 and 0.1

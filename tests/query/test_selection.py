@@ -317,6 +317,15 @@ def test_a_resumed_run_reads_its_last_attempt_by_default(store: Store) -> None:
     assert every[0]["values"] == {"low": 0.25, "n": 12, "at": 3}
 
 
+def test_a_run_restarted_inside_its_file_reads_its_last_attempt(store: Store) -> None:
+    columns = [("low", "min(loss)"), ("n", "count(loss)"), ("last", "last(loss)")]
+    with store.connect() as conn:
+        current = select_runs(conn, RunSelection(run="b/r6", columns=columns))
+        every = select_runs(conn, RunSelection(run="b/r6", columns=columns, resumed="all"))
+    assert current[0]["values"] == {"low": 1.0, "n": 3, "last": 1.5}
+    assert every[0]["values"] == {"low": 0.25, "n": 5, "last": 1.5}
+
+
 def test_an_aggregate_reads_the_one_context_that_has_its_tag(store: Store) -> None:
     with store.connect() as conn:
         found = select_runs(
@@ -347,7 +356,7 @@ def test_params_compare_by_type(store: Store) -> None:
         'opt == "adam"': ["a/r0", "a/r2"],
         "opt > 1": [],  # text is not a number
         'layers == "2"': [],  # nor a number text
-        "not dropout > 0": ["a/r0", "a/r1", "a/r2", "b/r3", "b/r4", "b/r5"],
+        "not dropout > 0": ["a/r0", "a/r1", "a/r2", "b/r3", "b/r4", "b/r5", "b/r6"],
     }
     with store.connect() as conn:
         for where, expected in cases.items():

@@ -1,7 +1,8 @@
 """A small sweep for run selection (``--where``, ``--top``, ``check``): runs with typed params
 (a number, an integer, a bool, a string; some missing), a ``loss`` in the run's own context
-with NaN points, an ``acc`` in ``train`` and ``val`` contexts, and one resumed run (its second
-writer starts again at a lower step), written with tensorboardX.
+with NaN points, an ``acc`` in ``train`` and ``val`` contexts, and two resumed runs (a second
+writer starts again at a lower step; a writer goes back within its file), written with
+tensorboardX.
 
 Values are multiples of 1/4, so that a mean is exact whatever order it is summed in.
 """
@@ -47,6 +48,12 @@ RUNS: dict[str, dict[str, Any]] = {
         "params": {},
         "loss": [[(0, 1.0), (1, -0.5), (2, INF), (3, NAN)]],
         "acc": {"train": [(0, 1.0)]},
+    },
+    "b/r6": {
+        "params": {},
+        # Restarted inside one file, from step 1: the current points are 1.0, 2.0, 1.5.
+        "loss": [[(0, 1.0), (1, 0.5), (2, 0.25), (1, 2.0), (2, 1.5)]],
+        "acc": {},
     },
     "b/r5": {
         "params": {"lr": 0.01, "opt": "sgd", "layers": 8, "flag": 1.0},

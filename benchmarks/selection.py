@@ -1,0 +1,242 @@
+"""Run selection on a store of 100,000 runs (#49): ``--where`` with a metric aggregate, ``--top
+N --by``, against the target of 100 ms, on SQLite and a local PostgreSQL server.
+
+    .venv/bin/python benchmarks/selection.py             # 100,000 runs, 2M points
+    .venv/bin/python benchmarks/selection.py --runs 10000 --skip-pg   # a quick look
+
+The store is written straight by SQL, as ``benchmarks/query.py`` writes its own: the schema of
+the migrations, then per run two event files (the run's own and ``val``), a ``loss`` series in
+the run's context and an ``acc`` series in ``val`` (``--steps`` points each), and an hparams
+series whose params are ``lr`` (a number) and ``opt`` (text); the series summaries are filled by
+``tbconvert.writing.series_summaries.recount_sql``, the statements the tests use to check that
+the writer keeps them exact.  One run in a hundred was resumed: its ``loss`` has a second
+attempt, logged in a second file from a lower step, which ``--resumed current`` (the default)
+reads exactly from its points.
+
+Each selection is ``Store.select_runs`` in one process, warm, median of 3, with
+``--resumed all`` and ``current``; then the whole
+``tbconvert runs --where ... --top 10 --by ...`` command once (start-up and the listing of
+the chosen runs included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from query import _OWNER_SQL, create_schema  # noqa: E402
+
+from tbconvert.rows import POINT_TABLES  # noqa: E402
+from tbconvert.writing.series_summaries import recount_sql  # noqa: E402
+
+TARGET = 0.1  # seconds
+RESUMED_EVERY = 100  # one run in this many has a resumed loss
+OPTIMIZERS = ("adam", "sgd", "rmsprop")
+# What is timed: name, keywords of Store.select_runs; each with --resumed all and current.
+SELECTIONS: list[tuple[str, dict[str, Any]]] = [
+    ("where min(loss) < 0.169", {"where": "min(loss) < 0.169"}),
+    (
+        "where lr, opt and last(acc, val)",
+        {"where": 'lr < 1e-3 and opt == "adam" and last(acc, context="val") > 0.95'},
+    ),
+    (
+        "top 10 by -min(loss), where run glob",
+        {"where": 'run % "run_0000*"', "top": 10, "by": "-min(loss)"},
+    ),
+    ("where mean(loss) < 0.2 (reads points)", {"where": "mean(loss) < 0.2"}),
+]
+RESUMED = ("all", "current")
+COMMAND = ["runs", "--where", "min(loss) < 0.169", "--top", "10", '--by=-max(acc, context="val")']
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def owners(runs: int) -> dict[str, list[tuple[Any, ...]]]:
+    """Rows of runs, contexts, series and event files: run r has series 3r+1 (loss), 3r+2
+    (acc in val), 3r+3 (hparams), and files 2r+1 (its own) and 2r+2 (val)."""
+    return {
+        "runs": [
+            (r + 1, "bench", "host", "/bench", f"run_{r:06d}", "", f"run_{r:06d}")
+            for r in range(runs)
+        ],
+        "contexts": [(1, ""), (2, "val")],
+        "series": [
+            row
+            for r in range(runs)
+            for row in (
+                (3 * r + 1, r + 1, 1, "loss", "scalars", "float32"),
+                (3 * r + 2, r + 1, 2, "acc", "scalars", "float32"),
+                (3 * r + 3, r + 1, 1, "hparams", "hparams", None),
+            )
+        ],
+        "event_files": [
+            (2 * r + 1 + c, r + 1, 1 + c, f"{c}/events.{r}", 1000, 0, 1000, 30, 0, "ok")
+            for r in range(runs)
+            for c in (0, 1)
+        ],
+    }
+
+
+def points(runs: int, steps: int) -> Iterator[tuple[Any, ...]]:
+    """Scalar rows: a decaying loss (a second attempt from half-way for resumed runs) and
+    a rising accuracy, each run at its own rate."""
+    for r in range(runs):
+        rate = 0.05 + (r % 997) / 2000
+        attempts = [range(steps)]
+        if r % RESUMED_EVERY == 0:
+            attempts.append(range(steps // 2, steps))
+        offset = 0
+        for attempt, span in enumerate(attempts):
+            for step in span:
+                offset += 40
+                loss = 1.0 / (1.0 + rate * step) + 0.05 * attempt
+                yield (3 * r + 1, step, 2 * r + 1, offset, 0, 1.7e9 + step, loss)
+        for step in range(steps):
+            accuracy = 1.0 - 0.9 / (1.0 + rate * step)
+            yield (3 * r + 2, step, 2 * r + 2, 40 * step, 0, 1.7e9 + step, accuracy)
+
+
+def params(runs: int) -> Iterator[tuple[Any, ...]]:
+    for r in range(runs):
+        lr = 10 ** -(1 + (r % 5))
+        yield (3 * r + 3, 0, 2 * r + 1, 0, 0, None, "lr", repr(lr), lr, "number")
+        yield (3 * r + 3, 0, 2 * r + 1, 0, 1, None, "opt", OPTIMIZERS[r % 3], None, "string")
+
+
+_SQL = {
+    **_OWNER_SQL,
+    "scalars": "INSERT INTO scalars (series_id, step, file_id, record_offset, value_index, "
+    "wall_time, value) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "params": "INSERT INTO params (series_id, step, file_id, record_offset, value_index, "
+    "wall_time, key, value, value_num, value_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+}
+
+
+def build_sqlite(path: Path, runs: int, steps: int) -> float:
+    started = time.perf_counter()
+    create_schema(str(path))
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA synchronous = OFF")
+    db.execute("BEGIN")
+    for table, rows in owners(runs).items():
+        db.executemany(_SQL[table], rows)
+    db.executemany(_SQL["scalars"], points(runs, steps))
+    db.executemany(_SQL["params"], params(runs))
+    for statement in recount_sql("sqlite", POINT_TABLES):
+        db.execute(statement)
+    db.execute("COMMIT")
+    db.execute("ANALYZE")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return time.perf_counter() - started
+
+
+def build_postgres(url: str, runs: int, steps: int) -> float:
+    import psycopg
+
+    started = time.perf_counter()
+    create_schema(url)
+    with psycopg.connect(url.replace("postgresql+psycopg", "postgresql")) as db:
+        tables = {**owners(runs), "scalars": points(runs, steps), "params": params(runs)}
+        for table, rows in tables.items():
+            columns = _SQL[table].split("(", 1)[1].split(")", 1)[0]
+            with db.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        for statement in recount_sql("postgresql", POINT_TABLES):
+            db.execute(statement)  # type: ignore[arg-type]
+        db.execute("ANALYZE")
+    return time.perf_counter() - started
+
+
+def timed(run: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
+    """Median wall seconds of ``repeat`` runs after one warm-up, and the last result."""
+    result = run()
+    walls = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = run()
+        walls.append(time.perf_counter() - started)
+    return statistics.median(walls), result
+
+
+def measure(store: str) -> dict[str, Any]:
+    import tbconvert
+
+    figures: dict[str, Any] = {}
+    with tbconvert.open_store(store) as opened:
+        for resumed in RESUMED:
+            for name, keywords in SELECTIONS:
+                chosen = {**keywords, "resumed": resumed}
+                wall, found = timed(lambda chosen=chosen: opened.select_runs(**chosen))
+                figures[f"{name}, --resumed {resumed}"] = {"seconds": wall, "runs": len(found)}
+                verdict = "PASS" if wall < TARGET else "MISS"
+                label = f"{name}, --resumed {resumed}"
+                _log(f"  {label:55} {wall * 1000:8.1f} ms  {len(found):5} runs  {verdict}")
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "tbconvert", *COMMAND, "--store", store, "--json"],
+        capture_output=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    wall = time.perf_counter() - started
+    figures["command"] = {"seconds": wall, "runs": len(json.loads(done.stdout))}
+    _log(f"  {'tbconvert ' + ' '.join(COMMAND):45} {wall * 1000:8.1f} ms (whole process)")
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--skip-pg", action="store_true", help="SQLite only")
+    parser.add_argument("--skip-sqlite", action="store_true", help="PostgreSQL only")
+    parser.add_argument("--json", action="store_true", help="results as JSON on stdout")
+    args = parser.parse_args(argv)
+    work = REPO / "benchmarks" / "data" / f"selection-{args.runs}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    report: dict[str, Any] = {"runs": args.runs, "steps": args.steps, "target": TARGET}
+    if not args.skip_sqlite:
+        path = work / "store.db"
+        _log(f"writing {args.runs:,} runs into SQLite ...")
+        report["sqlite_build_seconds"] = build_sqlite(path, args.runs, args.steps)
+        _log("SQLite:")
+        report["sqlite"] = measure(str(path))
+    if not args.skip_pg:
+        from tests.support.pgserver import PostgresServer
+
+        server = PostgresServer.start()
+        try:
+            url = server.new_database("selection")
+            _log(f"writing {args.runs:,} runs into PostgreSQL ...")
+            report["postgresql_build_seconds"] = build_postgres(url, args.runs, args.steps)
+            _log("PostgreSQL (local server):")
+            report["postgresql"] = measure(url)
+        finally:
+            server.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
