@@ -174,6 +174,12 @@ def _thinned(
     if exact:
         points = [ThinPoint(row[1], row[2], _float(row[3])) for row in rows]
         return Thinned(points, True, total, nan, lo, hi, x, buckets, attempt)
+    # A bucket's extremes are kept where they first occur: its first row holding each.
+    holders: dict[tuple[Any, Any], Any] = {}
+    for row in rows:
+        for value in (row[11], row[12]):
+            if row[3] is not None and row[3] == value:
+                holders.setdefault((row[5], value), row[4])
     wanted: list[tuple[str, Any, Any]] = []
     seen: set[Any] = set()
     for row in rows:
@@ -181,10 +187,12 @@ def _thinned(
         if bucket in seen:
             continue
         seen.add(bucket)
-        first_x, last_x, low, high, nan_x, low_x, high_x = row[9:16]
+        first_x, last_x, low, high, nan_x = row[9:14]
         wanted += [("first", first_x, ...), ("last", last_x, ...)]
         wanted += [
-            (r, at, v) for r, at, v in (("min", low_x, low), ("max", high_x, high)) if v is not None
+            (role, holders[(bucket, value)], value)
+            for role, value in (("min", low), ("max", high))
+            if value is not None
         ]
         wanted += [("nan", nan_x, None)] if nan_x is not None else []
     return Thinned(_roles(rows, wanted), False, total, nan, lo, hi, x, buckets, attempt)

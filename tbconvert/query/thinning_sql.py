@@ -2,12 +2,12 @@
 on SQLite and PostgreSQL.
 
 One statement answers a whole chart, in windows rather than joins, so that each database
-reads each point in range once: ``r`` the series and their ranges; ``pts`` their points in
-range, each with its bucket; ``b`` each point beside its (series, bucket)'s count, first and
-last x, lowest and highest value and first NaN's x; ``t`` beside its series' totals and the
-first x holding its bucket's extremes.  The rows back are a series' every point when it holds
-few enough (``total <= :limit``), else the points at the x values chosen, in order, which
-:mod:`.thinning` narrows to one per role.
+reads each point in range once and sorts it twice: ``r`` the series and their ranges; ``pts``
+their points in range, each with its bucket; ``t`` each point beside its series' totals and
+its (series, bucket)'s first and last x, lowest and highest value and first NaN's x.  The rows
+back are a series' every point when it holds few enough (``total <= :limit``), else the points
+at those x values or holding those values, in order, which :mod:`.thinning` narrows to one per
+role (a bucket's extremes where they first occur).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 # Each row: series, step, wall time, value, x, bucket, the series' total and NaN count, whether
-# it comes whole, then its bucket's first x, last x, lowest, highest, first NaN's x, and the
-# first x of its lowest and of its highest value.
+# it comes whole, then its bucket's first x, last x, lowest, highest and first NaN's x.
 _STATEMENT = """
 WITH r(series_id, lo, hi) AS (VALUES {ranges}),
 pts AS (
@@ -26,22 +25,16 @@ pts AS (
   FROM r JOIN scalars AS p ON p.series_id = r.series_id
   WHERE p.{x} >= r.lo AND p.{x} <= r.hi{where}
 ),
-b AS (
-  SELECT q.*, count(*) OVER k AS points, min(x) OVER k AS first_x, max(x) OVER k AS last_x,
-    min(value) OVER k AS low, max(value) OVER k AS high,
-    min(CASE WHEN value IS NULL THEN x END) OVER k AS nan_x
-  FROM pts AS q WINDOW k AS (PARTITION BY series_id, bucket)
-),
 t AS (
-  SELECT b.*, count(*) OVER s AS total, count(*) OVER s - count(value) OVER s AS total_nan,
-    min(CASE WHEN value = low THEN x END) OVER k AS low_x,
-    min(CASE WHEN value = high THEN x END) OVER k AS high_x
-  FROM b WINDOW k AS (PARTITION BY series_id, bucket), s AS (PARTITION BY series_id)
+  SELECT q.*, count(*) OVER s AS total, count(*) OVER s - count(value) OVER s AS total_nan,
+    min(x) OVER k AS first_x, max(x) OVER k AS last_x, min(value) OVER k AS low,
+    max(value) OVER k AS high, min(CASE WHEN value IS NULL THEN x END) OVER k AS nan_x
+  FROM pts AS q WINDOW k AS (PARTITION BY series_id, bucket), s AS (PARTITION BY series_id)
 )
 SELECT series_id, step, wall_time, value, x, bucket, total, total_nan,
-  CASE WHEN total <= :limit THEN 1 ELSE 0 END, first_x, last_x, low, high, nan_x, low_x, high_x
+  CASE WHEN total <= :limit THEN 1 ELSE 0 END, first_x, last_x, low, high, nan_x
 FROM t
-WHERE total <= :limit OR x IN (first_x, last_x, nan_x, low_x, high_x)
+WHERE total <= :limit OR x IN (first_x, last_x, nan_x) OR value = low OR value = high
 ORDER BY series_id, x, file_id, record_offset, value_index
 """
 # Integer arithmetic on steps; on wall time the last bucket holds ``hi``.
