@@ -208,7 +208,7 @@ def _run(conn: Connection, sql: str, values: dict[str, Any]) -> list[Any]:
         return "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
     positional = _PARAMETER.sub(placeholder, sql)
-    return conn.exec_driver_sql(positional, tuple(order)).fetchall()
+    return list(conn.exec_driver_sql(positional, tuple(order)).fetchall())
 
 
 def _roles(rows: Sequence[Any], wanted: list[tuple[str, Any, Any]]) -> list[ThinPoint]:
