@@ -157,8 +157,9 @@ def thin_many(
         if i not in ranges
     }
     rows: dict[int, list[Any]] = {i: [] for i in ranges}
-    for row in _run(conn, *thinning_sql.statement(ranges, keeps, x, buckets, limit)):
-        rows[row[0]].append(row)
+    if ranges:
+        for row in _run(conn, *thinning_sql.statement(ranges, keeps, x, buckets, limit)):
+            rows[row[0]].append(row)
     for i, (first, last) in ranges.items():
         found[i] = _thinned(rows[i], first, last, x, buckets, read.get(i))
     return {i: found[i] for i in ids}

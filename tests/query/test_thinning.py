@@ -176,6 +176,9 @@ def test_many_series_thinned_at_once_each_keep_their_shape(
     with tbconvert.open_store(store) as opened, opened.connect() as conn:
         ids = {s.run_path: s.id for s in opened.series(tag="loss", plugin="scalars")}
         found = thin_many(conn, list(ids.values()), buckets, resumed=resumed)
+        assert thin_many(conn, [], buckets) == {}
+        empty = thin_many(conn, list(ids.values()), buckets, lo=5, hi=4, resumed=resumed)
+        assert all(line.points == [] and line.total == 0 for line in empty.values())
     with closing(connect(store)) as db:
         for run, series_id in ids.items():
             points = pd.DataFrame(
