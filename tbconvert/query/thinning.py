@@ -13,6 +13,9 @@ is hidden; ``v_series`` min and max are those of the kept points.  A range that 
 ``exact_up_to`` points (by default four per bucket, what thinning would keep anyway) comes back
 whole, unthinned.
 
+All the series of a chart are thinned by one statement (:func:`thin_many`,
+:mod:`.thinning_sql`), each as if alone; :func:`thin_series` is that of one series.
+
 The points are those ``resumed`` names (:mod:`tbconvert.query.resumed`): ``current``, the
 default, each series as its last attempt left it (a predicate of the queries:
 :mod:`tbconvert.query.attempts`), or ``all``.
