@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -64,7 +65,8 @@ def chart_timings(store: str, steps: int, repeat: int = 20) -> dict[str, Any]:
         run_ids = [row["run_id"] for row in opened.runs()]
         for tag in range(TAGS):
             data.chart(opened, f"tag_{tag:03d}", run_ids, "step", 0, 0, 1, attempts)
-        for runs_label, chosen in (("1 run", run_ids[:1]), (f"{len(run_ids)} runs", run_ids)):
+        cases = (("1 run", run_ids[:1]), ("10 runs", run_ids[:10]), ("all runs", run_ids))
+        for runs_label, chosen in cases:
             for share in (1.0, 0.1, 0.01):
                 samples = []
                 for _ in range(repeat):
@@ -76,7 +78,23 @@ def chart_timings(store: str, steps: int, repeat: int = 20) -> dict[str, Any]:
                     data.chart(opened, tag, chosen, "step", low, high, 1000, attempts)
                     samples.append(time.perf_counter() - started)
                 results[f"{runs_label}, {share:.0%} of the range"] = percentiles(samples)
+        results["reference"] = reference(opened)
+    results["load_average"] = os.getloadavg()
     return results
+
+
+def reference(opened: Any) -> dict[str, float]:
+    """A query to hold the figures against on the same host: count, min and max of ten
+    10k-point series (one index range scan, no thinning), median of 5."""
+    samples = []
+    with opened.connect() as conn:
+        for _ in range(5):
+            started = time.perf_counter()
+            conn.exec_driver_sql(
+                "SELECT count(*), min(value), max(value) FROM scalars WHERE series_id <= 10"
+            ).all()
+            samples.append(time.perf_counter() - started)
+    return {"median_ms": statistics.median(samples) * 1000}
 
 
 def publish(store: str, target: Path) -> dict[str, Any]:

@@ -4,17 +4,17 @@ predicate on its points, for queries that aggregate in the database (:mod:`.thin
 The rule drops a point written before a *cut* at a step at or after the cut's: a cut is a
 step that goes back in write order (a restart) or a ``SessionLog.START`` of the series' run and
 context.  Only the cuts no later cut covers matter (a later cut at a lower step drops all an
-earlier one drops), so a resumed run gives a predicate of a few terms.  Whether a series goes
-back at all is read in the order of the scalars' key (no sort); only one that does is read in
-write order to find its restarts.  Either takes seconds on a million points
-(docs/performance.md, "Thinning a long series"): a caller that reads one series again and
+earlier one drops), so a resumed run gives a predicate of a few terms.  Finding the restarts
+takes one scan of the series in write order, seconds on a million points
+(docs/performance.md, "Thinning a long series"), needed only for a series whose summary says its
+steps may go back (``maybe_resumed``); a caller that reads one series again and
 again (the viewer's zoom) keeps the :class:`LastAttempt` and passes it back; it is read anew
 when the series changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,19 +32,6 @@ _RESTARTS_SQL = (
     "FROM scalars AS p JOIN event_files AS f ON f.id = p.file_id WHERE p.series_id = :id"
     ") AS written WHERE step < previous"
 )
-# Whether the series goes back anywhere, read in the order of the scalars' key (no sort, no
-# join): where the ids of its files follow their paths, a series never resumed has its points
-# in write order when sorted by step, so a point written before the one ahead of it in the key
-# (an earlier file, or an earlier place in the same file) marks a restart.
-_GOES_BACK_SQL = (
-    "SELECT 1 FROM (SELECT file_id, record_offset, value_index, "
-    "lag(file_id) OVER k AS file_before, lag(record_offset) OVER k AS offset_before, "
-    "lag(value_index) OVER k AS index_before FROM scalars WHERE series_id = :id "
-    "WINDOW k AS (ORDER BY step, file_id, record_offset, value_index)) AS w "
-    "WHERE w.file_id < w.file_before OR (w.file_id = w.file_before AND "
-    "(w.record_offset < w.offset_before OR (w.record_offset = w.offset_before "
-    "AND w.value_index < w.index_before))) LIMIT 1"
-)
 # Session starts of the series' run and context: step, place in write order, the record.
 _STARTS_SQL = (
     "SELECT t.step, f.path, t.file_id, t.record_offset, b.data FROM tensors AS t "
@@ -57,14 +44,17 @@ _FILES_SQL = (
     "SELECT f.id, f.path FROM event_files AS f WHERE f.id IN "
     "(SELECT DISTINCT file_id FROM scalars WHERE series_id = :id)"
 )
-# What changes when the series or its run's session logs do: the summaries the writer keeps.
-_VERSION_SQL = (
-    "SELECT m.points, m.first_step, m.last_step, m.last_file_id, m.last_record_offset, "
-    "m.last_value_index, (SELECT sum(o.points) FROM series_summaries AS o "
-    "JOIN series AS s ON s.id = o.series_id JOIN series AS mine ON mine.id = :id "
+# What changes when a series or its run's session logs do (the summaries the writer keeps), and
+# whether its steps may go back (``maybe_resumed``: several files, or a step lower than the one
+# before within a file), the one case that needs a scan for restarts.
+_VERSIONS_SQL = (
+    "SELECT m.series_id, m.points, m.first_step, m.last_step, m.last_file_id, "
+    "m.last_record_offset, m.last_value_index, m.maybe_resumed, "
+    "(SELECT sum(o.points) FROM series_summaries AS o JOIN series AS s ON s.id = o.series_id "
     "WHERE s.plugin = 'session_log' AND s.run_id = mine.run_id "
     "AND s.context_id = mine.context_id) "
-    "FROM series_summaries AS m WHERE m.series_id = :id AND m.point_table = 'scalars'"
+    "FROM series_summaries AS m JOIN series AS mine ON mine.id = m.series_id "
+    "WHERE m.series_id IN ({ids}) AND m.point_table = 'scalars'"
 )
 
 
@@ -84,7 +74,7 @@ class LastAttempt:
 
     Attributes:
         series_id: The series.
-        version: Its summaries when read (:func:`series_version`).
+        version: Its summaries when read (:func:`series_versions`).
         cuts: The cuts no later cut covers, latest first; none for a series never resumed.
         files: (id, path) of the series' event files.
     """
@@ -101,53 +91,66 @@ class LastAttempt:
         return "NOT (" + " OR ".join(_dropped_by(cut, self.files) for cut in self.cuts) + ")"
 
 
-def series_version(conn: Connection, series_id: int) -> tuple[Any, ...]:
-    """What a conversion changes when it adds to or removes from the series (or its run's
-    session logs): the writer's summaries of them."""
-    found = conn.execute(text(_VERSION_SQL), {"id": series_id}).first()
-    return tuple(found) if found is not None else ()
+def series_versions(conn: Connection, series_ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+    """What a conversion changes when it adds to or removes from each series (or its run's
+    session logs): the writer's summaries of them, ``maybe_resumed`` among them."""
+    if not series_ids:
+        return {}
+    ids = ", ".join(str(int(series_id)) for series_id in series_ids)
+    return {
+        int(row[0]): tuple(row[1:]) for row in conn.execute(text(_VERSIONS_SQL.format(ids=ids)))
+    }
 
 
-def last_attempt_of(
-    conn: Connection, series_id: int, known: LastAttempt | None = None
+def last_attempts(
+    conn: Connection, series_ids: Sequence[int], known: Mapping[int, LastAttempt] | None = None
+) -> dict[int, LastAttempt]:
+    """Each series' last attempt: the one in ``known`` when the series has not changed since
+    it was read, else read anew.  A series whose steps never go back in one file needs no scan
+    for restarts (its summary's ``maybe_resumed``), only its run's session starts, if any."""
+    versions = series_versions(conn, series_ids)
+    starts_exist: bool | None = None
+    found: dict[int, LastAttempt] = {}
+    for series_id in series_ids:
+        version = versions.get(series_id, ())
+        earlier = (known or {}).get(series_id)
+        if earlier is not None and earlier.version == version:
+            found[series_id] = earlier
+            continue
+        if starts_exist is None:
+            starts_exist = conn.execute(text(ANY_SESSION_LOG_SQL)).first() is not None
+        may_restart = not version or bool(version[6])
+        found[series_id] = _read_attempt(conn, series_id, version, may_restart, starts_exist)
+    return found
+
+
+def _read_attempt(
+    conn: Connection, series_id: int, version: tuple[Any, ...], may_restart: bool, starts: bool
 ) -> LastAttempt:
-    """The series' last attempt: ``known`` when the series has not changed since it was
-    read, else read anew (one scan of the series in key order; a second in write order
-    when it goes back)."""
-    version = series_version(conn, series_id)
-    if known is not None and known.series_id == series_id and known.version == version:
-        return known
+    """One series' cuts: its restarts (one scan in write order) when its steps may go back,
+    and its run's session starts when the store holds session logs."""
+    if not may_restart and not starts:
+        return LastAttempt(series_id, version, (), ())
+    cuts: list[Cut] = []
+    if may_restart:
+        collate = ' COLLATE "C"' if conn.dialect.name == "postgresql" else ""
+        restarts = conn.execute(text(_RESTARTS_SQL.format(collate=collate)), {"id": series_id})
+        cuts += [
+            Cut(step, path, file_id, (offset, index))
+            for step, path, file_id, offset, index in restarts
+        ]
+    if starts:
+        # A start drops the points before its record, whatever their value index.
+        found = conn.execute(text(_STARTS_SQL), {"id": series_id})
+        cuts += [
+            Cut(step, path, file_id, (offset, -1))
+            for step, path, file_id, offset, data in found
+            if is_start(data)
+        ]
     files = tuple(
         (int(row[0]), str(row[1])) for row in conn.execute(text(_FILES_SQL), {"id": series_id})
     )
-    cuts = [] if _never_goes_back(conn, series_id, files) else _restarts(conn, series_id)
-    if conn.execute(text(ANY_SESSION_LOG_SQL)).first() is not None:
-        # A start drops the points before its record, whatever their value index.
-        starts = conn.execute(text(_STARTS_SQL), {"id": series_id})
-        cuts += [
-            Cut(step, path, file_id, (offset, -1))
-            for step, path, file_id, offset, data in starts
-            if is_start(data)
-        ]
     return LastAttempt(series_id, version, tuple(_effective(cuts)), files)
-
-
-def _never_goes_back(conn: Connection, series_id: int, files: Sequence[tuple[int, str]]) -> bool:
-    """Whether the series' steps never go back in write order, read in key order (half the
-    cost of a read in write order), where the ids of its files follow their paths."""
-    paths = [path for _, path in sorted(files)]
-    if paths != sorted(paths):
-        return False
-    return conn.execute(text(_GOES_BACK_SQL), {"id": series_id}).first() is None
-
-
-def _restarts(conn: Connection, series_id: int) -> list[Cut]:
-    """The points whose step is lower than the one written before them."""
-    collate = ' COLLATE "C"' if conn.dialect.name == "postgresql" else ""
-    restarts = conn.execute(text(_RESTARTS_SQL.format(collate=collate)), {"id": series_id})
-    return [
-        Cut(step, path, file_id, (offset, index)) for step, path, file_id, offset, index in restarts
-    ]
 
 
 def _effective(cuts: list[Cut]) -> list[Cut]:

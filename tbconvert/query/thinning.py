@@ -9,15 +9,12 @@ equal buckets, by one expression both backends compute alike (integer arithmetic
 
 Each bucket keeps its first and last point (by x, then in write order), its lowest and highest
 value (the first point holding it) and its first NaN point, so that no spike, infinity or NaN
-is hidden: the range's own lowest and highest values are among the points kept.  A range that
-holds at most ``exact_up_to`` points (by default four per bucket, what thinning would keep
-anyway) comes back whole, unthinned.
+is hidden; ``v_series`` min and max are those of the kept points.  A range that holds at most
+``exact_up_to`` points (by default four per bucket, what thinning would keep anyway) comes back
+whole, unthinned.
 
-Three statements, run by the database: one GROUP BY over the range gives each bucket's count,
-first and last x, extreme values and first NaN; a second scan finds where each extreme value
-first occurs (only the rows holding one are grouped); the third reads the points at the chosen
-x (on steps, probes of the primary key).  What that costs on a million points:
-docs/performance.md, "Thinning a long series".
+All the series of a chart are thinned by one statement (:func:`thin_many`,
+:mod:`.thinning_sql`), each as if alone; :func:`thin_series` is that of one series.
 
 The points are those ``resumed`` names (:mod:`tbconvert.query.resumed`): ``current``, the
 default, each series as its last attempt left it (a predicate of the queries:
@@ -28,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,14 +33,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from tbconvert.errors import UsageError
-from tbconvert.query.attempts import LastAttempt, last_attempt_of
+from tbconvert.query import thinning_sql
+from tbconvert.query.attempts import LastAttempt, last_attempts
 from tbconvert.query.resumed import RESUMED, RESUMED_DEFAULT
 
 X_AXES = ("step", "wall_time")
 # Points a bucket keeps at most (first, last, min, max), and with its first NaN point, five.
 KEPT_PER_BUCKET = 4
 _PARAMETER = re.compile(r":([A-Za-z_][A-Za-z_0-9]*)")
-_POINT = "p.step, p.wall_time, p.value, p.file_id, p.record_offset, p.value_index"
 
 
 @dataclass(frozen=True)
@@ -93,27 +90,52 @@ def thin_series(
     series_id: int,
     buckets: int,
     *,
+    attempt: LastAttempt | None = None,
+    **options: Any,
+) -> Thinned:
+    """The points of one scalar series over ``[lo, hi]`` that keep its shape:
+    :func:`thin_many` of one series (``options`` are its keywords).
+
+    Args:
+        attempt: The series' last attempt as an earlier answer read it (``Thinned.attempt``).
+    """
+    known = {series_id: attempt} if attempt is not None else None
+    return thin_many(conn, [series_id], buckets, attempts=known, **options)[series_id]
+
+
+def thin_many(
+    conn: Connection,
+    series_ids: Sequence[int],
+    buckets: int,
+    *,
     lo: float | None = None,
     hi: float | None = None,
     x: str = "step",
     resumed: str = RESUMED_DEFAULT,
     exact_up_to: int | None = None,
-    attempt: LastAttempt | None = None,
-) -> Thinned:
-    """The points of one scalar series over ``[lo, hi]`` that keep its shape.
+    attempts: Mapping[int, LastAttempt] | None = None,
+    shifts: Mapping[int, float] | None = None,
+) -> dict[int, Thinned]:
+    """The points of scalar series over ``[lo, hi]`` that keep their shape, all the series in
+    one statement (grouped by series and bucket), each as if thinned alone.
 
     Args:
         conn: A read connection (``Store.connect()``); the answer is of its snapshot.
-        series_id: The series (``SeriesRef.id``, a scalars series).
-        buckets: How many buckets the range is cut into (1 or more).
-        lo, hi: The range, inclusive, on ``x``; None: the series' own first or last.
+        series_ids: The series (``SeriesRef.id``, scalars series).
+        buckets: How many buckets each series' range is cut into (1 or more).
+        lo, hi: The range, inclusive, on ``x``; None: each series' own first or last.
         x: ``step`` or ``wall_time``.
         resumed: ``current`` (the last attempt) or ``all`` (every point).
-        exact_up_to: Give the range whole when it holds at most this many points (default
-            ``KEPT_PER_BUCKET * buckets``).
-        attempt: The series' last attempt as an earlier answer read it
+        exact_up_to: Give a series whole when its range holds at most this many points
+            (default ``KEPT_PER_BUCKET * buckets``).
+        attempts: Each series' last attempt as an earlier answer read it
             (``Thinned.attempt``): reused while the series is unchanged, which spares a
             scan of the series.
+        shifts: Per series, an amount added to ``lo`` and ``hi`` (a range in time since each
+            series' own start).
+
+    Returns:
+        Each series' answer, by id.
 
     Raises:
         UsageError: an unknown ``x`` or ``resumed``, or ``buckets`` under 1.
@@ -125,119 +147,72 @@ def thin_series(
     if buckets < 1:
         raise UsageError(f"buckets must be 1 or more, not {buckets}")
     limit = KEPT_PER_BUCKET * buckets if exact_up_to is None else exact_up_to
+    ids = list(dict.fromkeys(series_ids))
+    read: dict[int, LastAttempt] = {}
     if resumed == "current":
-        attempt = last_attempt_of(conn, series_id, attempt)
-    where = "p.series_id = :id"
-    if resumed == "current" and attempt is not None and attempt.cuts:
-        where += f" AND {attempt.predicate()}"
-    where += " AND p.wall_time IS NOT NULL" if x != "step" else ""
-    values: dict[str, Any] = {"id": series_id}
-    lo, hi = _range(conn, where, values, x, lo, hi)
-    if lo is None or hi is None or lo > hi:
-        return Thinned([], True, 0, 0, None, None, x, buckets, attempt)
-    where += f" AND p.{x} >= :lo AND p.{x} <= :hi"
-    values.update(lo=lo, hi=hi, buckets=buckets)
-    query = _Query(conn, where, values, x)
-    bounds = query.bounds()
-    total = sum(bound.points for bound in bounds)
-    nan = sum(bound.nan for bound in bounds)
-    if total <= limit:
-        points = [ThinPoint(row[0], row[1], _float(row[2])) for row in query.points()]
+        read = last_attempts(conn, ids, attempts)
+    keeps = {i: read[i].predicate() for i in ids if i in read and read[i].cuts}
+    wanted = {i: _shifted(lo, hi, (shifts or {}).get(i, 0.0)) for i in ids}
+    ranges = _ranges(conn, wanted, keeps, x)
+    found = {
+        i: Thinned([], True, 0, 0, None, None, x, buckets, read.get(i))
+        for i in ids
+        if i not in ranges
+    }
+    rows: dict[int, list[Any]] = {i: [] for i in ranges}
+    if ranges:
+        for row in _run(conn, *thinning_sql.statement(ranges, keeps, x, buckets, limit)):
+            rows[row[0]].append(row)
+    for i, (first, last) in ranges.items():
+        found[i] = _thinned(rows[i], first, last, x, buckets, read.get(i))
+    return {i: found[i] for i in ids}
+
+
+def _thinned(
+    rows: list[Any], lo: Any, hi: Any, x: str, buckets: int, attempt: LastAttempt | None
+) -> Thinned:
+    """One series' answer from its rows of the statement (:mod:`.thinning_sql`)."""
+    if not rows:
+        return Thinned([], True, 0, 0, lo, hi, x, buckets, attempt)
+    total, nan, exact = rows[0][6], rows[0][7], bool(rows[0][8])
+    if exact:
+        points = [ThinPoint(row[1], row[2], _float(row[3])) for row in rows]
         return Thinned(points, True, total, nan, lo, hi, x, buckets, attempt)
-    return Thinned(query.thinned(bounds), False, total, nan, lo, hi, x, buckets, attempt)
+    # A bucket's extremes are kept where they first occur: its first row holding each.
+    holders: dict[tuple[Any, Any], Any] = {}
+    for row in rows:
+        for value in (row[11], row[12]):
+            if row[3] is not None and row[3] == value:
+                holders.setdefault((row[5], value), row[4])
+    wanted: list[tuple[str, Any, Any]] = []
+    seen: set[Any] = set()
+    for row in rows:
+        bucket = row[5]
+        if bucket in seen:
+            continue
+        seen.add(bucket)
+        first_x, last_x, low, high, nan_x = row[9:14]
+        wanted += [("first", first_x, ...), ("last", last_x, ...)]
+        wanted += [
+            (role, holders[(bucket, value)], value)
+            for role, value in (("min", low), ("max", high))
+            if value is not None
+        ]
+        wanted += [("nan", nan_x, None)] if nan_x is not None else []
+    return Thinned(_roles(rows, wanted), False, total, nan, lo, hi, x, buckets, attempt)
 
 
-@dataclass(frozen=True)
-class _Bounds:
-    """One bucket's count, NaN count, first and last x, extreme values and first NaN's x."""
+def _run(conn: Connection, sql: str, values: dict[str, Any]) -> list[Any]:
+    """The rows of ``sql`` (``:name`` parameters) run by the driver itself: compiling a
+    statement of thousands of parameters costs SQLAlchemy more than running it."""
+    order: list[Any] = []
 
-    bucket: int
-    points: int
-    nan: int
-    first_x: Any
-    last_x: Any
-    low: float | None
-    high: float | None
-    nan_x: Any
+    def placeholder(match: re.Match[str]) -> str:
+        order.append(values[match[1]])
+        return "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
-
-class _Query:
-    """The statements over one range: the buckets' bounds (one GROUP BY), the x of each
-    bucket's extremes (a scan for the extreme values only), the points at the chosen x."""
-
-    def __init__(self, conn: Connection, where: str, values: dict[str, Any], x: str) -> None:
-        self.conn, self.where, self.values, self.x = conn, where, values, x
-        self.order = f"ORDER BY p.{x}, p.file_id, p.record_offset, p.value_index"
-        if x == "step":
-            # The span is computed here: a server may type small parameters as int4.
-            values["span"] = values["hi"] - values["lo"] + 1
-            self.bucket = "(p.step - :lo) * :buckets / :span"
-        elif values["hi"] > values["lo"]:
-            values["span"] = values["hi"] - values["lo"]
-            self.bucket = (
-                "CASE WHEN p.wall_time >= :hi THEN :buckets - 1 ELSE "
-                "CAST(floor((p.wall_time - :lo) * :buckets / :span) AS BIGINT) END"
-            )
-        else:
-            self.bucket = "0"
-
-    def bounds(self) -> list[_Bounds]:
-        """Every bucket holding a point, by bucket."""
-        x = f"p.{self.x}"
-        sql = (
-            f"SELECT {self.bucket} AS bucket, count(*), count(*) - count(p.value), min({x}), "
-            f"max({x}), min(p.value), max(p.value), min(CASE WHEN p.value IS NULL THEN {x} END) "
-            f"FROM scalars AS p WHERE {self.where} GROUP BY 1 ORDER BY 1"
-        )
-        return [_Bounds(*row) for row in self.run(sql, self.values)]
-
-    def points(self, at: Sequence[Any] | None = None) -> list[Any]:
-        """The points of the range (or those at the x values ``at``), in order."""
-        values = dict(self.values)
-        only = ""
-        if at is not None:
-            only = f" AND p.{self.x} IN ({_placeholders('at', len(at))})"
-            values.update(_named("at", at))
-        sql = f"SELECT {_POINT}, p.{self.x} FROM scalars AS p WHERE {self.where}{only} {self.order}"
-        return self.run(sql, values)
-
-    def run(self, sql: str, values: dict[str, Any]) -> list[Any]:
-        """The rows of ``sql`` (``:name`` parameters) run by the driver itself: compiling a
-        statement of thousands of parameters costs SQLAlchemy more than running it."""
-        order: list[Any] = []
-
-        def placeholder(match: re.Match[str]) -> str:
-            order.append(values[match[1]])
-            return "?" if self.conn.dialect.paramstyle == "qmark" else "%s"
-
-        positional = _PARAMETER.sub(placeholder, sql)
-        return list(self.conn.exec_driver_sql(positional, tuple(order)))
-
-    def thinned(self, bounds: list[_Bounds]) -> list[ThinPoint]:
-        """The points each bucket keeps, with their roles."""
-        extremes = sorted({v for b in bounds for v in (b.low, b.high) if v is not None})
-        holders: dict[tuple[int, float], Any] = {}
-        if extremes:
-            values = {**self.values, **_named("v", extremes)}
-            sql = (
-                f"SELECT {self.bucket} AS bucket, p.value, min(p.{self.x}) FROM scalars AS p "
-                f"WHERE {self.where} AND p.value IN ({_placeholders('v', len(extremes))}) "
-                "GROUP BY 1, 2"
-            )
-            for bucket, value, first in self.run(sql, values):
-                holders[(bucket, value)] = first
-        # What each bucket keeps, as (role, x, value wanted: a number, None for NaN, or any).
-        wanted: list[tuple[str, Any, Any]] = []
-        for b in bounds:
-            wanted += [("first", b.first_x, ...), ("last", b.last_x, ...)]
-            wanted += [
-                (r, holders[(b.bucket, v)], v)
-                for r, v in (("min", b.low), ("max", b.high))
-                if v is not None
-            ]
-            wanted += [("nan", b.nan_x, None)] if b.nan_x is not None else []
-        rows = self.points(sorted({at for _, at, _ in wanted}))
-        return _roles(rows, wanted)
+    positional = _PARAMETER.sub(placeholder, sql)
+    return list(conn.exec_driver_sql(positional, tuple(order)).fetchall())
 
 
 def _roles(rows: Sequence[Any], wanted: list[tuple[str, Any, Any]]) -> list[ThinPoint]:
@@ -245,55 +220,48 @@ def _roles(rows: Sequence[Any], wanted: list[tuple[str, Any, Any]]) -> list[Thin
     holding the value wanted; ``last``, the last row at its x."""
     at_x: dict[Any, list[int]] = {}
     for index, row in enumerate(rows):
-        at_x.setdefault(row[6], []).append(index)
+        at_x.setdefault(row[4], []).append(index)
     chosen: dict[int, list[str]] = {}
     for role, x, value in wanted:
         indices = at_x[x][::-1] if role == "last" else at_x[x]
         index = next(
-            i for i in indices if value is ... or rows[i][2] == value or rows[i][2] is value
+            i for i in indices if value is ... or rows[i][3] == value or rows[i][3] is value
         )
         chosen.setdefault(index, []).append(role)
     return [
-        ThinPoint(rows[index][0], rows[index][1], _float(rows[index][2]), tuple(roles))
+        ThinPoint(rows[index][1], rows[index][2], _float(rows[index][3]), tuple(roles))
         for index, roles in sorted(chosen.items())
     ]
 
 
-def _placeholders(name: str, count: int) -> str:
-    return ", ".join(f":{name}{index}" for index in range(count))
+def _shifted(lo: float | None, hi: float | None, shift: float) -> tuple[Any, Any]:
+    return (None if lo is None else lo + shift, None if hi is None else hi + shift)
 
 
-def _named(name: str, values: Sequence[Any]) -> dict[str, Any]:
-    return {f"{name}{index}": value for index, value in enumerate(values)}
-
-
-def _range(
+def _ranges(
     conn: Connection,
-    where: str,
-    values: dict[str, Any],
+    wanted: dict[int, tuple[Any, Any]],
+    keeps: dict[int, str],
     x: str,
-    lo: float | None,
-    hi: float | None,
-) -> tuple[Any, Any]:
-    """The range asked for (steps: the whole steps in it), its open ends filled by the series'
-    own first and last x."""
-    first = last = None
-    if lo is None or hi is None:
-        first, last = conn.execute(
-            # Two subqueries, so that each is one probe of the key on steps.
-            text(
-                f"SELECT (SELECT min(p.{x}) FROM scalars AS p WHERE {where}), "
-                f"(SELECT max(p.{x}) FROM scalars AS p WHERE {where})"
-            ),
-            values,
-        ).one()
-    lo = first if lo is None else lo
-    hi = last if hi is None else hi
-    if lo is None or hi is None:
-        return None, None
-    if x == "step":
-        return math.ceil(lo), math.floor(hi)
-    return float(lo), float(hi)
+) -> dict[int, tuple[Any, Any]]:
+    """The ranges asked for (steps: the whole steps in them), open ends filled by each series'
+    own first and last x, in one statement; series with an empty range left out."""
+    open_ended = [i for i, (lo, hi) in wanted.items() if lo is None or hi is None]
+    ends: dict[int, tuple[Any, Any]] = {}
+    if open_ended:
+        sql = thinning_sql.ends(open_ended, keeps, x)
+        ends = {row[0]: (row[1], row[2]) for row in conn.execute(text(sql))}
+    found: dict[int, tuple[Any, Any]] = {}
+    for i, (lo, hi) in wanted.items():
+        first, last = ends.get(i, (None, None))
+        lo = first if lo is None else lo
+        hi = last if hi is None else hi
+        if lo is None or hi is None:
+            continue
+        lo, hi = (math.ceil(lo), math.floor(hi)) if x == "step" else (float(lo), float(hi))
+        if lo <= hi:
+            found[i] = (lo, hi)
+    return found
 
 
 def _float(value: float | None) -> float:

@@ -20,7 +20,7 @@ from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 import tbconvert
 from tbconvert import convert
 from tbconvert.errors import UsageError
-from tbconvert.query.thinning import Thinned, thin_series
+from tbconvert.query.thinning import Thinned, thin_many, thin_series
 from tests.support.big_series import build_series_store
 from tests.support.eventfiles import simple_value, summary_event, write_events
 from tests.support.snapshots import StoreFactory, connect, rows
@@ -135,6 +135,58 @@ def test_thinning_keeps_each_buckets_first_last_extremes_and_nan(
     build_series_store(store, steps, [1e9 + i for i in range(len(steps))], values)
     points = view(store, resumed)
     assert_keeps_the_shape(points, thinned(store, buckets, resumed=resumed), buckets)
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    series=st.lists(
+        STEPS.flatmap(
+            lambda steps: st.tuples(
+                st.just(steps), st.lists(VALUES, min_size=len(steps), max_size=len(steps))
+            )
+        ),
+        min_size=2,
+        max_size=4,
+    ),
+    buckets=st.integers(1, 6),
+    resumed=st.sampled_from(["all", "current"]),
+)
+def test_many_series_thinned_at_once_each_keep_their_shape(
+    tmp_path_factory: pytest.TempPathFactory,
+    make_store: StoreFactory,
+    series: list[tuple[list[int], list[float]]],
+    buckets: int,
+    resumed: str,
+) -> None:
+    """A chart's lines in one statement: each as the oracle thins its own series alone."""
+    root = tmp_path_factory.mktemp("many")
+    for index, (steps, values) in enumerate(series):
+        events = [
+            summary_event(step, 1e9 + at, [simple_value("loss", value)])
+            for at, (step, value) in enumerate(zip(steps, values, strict=True))
+        ]
+        write_events(root / "logs" / f"run{index}" / "events.out.tfevents.1.host", events)
+    store = make_store(root, f"many{next(_made)}")
+    convert(root / "logs", store, progress=False)
+    name = "v_scalars_current" if resumed == "current" else "v_scalars"
+    with tbconvert.open_store(store) as opened, opened.connect() as conn:
+        ids = {s.run_path: s.id for s in opened.series(tag="loss", plugin="scalars")}
+        found = thin_many(conn, list(ids.values()), buckets, resumed=resumed)
+        assert thin_many(conn, [], buckets) == {}
+        empty = thin_many(conn, list(ids.values()), buckets, lo=5, hi=4, resumed=resumed)
+        assert all(line.points == [] and line.total == 0 for line in empty.values())
+    with closing(connect(store)) as db:
+        for run, series_id in ids.items():
+            points = pd.DataFrame(
+                rows(db, f"SELECT step, value FROM {name} WHERE run_path = '{run}'"),
+                columns=["step", "value"],
+                dtype=object,
+            ).astype({"step": "int64", "value": "float64"})
+            assert_keeps_the_shape(points, found[series_id], buckets)
 
 
 def test_a_range_of_steps_is_thinned_alone_and_a_narrow_one_comes_back_whole(

@@ -152,27 +152,29 @@ def chart(
         starts = {}
         if x == "relative":
             starts = {row[0]: row[4] for row in conn.execute(text(_SUMMARIES_SQL))}
-        for series in chosen:
-            offset = (starts.get(series.id) or 0.0) if x == "relative" else 0.0
-            found = thinning.thin_series(
-                conn,
-                series.id,
-                buckets,
-                lo=None if low is None else low + offset,
-                hi=None if high is None else high + offset,
-                x=column,
-                attempt=None if attempts is None else attempts.get(series.id),
-            )
-            if attempts is not None and found.attempt is not None:
-                attempts[series.id] = found.attempt
-            lines.append(
-                {
-                    "run_id": series.run_id,
-                    "run": series.run_path,
-                    "context": series.context,
-                    **_line(found, column, offset),
-                }
-            )
+        shifts = {s.id: (starts.get(s.id) or 0.0) if x == "relative" else 0.0 for s in chosen}
+        found = thinning.thin_many(
+            conn,
+            [series.id for series in chosen],
+            buckets,
+            lo=low,
+            hi=high,
+            x=column,
+            attempts=attempts,
+            shifts=shifts,
+        )
+    for series in chosen:
+        answer = found[series.id]
+        if attempts is not None and answer.attempt is not None:
+            attempts[series.id] = answer.attempt
+        lines.append(
+            {
+                "run_id": series.run_id,
+                "run": series.run_path,
+                "context": series.context,
+                **_line(answer, column, shifts[series.id]),
+            }
+        )
     return {"tag": tag, "x": x, "lines": lines}
 
 
