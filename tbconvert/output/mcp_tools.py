@@ -22,8 +22,9 @@ from sqlalchemy.engine import Connection
 
 from tbconvert.errors import UsageError
 from tbconvert.query import lookups
+from tbconvert.query.current_aggregates import current_values
 from tbconvert.query.resumed import RESUMED_DEFAULT
-from tbconvert.query.selection import RunSelection, current_values
+from tbconvert.query.selection import RunSelection
 from tbconvert.query.sql import run_read_only
 from tbconvert.query.thinning import KEPT_PER_BUCKET
 
