@@ -211,7 +211,7 @@ def test_final_metric_recipe_gives_a_row_per_context(
 def test_python_api_examples_run(store_path: str, tmp_path: Path, monkeypatch) -> None:
     pytest.importorskip("pandas")
     blocks = code_blocks(section("Python API"), "python")
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     if is_server(store_path):  # the example's store is "runs.db": point it at the server
         opening = 'tbconvert.open_store("runs.db")'
         assert opening in blocks[0]
@@ -229,6 +229,10 @@ def test_python_api_examples_run(store_path: str, tmp_path: Path, monkeypatch) -
     assert sorted(namespace["curves"].columns) == [f"sweep/{run}" for run in sorted(SWEEP)]
     saved = sorted(p.name for p in workdir.glob("sweep_*.png"))
     assert saved == [f"sweep_{run}-step2.png" for run in sorted(SWEEP)]
+    whole, zoom = namespace["whole"], namespace["zoom"]
+    logged = namespace["store"].scalars(run="sweep/lr_0.1", tag="loss")
+    assert whole.exact and [p.step for p in whole.points] == sorted(logged["step"])
+    assert (zoom.lo, zoom.hi) == (1000, 2000) and zoom.total == 0  # the run logged fewer steps
     namespace["store"].close()
 
 
