@@ -355,7 +355,10 @@ def _aggregate(
         value = value[order]
         low, high = np.fmin.reduceat(value, starts), np.fmax.reduceat(value, starts)
         finite = np.isfinite(value)
-        sums = np.add.reduceat(np.where(finite, value, 0.0), starts)
+        # Finite values summing past the float range give an infinite sum (and mean), which
+        # is the correctly rounded sum: nothing to warn a user about.
+        with np.errstate(over="ignore"):
+            sums = np.add.reduceat(np.where(finite, value, 0.0), starts)
         columns += [
             _finite(value[last]),
             _finite(low),
