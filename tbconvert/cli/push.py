@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -31,6 +33,22 @@ tag_option = click.option(
     metavar="GLOB",
     help="Only series whose tag matches (repeatable).",
 )
+
+
+def push_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every push takes: the runs and series it sends, and how it reports."""
+    shared = (
+        run_option,
+        tag_option,
+        selection_options("'max(accuracy) > 0.9'"),
+        json_option,
+        click.option(
+            "-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still)."
+        ),
+    )
+    for option in reversed(shared):
+        function = option(function)
+    return function
 
 
 @cli.group(context_settings=CONTEXT_SETTINGS)
@@ -62,11 +80,7 @@ def push() -> None:
     metavar="NAME",
     help="The MLflow experiment (created when missing).",
 )
-@run_option
-@tag_option
-@selection_options("'max(accuracy) > 0.9'")
-@json_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
+@push_options
 def push_mlflow(
     store: str,
     tracking_uri: str,
@@ -93,22 +107,18 @@ def push_mlflow(
       tbconvert push mlflow --tracking-uri sqlite:///mlflow.db --where 'min(loss) < 0.2'
     """
     from tbconvert.cli.render import render_push
-    from tbconvert.push.core import points_bar
     from tbconvert.push.mlflow import push_mlflow as push_runs
 
-    selection = selection_of(run_globs, where, top, by)
-    chosen = read_store(store, lambda opened: selected_runs(opened, selection))
-    with points_bar(False if quiet else None) as progress:
-        summary = run_library(
-            0,
-            lambda: push_runs(
-                store, tracking_uri, experiment, chosen, tag_globs, progress=progress
-            ),
-            quiet_warnings=True,
-        )
-    _finish(render_push(summary), summary.warnings, quiet)
-    if as_json:
-        echo_data(json.dumps(dataclasses.asdict(summary) | {"metrics": summary.metrics}))
+    _push(
+        store,
+        selection_of(run_globs, where, top, by),
+        lambda chosen, progress: push_runs(
+            store, tracking_uri, experiment, chosen, tag_globs, progress=progress
+        ),
+        render_push,
+        quiet=quiet,
+        as_json=as_json,
+    )
 
 
 @push.command("wandb", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -127,12 +137,8 @@ def push_mlflow(
     help="Write W&B's offline run directories under DIR/wandb (upload them later with "
     "wandb sync), with no network.",
 )
-@run_option
-@tag_option
-@selection_options("'max(accuracy) > 0.9'")
 @click.option("--dry-run", is_flag=True, help="Count what would be sent; send nothing.")
-@json_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
+@push_options
 def push_wandb(
     store: str,
     project: str,
@@ -164,30 +170,20 @@ def push_wandb(
       wandb sync wandb-out/wandb/offline-run-*
     """
     from tbconvert.cli.render import render_push_wandb
-    from tbconvert.push.core import points_bar
     from tbconvert.push.wandb import push_wandb as push_runs
 
-    selection = selection_of(run_globs, where, top, by)
-    chosen = read_store(store, lambda opened: selected_runs(opened, selection))
-    with points_bar(False if quiet or dry_run else None) as progress:
-        summary = run_library(
-            0,
-            lambda: push_runs(
-                store,
-                project,
-                entity,
-                offline,
-                chosen,
-                tag_globs,
-                dry_run=dry_run,
-                progress=progress,
-            ),
-            quiet_warnings=True,
-        )
-    _finish(render_push_wandb(summary), summary.warnings, quiet)
-    if as_json:
-        document = dataclasses.asdict(summary)
-        echo_data(json.dumps(document | {"metrics": summary.metrics, "not_sent": summary.not_sent}))
+    _push(
+        store,
+        selection_of(run_globs, where, top, by),
+        lambda chosen, progress: push_runs(
+            store, project, entity, offline, chosen, tag_globs, dry_run=dry_run, progress=progress
+        ),
+        render_push_wandb,
+        quiet=quiet,
+        as_json=as_json,
+        dry_run=dry_run,
+        totals=("metrics", "not_sent"),
+    )
 
 
 @push.command("aim", context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES_EPILOG)
@@ -198,12 +194,8 @@ def push_wandb(
     metavar="PATH|aim://HOST:PORT",
     help="The Aim repo: a directory (initialised when missing) or an Aim server.",
 )
-@run_option
-@tag_option
-@selection_options("'max(accuracy) > 0.9'")
 @click.option("--dry-run", is_flag=True, help="Count what would be sent; open no repo.")
-@json_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress, no summary (warnings still).")
+@push_options
 def push_aim(
     store: str,
     repo: str,
@@ -233,25 +225,44 @@ def push_aim(
     """
     from tbconvert.cli.render import render_push_aim
     from tbconvert.push.aim import push_aim as push_runs
+
+    _push(
+        store,
+        selection_of(run_globs, where, top, by),
+        lambda chosen, progress: push_runs(
+            store, repo, chosen, tag_globs, dry_run=dry_run, progress=progress
+        ),
+        render_push_aim,
+        quiet=quiet,
+        as_json=as_json,
+        dry_run=dry_run,
+    )
+
+
+def _push(
+    store: str,
+    selection: Any,
+    send: Callable[[tuple[str, ...], Any], Any],
+    render: Callable[[Any], str],
+    *,
+    quiet: bool,
+    as_json: bool,
+    dry_run: bool = False,
+    totals: tuple[str, ...] = ("metrics",),
+) -> None:
+    """What every push command does around its library call: the chosen runs, a progress bar
+    (not for a dry run), the summary on stderr (with ``quiet`` its warnings alone) and with
+    ``as_json`` the summary and its ``totals`` (properties) on stdout."""
     from tbconvert.push.core import points_bar
 
-    selection = selection_of(run_globs, where, top, by)
     chosen = read_store(store, lambda opened: selected_runs(opened, selection))
     with points_bar(False if quiet or dry_run else None) as progress:
-        summary = run_library(
-            0,
-            lambda: push_runs(store, repo, chosen, tag_globs, dry_run=dry_run, progress=progress),
-            quiet_warnings=True,
-        )
-    _finish(render_push_aim(summary), summary.warnings, quiet)
-    if as_json:
-        echo_data(json.dumps(dataclasses.asdict(summary) | {"metrics": summary.metrics}))
-
-
-def _finish(text: str, warnings: list[str], quiet: bool) -> None:
-    """The summary on stderr, or with ``quiet`` its warnings alone."""
+        summary = run_library(0, lambda: send(chosen, progress), quiet_warnings=True)
     if not quiet:
-        click.echo(text, err=True)
+        click.echo(render(summary), err=True)
     else:
-        for warning in warnings:
+        for warning in summary.warnings:
             click.echo(f"warning: {warning}", err=True)
+    if as_json:
+        document = dataclasses.asdict(summary) | {name: getattr(summary, name) for name in totals}
+        echo_data(json.dumps(document))
