@@ -25,6 +25,7 @@ from tests.push.conftest import write_logdir
 aim = pytest.importorskip("aim")
 
 from tests.push.test_push_aim import ROOT, aim_histories, aim_runs, store_histories  # noqa: E402
+from tests.push.test_push_crash import kill_everywhere_then_run_again  # noqa: E402
 from tests.push.test_push_crash import run_jobs as run_mlflow_jobs  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -77,28 +78,26 @@ def test_a_push_killed_at_every_batch_boundary_then_run_again_is_exact(tmp_path:
             "when": when,
         }
 
-    (whole,) = run_jobs([job("count")], tmp_path)
-    assert whole["status"] == 0
-    batches = int(whole["said"])
-    assert batches >= 6  # several runs, several batches each
-    kills = [
-        (f"commit-{when}-{number}", "commit", number, when)
-        for number in range(1, batches + 1)
-        for when in ("before", "after")
-    ]
-    kills += [(f"create-{when}", "create", 2, when) for when in ("before", "after")]
-    kills += [("opened", "opened", 1, "after"), ("track", "track", 2, "after")]
-    killed = run_jobs([job(name, call, n, when) for name, call, n, when in kills], tmp_path)
-    assert [result["status"] for result in killed] == [-9] * len(kills), killed
-    again = run_jobs([job(name) for name, *_ in kills], tmp_path)
-    assert [result["status"] for result in again] == [0] * len(kills), again
+    kills = kill_everywhere_then_run_again(
+        lambda jobs: run_jobs(jobs, tmp_path),
+        job,
+        "count",
+        ("commit", "commit"),
+        6,
+        [
+            ("create-before", "create", 2, "before"),
+            ("create-after", "create", 2, "after"),
+            ("opened", "opened", 1, "after"),
+            ("track", "track", 2, "after"),
+        ],
+    )
 
     expected = store_histories(store)
     expected_objects = objects(tmp_path / "count")
     assert len(expected_objects) == 7  # image, text, histogram of two runs; a clip
     with closing(sqlite3.connect(store)) as conn:
         paths = sorted(path for (path,) in conn.execute("SELECT run_path FROM runs"))
-    for name, *_ in kills:
+    for name in kills:
         repo = tmp_path / name
         assert aim_histories(repo) == expected, name
         assert objects(repo) == expected_objects, name

@@ -18,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,36 @@ def run_jobs(
     return results
 
 
+def kill_everywhere_then_run_again(
+    run: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    job: Callable[..., dict[str, Any]],
+    count: str,
+    batch: tuple[str, str],
+    at_least: int,
+    others: list[tuple[str, str, int, str]],
+) -> list[str]:
+    """Count a whole push's batches (the job ``count``), kill a push (SIGKILL) before and
+    after each batch (``batch``: the killed pushes' name prefix and the call counted) and at
+    each of ``others`` (name, call, number, when), then run each killed push again to its
+    end; the names of the killed pushes."""
+    (whole,) = run([job(count)])
+    assert whole["status"] == 0
+    batches = int(whole["said"])
+    assert batches >= at_least  # several runs, several batches each
+    prefix, counted = batch
+    kills = [
+        (f"{prefix}-{when}-{number}", counted, number, when)
+        for number in range(1, batches + 1)
+        for when in ("before", "after")
+    ]
+    kills += others
+    killed = run([job(name, call, n, when) for name, call, n, when in kills])
+    assert [result["status"] for result in killed] == [-9] * len(kills), killed
+    again = run([job(name) for name, *_ in kills])
+    assert [result["status"] for result in again] == [0] * len(kills), again
+    return [name for name, *_ in kills]
+
+
 @pytest.mark.parametrize("target", ["server", "file"])
 def test_a_push_killed_at_every_batch_boundary_then_run_again_is_exact(
     target: str, mlflow_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -80,23 +111,19 @@ def test_a_push_killed_at_every_batch_boundary_then_run_again_is_exact(
             "when": when,
         }
 
-    (whole,) = run_jobs([job("crash-count")], tmp_path)
-    assert whole["status"] == 0
-    batches = int(whole["said"])
-    assert batches >= 6  # several runs, several batches each
-    kills = [
-        (f"crash-{when}-{number}", "log_batch", number, when)
-        for number in range(1, batches + 1)
-        for when in ("before", "after")
-    ]
-    kills.append(("crash-created", "create_run", 1, "after"))
-    # Around an upload of artifacts (the marks move after it).
-    kills += [("crash-upload-before", "log_artifacts", 2, "before")]
-    kills += [("crash-upload-after", "log_artifacts", 1, "after")]
-    killed = run_jobs([job(name, call, n, when) for name, call, n, when in kills], tmp_path)
-    assert [result["status"] for result in killed] == [-9] * len(kills), killed
-    again = run_jobs([job(name) for name, *_ in kills], tmp_path)
-    assert [result["status"] for result in again] == [0] * len(kills), again
+    kills = kill_everywhere_then_run_again(
+        lambda jobs: run_jobs(jobs, tmp_path),
+        job,
+        "crash-count",
+        ("crash", "log_batch"),
+        6,
+        [
+            ("crash-created", "create_run", 1, "after"),
+            # Around an upload of artifacts (the marks move after it).
+            ("crash-upload-before", "log_artifacts", 2, "before"),
+            ("crash-upload-after", "log_artifacts", 1, "after"),
+        ],
+    )
 
     expected = store_histories(store, target)
     # Every destination's marks count each scalar point once.
@@ -108,7 +135,7 @@ def test_a_push_killed_at_every_batch_boundary_then_run_again_is_exact(
         ).fetchall()
     assert len(counted) == len(kills) + 1 and {total for _, total in counted} == {points}
     files = expected_artifacts(store)
-    for name, *_ in kills:
+    for name in kills:
         assert mlflow_histories(uri, name) == expected, name
         assert mlflow_artifacts(uri, name, tmp_path / name) == files, name
         # One MLflow run per tbconvert run: a run the store did not record was found again.

@@ -19,6 +19,7 @@ import pytest
 
 from tbconvert import convert
 from tests.push.conftest import write_logdir
+from tests.push.test_push_crash import kill_everywhere_then_run_again
 from tests.push.test_push_crash import run_jobs as run_mlflow_jobs
 from tests.push.test_push_wandb import assert_exact, resumed_logdir
 from tests.push.wandb_readback import wandb_runs
@@ -49,24 +50,20 @@ def test_a_push_killed_anywhere_then_run_again_is_exact(tmp_path: Path) -> None:
             "when": when,
         }
 
-    (whole,) = run_jobs([job("count")], tmp_path)
-    assert whole["status"] == 0
-    batches = int(whole["said"])
-    assert batches >= 5  # several runs, several batches each
-    kills = [
-        (f"crash-{when}-{number}", "log_points", number, when)
-        for number in range(1, batches + 1)
-        for when in ("before", "after")
-    ]
-    kills += [("crash-made", "open_run", 2, "after")]
-    kills += [("crash-files-before", "log_files", 2, "before")]
-    kills += [("crash-files-after", "log_files", 2, "after")]
-    kills += [("crash-finish-before", "finish_run", 1, "before")]
-    kills += [("crash-finish-after", "finish_run", 2, "after")]
-    killed = run_jobs([job(name, call, n, when) for name, call, n, when in kills], tmp_path)
-    assert [result["status"] for result in killed] == [-9] * len(kills), killed
-    again = run_jobs([job(name) for name, *_ in kills], tmp_path)
-    assert [result["status"] for result in again] == [0] * len(kills), again
+    kills = kill_everywhere_then_run_again(
+        lambda jobs: run_jobs(jobs, tmp_path),
+        job,
+        "count",
+        ("crash", "log_points"),
+        5,
+        [
+            ("crash-made", "open_run", 2, "after"),
+            ("crash-files-before", "log_files", 2, "before"),
+            ("crash-files-after", "log_files", 2, "after"),
+            ("crash-finish-before", "finish_run", 1, "before"),
+            ("crash-finish-after", "finish_run", 2, "after"),
+        ],
+    )
 
     # Every destination's marks count each scalar point once.
     with closing(sqlite3.connect(store)) as conn:
@@ -76,7 +73,7 @@ def test_a_push_killed_anywhere_then_run_again_is_exact(tmp_path: Path) -> None:
             "GROUP BY destination"
         ).fetchall()
     assert len(counted) == len(kills) + 1 and {total for _, total in counted} == {points}
-    for name, *_ in kills:
+    for name in kills:
         assert_exact(store, tmp_path / name)
         runs = wandb_runs(tmp_path / name)
         media = {key: steps for run in runs.values() for key, steps in run.media.items()}
