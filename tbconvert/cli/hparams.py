@@ -90,7 +90,8 @@ def hparams(
 
     selection = selection_of(run_globs, where, top, by, columns, resumed)
     names, rows = read_store(
-        store, lambda opened: hparams_rows(opened, metrics, run_globs, agg, sort, selection)
+        store,
+        lambda opened: hparams_rows(opened, metrics, run_globs, agg, sort, selection, resumed),
     )
     if agg == "best" and metrics:
         from tbconvert.query.tables import best_direction

@@ -310,7 +310,7 @@ def table_of(
             raise UsageError("--wide and --group-by do not go together", hint="choose one")
         return scalars_grouped(store, grouping, run, tag, context, resumed)
     if kind == "hparams":
-        table = hparams_table(store, metrics=metrics, run=run, agg=agg)
+        table = hparams_table(store, metrics=metrics, run=run, agg=agg, resumed=resumed)
         names = ["run_id", "run_path", "context", *(_metric_name(m) for m in metrics)]
         columns = list(table[0]) if table else names
         return columns, [[row[name] for name in columns] for row in table]

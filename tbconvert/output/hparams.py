@@ -17,6 +17,7 @@ from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
 from tbconvert.output.export import table_of
 from tbconvert.query.metrics import SESSION, Metric, column_name, parse_metric, tag_of
+from tbconvert.query.resumed import RESUMED_DEFAULT
 from tbconvert.query.selection import RunSelection, select_runs, selected_globs
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ def hparams_rows(
     agg: str = "last",
     sort: str | None = None,
     selection: RunSelection | None = None,
+    resumed: str = RESUMED_DEFAULT,
 ) -> tuple[list[str], list[list[Any]]]:
     """The hparams table as columns and rows, optionally sorted.
 
@@ -45,6 +47,8 @@ def hparams_rows(
         selection: The runs chosen by expression (``--where``, ``--top``, ``--by``), in
             place of ``run``: rows in its order unless ``sort`` is given, and a column for
             each of its ``columns``.
+        resumed: ``current`` (the default): each metric's series as its last attempt left
+            it; ``all``: every point it holds.
 
     Raises:
         UsageError: a metric no scalar series has, or an unknown sort column.
@@ -57,7 +61,7 @@ def hparams_rows(
         with store.connect() as conn:
             chosen = select_runs(conn, selection)
             run = selected_globs(conn, selection)
-    columns, data = table_of(store, "hparams", run, metrics=metrics, agg=agg)
+    columns, data = table_of(store, "hparams", run, metrics=metrics, agg=agg, resumed=resumed)
     columns, rows = list(columns), [list(row) for row in data]
     if chosen is not None:
         columns, rows = _selected(columns, rows, chosen, ordered=ordered)

@@ -21,7 +21,10 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import text
+
 from tbconvert.query import lookups
+from tbconvert.query.current_aggregates import current_values
 from tbconvert.query.results import Connectable
 
 Metric = str | tuple[str, str]
@@ -74,28 +77,53 @@ def scalar_tags(store: Connectable) -> set[str]:
         return {row["name"] for row in lookups.query(conn, sql)}
 
 
-def metric_values(store: Connectable, metrics: Sequence[Metric], agg: str) -> Values:
+def metric_values(
+    store: Connectable, metrics: Sequence[Metric], agg: str, resumed: str = "all"
+) -> Values:
     """``(run_id, context, tag)`` -> the value of each series of the metrics' tags.
 
     ``agg`` is ``last`` (highest step, then last written), ``min`` or ``max`` (NaN points left
-    out; None when every point is NaN).
+    out; None when every point is NaN); ``resumed`` is ``all`` (every point the series holds)
+    or ``current`` (the points its last attempt left: :mod:`tbconvert.query.resumed`).
     """
     if not metrics:
         return {}
+    tags = sorted({tag_of(metric) for metric in metrics})
     if agg == "last":
         sql = "SELECT run_id, context, tag, value FROM v_last_scalars"
         with store.connect() as conn:
-            last = lookups.query(conn, sql)
-        return {(r["run_id"], r["context"], r["tag"]): r["value"] for r in last}
-    tags = sorted({tag_of(metric) for metric in metrics})
-    names = ", ".join(f":tag{i}" for i in range(len(tags)))
-    sql = (
-        f"SELECT run_id, context, tag, {agg}(value) AS value FROM v_scalars "
-        f"WHERE tag IN ({names}) GROUP BY run_id, context, tag"
-    )
+            found = lookups.query(conn, sql)
+    else:
+        names = ", ".join(f":tag{i}" for i in range(len(tags)))
+        sql = (
+            f"SELECT run_id, context, tag, {agg}(value) AS value FROM v_scalars "
+            f"WHERE tag IN ({names}) GROUP BY run_id, context, tag"
+        )
+        with store.connect() as conn:
+            found = lookups.query(conn, sql, {f"tag{i}": tag for i, tag in enumerate(tags)})
+    values = {(r["run_id"], r["context"], r["tag"]): r["value"] for r in found}
+    if resumed == "current":
+        values.update(_current_values(store, tags, agg))
+    return values
+
+
+# The run, context and tag of some series, as the views name them.
+_SERIES_KEYS_SQL = (
+    "SELECT s.id, s.run_id, c.name, s.name FROM series AS s "
+    "JOIN contexts AS c ON c.id = s.context_id WHERE s.id IN ({series})"
+)
+
+
+def _current_values(store: Connectable, tags: Sequence[str], agg: str) -> Values:
+    """The values of the series of ``tags`` that may have several attempts, over their last
+    attempt's points (every other series' points are all its last attempt's)."""
     with store.connect() as conn:
-        found = lookups.query(conn, sql, {f"tag{i}": tag for i, tag in enumerate(tags)})
-    return {(r["run_id"], r["context"], r["tag"]): r["value"] for r in found}
+        current = current_values(conn, tags)
+        if not current:
+            return {}
+        marks = ", ".join(str(int(series_id)) for series_id in current)
+        keys = conn.execute(text(_SERIES_KEYS_SQL.format(series=marks))).all()
+    return {(run_id, context, tag): current[i][agg] for i, run_id, context, tag in keys}
 
 
 def metric_columns(

@@ -95,7 +95,11 @@ def best_direction(tag: str) -> str:
 
 
 def hparams_table(
-    store: Connectable, metrics: Sequence[Metric] = (), run: Globs = None, agg: str = "last"
+    store: Connectable,
+    metrics: Sequence[Metric] = (),
+    run: Globs = None,
+    agg: str = "last",
+    resumed: str = "all",
 ) -> list[dict[str, Any]]:
     """One row per hparams session: run, context, every param key, then each metric.
 
@@ -112,6 +116,8 @@ def hparams_table(
             of the series' values (NaN points left out; None when every point is NaN), or
             ``best``: the lowest of a metric that looks like a loss or an error
             (:func:`best_direction`), the highest of any other.
+        resumed: ``all`` (every point of a metric's series) or ``current`` (the points its
+            last attempt left, as ``--resumed current`` reads a resumed run).
 
     Returns:
         Dicts with ``run_id``, ``run_path``, ``context``, the params (every key the selected
@@ -137,7 +143,7 @@ def hparams_table(
             others = frozenset(by_context) - {context}
             owners.append(metric_rules.Owner(entry["run_id"], context, others))
     keys = sorted({key for *_, values in table for key in values})
-    names, cells = metric_rules.metric_columns(chosen, owners, _values(store, chosen, agg))
+    names, cells = metric_rules.metric_columns(chosen, owners, _values(store, chosen, agg, resumed))
     return [
         {
             "run_id": run_id,
@@ -150,14 +156,16 @@ def hparams_table(
     ]
 
 
-def _values(store: Connectable, metrics: Sequence[Metric], agg: str) -> metric_rules.Values:
+def _values(
+    store: Connectable, metrics: Sequence[Metric], agg: str, resumed: str
+) -> metric_rules.Values:
     if agg != "best":
-        return metric_rules.metric_values(store, metrics, agg)
+        return metric_rules.metric_values(store, metrics, agg, resumed)
     found: metric_rules.Values = {}
     for direction in ("min", "max"):
         chosen = [m for m in metrics if best_direction(metric_rules.tag_of(m)) == direction]
         if chosen:
-            found.update(metric_rules.metric_values(store, chosen, direction))
+            found.update(metric_rules.metric_values(store, chosen, direction, resumed))
     return found
 
 
