@@ -34,6 +34,35 @@ def matches(name: str, patterns: tuple[str, ...], *aliases: str) -> bool:
     )
 
 
+class ChosenRun(str):
+    """One run chosen by id among ``--run`` globs, as a selection by expression passes the
+    runs it chose to a command: it matches that run alone (:func:`run_matches`), where a run
+    of another logdir may have the same path.  Its text is the path escaped as a glob, what
+    it matches where only the text travels."""
+
+    run_id: int
+    run_path: str
+
+    def __new__(cls, run_path: str, run_id: int) -> ChosenRun:
+        made = super().__new__(cls, "".join(f"[{c}]" if c in "*?[" else c for c in run_path))
+        made.run_id, made.run_path = run_id, run_path
+        return made
+
+    def __getnewargs__(self) -> tuple[str, int]:  # type: ignore[override]
+        return (self.run_path, self.run_id)
+
+
+def run_matches(run_id: int, run_path: str, patterns: tuple[str, ...]) -> bool:
+    """True when there are no patterns, or one is this run chosen by id, or a glob its path
+    matches."""
+    return not patterns or any(
+        pattern.run_id == run_id
+        if isinstance(pattern, ChosenRun)
+        else fnmatchcase(run_path, pattern)
+        for pattern in patterns
+    )
+
+
 @dataclass(frozen=True)
 class Selection:
     """What to convert: plugin names (None = all) and tag globs to include and exclude."""

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from tbconvert.errors import UsageError
-from tbconvert.filters import Globs, globs, matches
+from tbconvert.filters import Globs, globs, matches, run_matches
 from tbconvert.query.results import Connectable, SeriesRef, typed_param
 from tbconvert.query.resumed import (
     ANY_SESSION_LOG_SQL,
@@ -75,7 +75,7 @@ def series(
     return [
         s
         for s in found
-        if matches(s.run_path, runs)
+        if run_matches(s.run_id, s.run_path, runs)
         and matches(s.context, contexts)
         and matches(s.tag, tags, s.tag.removesuffix("/text_summary"))
         and matches(s.plugin, plugins)
@@ -96,7 +96,11 @@ def runs(
         typed: The params as Python values; False: as the text ``v_params`` shows.
     """
     chosen = globs(run)
-    found = [row for row in query(conn, RUNS_SQL) if matches(row["run_path"], chosen)]
+    found = [
+        row
+        for row in query(conn, RUNS_SQL)
+        if run_matches(row["run_id"], row["run_path"], chosen)
+    ]
     found.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
     if with_params:
         sessions = param_sessions(conn, typed=typed)

@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from tbconvert.errors import UsageError
-from tbconvert.filters import Globs, globs, matches
+from tbconvert.filters import ChosenRun, Globs, globs, matches, run_matches
 from tbconvert.query import lookups
 from tbconvert.query.current_aggregates import current_values
 from tbconvert.query.expression_sql import Compiled, Compiler
@@ -158,7 +158,7 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
     chosen = globs(selection.run)
     result = []
     for run_id, path, logdir, *values in conn.execute(text(sql), compiler.parameters):
-        if matches(path, chosen):
+        if run_matches(run_id, path, chosen):
             pairs = zip(values[::2], values[1::2], strict=True)
             by_value, *shown = [number if number is not None else text_ for number, text_ in pairs]
             entry = {"run_id": run_id, "run_path": path, "logdir": logdir, "by": by_value}
@@ -310,17 +310,12 @@ NO_RUN = "\x00"
 
 
 def selected_globs(conn: Connection, selection: RunSelection) -> tuple[str, ...]:
-    """The selection as globs on run paths, for the functions that take ``run`` globs: the
-    ``--run`` globs alone when no expression is asked, else each chosen run's path escaped
-    (a run of another logdir with the same path comes with it)."""
+    """The selection as ``run`` globs, for the functions that take them: the ``--run`` globs
+    alone when no expression is asked, else each chosen run by id (:class:`ChosenRun`)."""
     if not selection.by_expression:
         return globs(selection.run)
-    chosen = [_escaped(row["run_path"]) for row in select_runs(conn, selection)]
+    chosen = [ChosenRun(row["run_path"], row["run_id"]) for row in select_runs(conn, selection)]
     return tuple(chosen) or (NO_RUN,)
-
-
-def _escaped(path: str) -> str:
-    return "".join(f"[{char}]" if char in "*?[" else char for char in path)
 
 
 @dataclass(frozen=True)

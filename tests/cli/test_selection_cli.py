@@ -183,3 +183,44 @@ def test_publish_takes_only_the_chosen_runs(store: str, tmp_path: Path) -> None:
     text = (site / "data" / "overview.js").read_text()
     document = json.loads(text.removeprefix("TBV.published = ").removesuffix(";"))
     assert [run["run"] for run in document["overview"]["runs"]] == ["b/r3"]
+
+
+def test_a_chosen_run_is_that_run_not_its_namesake_in_another_logdir(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
+    from tensorboardX import SummaryWriter
+
+    from tbconvert import convert
+
+    store = make_store(tmp_path, "namesakes")
+    # The same run path, with a glob's special characters, in two logdirs of one store.
+    for logdir, lr in (("first", 0.01), ("second", 0.5)):
+        with SummaryWriter(str(tmp_path / logdir / "run[1]")) as writer:
+            for step in range(3):
+                writer.add_scalar("loss", lr * (step + 1), step)
+            writer.add_hparams({"lr": lr}, {"hparam/loss": lr})
+        assert convert(tmp_path / logdir, store, progress=False).exit_code == 0
+    runs = json.loads(invoke("runs", "--store", store, "--json").stdout)
+    assert [run["run_path"] for run in runs] == ["run[1]", "run[1]"]
+    (chosen,) = json.loads(invoke("runs", "--store", store, "--where", "lr < 0.1", "--json").stdout)
+    result = invoke("export", "scalars", "--store", store, "--where", "lr < 0.1", "--tag", "loss")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert {int(row["run_id"]) for row in rows} == {chosen["run_id"]}
+    assert [float(row["value"]) for row in rows] == pytest.approx([0.01, 0.02, 0.03])
+
+
+def test_a_chosen_run_keeps_its_id_through_a_copy_and_its_text_is_its_escaped_path() -> None:
+    import copy
+    import pickle
+    from fnmatch import fnmatchcase
+
+    from tbconvert.filters import ChosenRun, run_matches
+
+    chosen = ChosenRun("a/run[1]*", 7)
+    for copied in (pickle.loads(pickle.dumps(chosen)), copy.deepcopy(chosen)):
+        assert (copied.run_id, copied.run_path) == (7, "a/run[1]*")
+        assert run_matches(7, "elsewhere", (copied,))
+        assert not run_matches(8, "a/run[1]*", (copied,))
+    assert fnmatchcase("a/run[1]*", chosen)
+    assert not fnmatchcase("a/run1x", chosen)
