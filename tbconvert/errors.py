@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 
 def install_hint(extra: str) -> str:
     """How to install the optional extra ``extra``: the one form every message gives (SPEC §2).
@@ -59,6 +62,29 @@ class UsageError(ConverterError):
 
 class MissingDependency(ConverterError, ImportError):
     """An optional dependency is not installed; the hint names the extra that brings it."""
+
+
+def import_extra(module: str, extra: str, needed_for: str) -> ModuleType:
+    """Import ``module`` of the optional extra ``extra``, or fail in one line naming the extra.
+
+    Args:
+        module: The module to import (``matplotlib.figure``).
+        extra: The extra that installs it (``plot``).
+        needed_for: What needs it, the message's subject (``plotting``).
+
+    Raises:
+        MissingDependency: the module cannot be imported.
+    """
+    try:
+        # The package first, as an import statement does: importing a submodule already
+        # loaded would not notice that its package cannot be imported.
+        importlib.import_module(module.split(".")[0])
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise MissingDependency(
+            f"{needed_for} needs {module.split('.')[0]}, which is not installed",
+            hint=install_hint(extra),
+        ) from error
 
 
 class PushError(ConverterError):

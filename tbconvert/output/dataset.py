@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tbconvert.errors import ConverterError, MissingDependency, UsageError, install_hint
+from tbconvert.errors import ConverterError, UsageError, import_extra
 from tbconvert.output import sqlite_arrow
 from tbconvert.output.arrow import arrow_table
 from tbconvert.output.dataset_files import TableWriter, bucket_number, partition_name, route
@@ -192,13 +192,7 @@ def _small_page_cache(conn: Connection) -> Iterator[None]:
 
 
 def _require_pyarrow() -> None:
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError as error:
-        raise MissingDependency(
-            "the dataset is Parquet, which needs pyarrow, not installed",
-            hint=install_hint("parquet"),
-        ) from error
+    import_extra("pyarrow", "parquet", "the dataset (Parquet)")
 
 
 def _open_target(target: str, storage_options: dict[str, Any] | None) -> DatasetFiles:

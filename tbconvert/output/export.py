@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tbconvert.errors import ConverterError, MissingDependency, UsageError, install_hint
+from tbconvert.errors import ConverterError, MissingDependency, UsageError, import_extra
 from tbconvert.filters import Globs
 from tbconvert.output.arrow import arrow_schema, arrow_table
 from tbconvert.output.choices import EXPORT_FORMATS as FORMATS
@@ -201,13 +201,7 @@ def write_parquet(
         MissingDependency: pyarrow is not installed.
         ConverterError: the file cannot be created.
     """
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as error:
-        raise MissingDependency(
-            "Parquet needs pyarrow, which is not installed",
-            hint=install_hint("parquet"),
-        ) from error
+    pq = import_extra("pyarrow.parquet", "parquet", "Parquet")
     if types is None:
         table = _whole_table(columns, data)
         with _replaced_when_done(expand_path(output)) as temporary:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tbconvert.errors import ConverterError, MissingDependency, install_hint
+from tbconvert.errors import ConverterError, import_extra
 from tbconvert.output import mcp_tools as tools
 from tbconvert.version import __version__
 
@@ -39,13 +39,8 @@ def require_mcp() -> type[MCPServer]:
     Raises:
         MissingDependency: the MCP SDK is not installed.
     """
-    try:
-        from mcp.server.mcpserver import MCPServer
-    except ImportError as error:
-        raise MissingDependency(
-            "tbconvert mcp needs the MCP SDK, which is not installed", hint=install_hint("mcp")
-        ) from error
-    return MCPServer
+    server: type[MCPServer] = import_extra("mcp.server.mcpserver", "mcp", "tbconvert mcp").MCPServer
+    return server
 
 
 def build_server(store: Store) -> MCPServer:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tbconvert.errors import MissingDependency, UsageError, install_hint
+from tbconvert.errors import UsageError, import_extra
 from tbconvert.filters import Globs, globs
 from tbconvert.output.choices import AGGREGATES, BANDS, RESUMED_DEFAULT, X_AXES
 from tbconvert.output.linestyles import line_style
@@ -167,14 +167,7 @@ def require_matplotlib() -> Any:
     Raises:
         MissingDependency: matplotlib is not installed.
     """
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as error:
-        raise MissingDependency(
-            "plotting needs matplotlib, which is not installed",
-            hint=install_hint("plot"),
-        ) from error
-    return Figure
+    return import_extra("matplotlib.figure", "plot", "plotting").Figure
 
 
 def palette(index: int) -> tuple[str, str]:

@@ -14,7 +14,7 @@ import ipaddress
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tbconvert.errors import MissingDependency, install_hint
+from tbconvert.errors import import_extra
 from tbconvert.output.datasette import database_name, metadata_for
 from tbconvert.output.viewer.app import DATASETTE_PATH, build_app
 from tbconvert.output.viewer.data import make_read_only
@@ -34,15 +34,8 @@ def require_datasette() -> Any:
     Raises:
         MissingDependency: datasette (or its server, uvicorn) is not installed.
     """
-    try:
-        import uvicorn
-        from datasette.app import Datasette
-    except ImportError as error:
-        raise MissingDependency(
-            "serving needs datasette, which is not installed",
-            hint=install_hint("serve"),
-        ) from error
-    return Datasette, uvicorn
+    datasette = import_extra("datasette.app", "serve", "serving")
+    return datasette.Datasette, import_extra("uvicorn", "serve", "serving")
 
 
 def base_of(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> str:

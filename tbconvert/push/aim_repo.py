@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tbconvert.errors import MissingDependency, PushError, install_hint
+from tbconvert.errors import PushError, import_extra
 from tbconvert.push.source import RunRow
 
 IDENTITY_PARAM = "tbconvert"
@@ -33,12 +33,7 @@ def load_aim() -> Any:
     Raises:
         MissingDependency: aim is not installed.
     """
-    try:
-        import aim
-    except ImportError as error:
-        raise MissingDependency(
-            "pushing to Aim needs aim, which is not installed", hint=install_hint("aim")
-        ) from error
+    aim = import_extra("aim", "aim", "pushing to Aim")
     # Aim logs each run it opens at INFO through the root logger; the summary says enough.
     logging.getLogger("aim").setLevel(logging.WARNING)
     return aim

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tbconvert.errors import MissingDependency, PushError, install_hint
+from tbconvert.errors import PushError, import_extra
 from tbconvert.push.source import RunRow
 from tbconvert.store.engine import sqlite_path
 from tbconvert.urls import redacted
@@ -42,13 +42,7 @@ def make_client(tracking_uri: str) -> Any:
         MissingDependency: mlflow is not installed.
         PushError: an HTTP tracking server does not answer.
     """
-    try:
-        from mlflow.tracking import MlflowClient
-    except ImportError as error:
-        raise MissingDependency(
-            "pushing to MLflow needs mlflow, which is not installed",
-            hint=install_hint("mlflow"),
-        ) from error
+    MlflowClient = import_extra("mlflow.tracking", "mlflow", "pushing to MLflow").MlflowClient
     if tracking_uri.startswith(("http://", "https://")):
         _probe(tracking_uri)
     # Ending a run prints its web address on stdout, which carries data only (--json).

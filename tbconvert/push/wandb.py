@@ -32,7 +32,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from tbconvert.errors import MissingDependency, PushError, UsageError, install_hint
+from tbconvert.errors import PushError, UsageError, import_extra
 from tbconvert.filters import Globs
 from tbconvert.push.core import OpenedRun, Progress, RunPushed, plan_run, push_run
 from tbconvert.push.metrics import Identity, metric_value
@@ -125,12 +125,7 @@ def push_wandb(
 
 
 def _require_wandb() -> None:
-    try:
-        import wandb  # noqa: F401
-    except ImportError as error:
-        raise MissingDependency(
-            "pushing to W&B needs wandb, which is not installed", hint=install_hint("wandb")
-        ) from error
+    import_extra("wandb", "wandb", "pushing to W&B")
 
 
 @contextmanager

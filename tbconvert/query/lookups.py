@@ -97,9 +97,7 @@ def runs(
     """
     chosen = globs(run)
     found = [
-        row
-        for row in query(conn, RUNS_SQL)
-        if run_matches(row["run_id"], row["run_path"], chosen)
+        row for row in query(conn, RUNS_SQL) if run_matches(row["run_id"], row["run_path"], chosen)
     ]
     found.sort(key=lambda row: (row["logdir"], row["run_path"], row["run_id"]))
     if with_params:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tbconvert.errors import MissingDependency, UsageError, install_hint
+from tbconvert.errors import UsageError, import_extra
 from tbconvert.filters import Globs, globs, matches
 from tbconvert.query import inventory, lookups
 from tbconvert.query import metrics as metric_rules
@@ -38,14 +38,7 @@ def require_pandas() -> Any:
     Raises:
         MissingDependency: pandas is not installed.
     """
-    try:
-        import pandas
-    except ImportError as error:
-        raise MissingDependency(
-            "this needs pandas, which is not installed",
-            hint=install_hint("pandas"),
-        ) from error
-    return pandas
+    return import_extra("pandas", "pandas", "a DataFrame")
 
 
 def rows(
