@@ -16,7 +16,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from tbconvert.query.resumed import SESSION_LOG_TAG, is_start, last_attempt
+from tbconvert.plugins.names import SESSION_LOG_TAG
+from tbconvert.query.resumed import is_start, last_attempt
 
 # Which series of some tags may have several attempts, so that their summary does not answer
 # for ``--resumed current``: those whose summary says their points come from several files or

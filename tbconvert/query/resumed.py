@@ -34,9 +34,6 @@ STARTS_SQL = (
     "AND s.context_id = mine.context_id"
 )
 
-
-# The tag the reader gives a run's SessionLog series (``reading.routing``).
-SESSION_LOG_TAG = "__session_log__"
 ANY_SESSION_LOG_SQL = "SELECT 1 FROM series WHERE plugin = 'session_log' LIMIT 1"
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from tensorboard.compat.proto.summary_pb2 import Summary
 
 from tbconvert.filters import Selection
+from tbconvert.plugins.names import SESSION_LOG_TAG
 from tbconvert.plugins.registry import (
     DECODERS,
     FALLBACK,
@@ -49,7 +50,7 @@ RAW_EVENTS: dict[str, tuple[str, str | None]] = {
     "graph_def": ("graphs", "__run_graph__"),
     "meta_graph_def": ("graphs", "__meta_graph_def__"),
     "tagged_run_metadata": ("graph_tagged_run_metadata", None),
-    "session_log": ("session_log", "__session_log__"),
+    "session_log": ("session_log", SESSION_LOG_TAG),
     "log_message": ("log_message", "__log_message__"),
 }
 # The Event field of a version header, the first record every writer writes.
