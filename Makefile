@@ -6,6 +6,7 @@ STORE ?= demo.db
 
 DEMO_LOGS ?= demo_logs
 REPORT ?= demo-report.html
+DEMO_QUERY = SELECT run_path, context, tag, step, value FROM v_last_scalars WHERE run_path LIKE 'demo/%' ORDER BY run_path, context, tag
 
 .PHONY: demo test test-fast test-long lint bench bench-big mutate clean
 
@@ -30,7 +31,9 @@ demo: $(VENV)/.installed-all
 	$(BIN)/tbconvert tf --logdir sample_logdirs --store $(STORE) -q
 	$(BIN)/tbconvert report --store $(STORE) --run 'demo/*' -o $(REPORT)
 	@echo
-	@$(BIN)/python -m tbconvert.cli.demo $(STORE)
+	@echo 'A query, as any SQL client or `tbconvert query` runs it:'
+	@echo "  $(BIN)/tbconvert query \"$(DEMO_QUERY)\" --store $(STORE)"
+	@$(BIN)/tbconvert query "$(DEMO_QUERY)" --store $(STORE)
 	@echo
 	@echo "Report: $(CURDIR)/$(REPORT) (open it in a browser; it works offline)"
 	@echo "Run the installed tbconvert as $(BIN)/tbconvert, or first: source $(BIN)/activate"

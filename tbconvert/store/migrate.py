@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 # The newest migration's revision: a store already there is used without importing Alembic
 # (a fifth of a converter's start-up).  A test checks it against the scripts.
 HEAD_REVISION = "0013"
-# What the migrations leave in an empty SQLite database, written by tbconvert.store.snapshot.
+# What the migrations leave in an empty SQLite database, written by tools/schema_snapshot.py.
 SNAPSHOT = Path(__file__).with_name("sqlite_schema.sql")
 SNAPSHOT_REVISION_LINE = "-- revision "
 # Objects the migrations manage with raw SQL, which autogenerate must not try to drop.
@@ -171,7 +171,7 @@ def snapshot_statements(revision: str) -> tuple[str, ...] | None:
     Importing Alembic and running every migration costs a fresh store about 0.3 CPU-s, a
     third of a converter's start-up, paid again by every sweep or job converting into a new
     file; replaying the migrations' own result costs milliseconds.  The snapshot
-    is only ever made by running the migrations (``python -m tbconvert.store.snapshot``
+    is only ever made by running the migrations (``python tools/schema_snapshot.py``
     after adding one; a test fails until then), and one of another revision is not used.
     """
     found, script = _snapshot()

@@ -12,8 +12,9 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.exc import OperationalError
 
-from tbconvert.store import migrate, snapshot
+from tbconvert.store import migrate
 from tbconvert.store.engine import create_store_engine, store_url
+from tools import schema_snapshot as snapshot
 
 
 def _schema(path: Path) -> tuple[list[tuple[str, str, str, str]], list[tuple[str, ...]]]:
@@ -29,7 +30,7 @@ def _schema(path: Path) -> tuple[list[tuple[str, str, str, str]], list[tuple[str
 
 
 def test_snapshot_is_of_the_migrations_head() -> None:
-    # After a new migration: python -m tbconvert.store.snapshot
+    # After a new migration: python tools/schema_snapshot.py
     assert snapshot.dump(migrate.head_revision()) == migrate.SNAPSHOT.read_text(encoding="utf-8")
     assert migrate.snapshot_statements(migrate.HEAD_REVISION)
 

@@ -1,6 +1,6 @@
 """Write the schema snapshot a fresh SQLite store replays (``migrate.snapshot_statements``).
 
-    python -m tbconvert.store.snapshot      # after adding a migration
+    python tools/schema_snapshot.py      # after adding a migration
 
 The snapshot is what the migrations leave in an empty SQLite database, as ``sqlite3``'s dump
 of it, headed by the revision it is of; a test checks it against the migrations' head.
