@@ -22,7 +22,13 @@ from tbconvert import convert
 from tbconvert.cli import cli
 from tbconvert.push.wandb import push_wandb
 from tests.push.conftest import ODD_TAG, W0, write_logdir
-from tests.push.wandb_readback import same, store_current, store_params, wandb_runs
+from tests.push.wandb_readback import (
+    same,
+    store_current,
+    store_params,
+    store_times,
+    wandb_runs,
+)
 from tests.support.snapshots import connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +62,7 @@ def assert_exact(store: Path, out: Path) -> None:
     """What W&B's reader finds under ``out`` is what the store says should be there."""
     runs = wandb_runs(out)
     expected = store_current(store)
+    times = store_times(store)
     assert sorted(runs) == sorted(expected)
     params = store_params(store)
     with connect(store) as conn:
@@ -65,6 +72,7 @@ def assert_exact(store: Path, out: Path) -> None:
         assert set(run.scalars) == set(series), run_path
         for key, points in series.items():
             assert same(run.scalars[key], points), (run_path, key)
+            assert run.times[key] == times[run_path][key], (run_path, key)  # float64, exact
         assert run.group == (groups[run_path] or ""), run_path
         config = {k: v for k, v in run.config.items() if k != "_wandb"}
         assert config == params.get(run_path, {}), run_path
