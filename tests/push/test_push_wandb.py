@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from tensorboardX import SummaryWriter
 from tbconvert import convert
 from tbconvert.cli import cli
 from tbconvert.push.wandb import push_wandb
-from tests.push.conftest import ODD_TAG, W0, write_logdir
+from tests.push.conftest import ODD_TAG, W0, golden_store, write_logdir
 from tests.push.wandb_readback import (
     same,
     store_current,
@@ -30,8 +28,6 @@ from tests.push.wandb_readback import (
     wandb_runs,
 )
 from tests.support.snapshots import connect
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def resumed_logdir(logdir: Path) -> None:
@@ -128,16 +124,21 @@ def test_new_points_resume_the_run(converted: Path, tmp_path: Path) -> None:
 
 
 def test_the_demo_store(tmp_path: Path) -> None:
-    subprocess.run(
-        [sys.executable, str(ROOT / "sample_logdirs" / "make_demo.py"), str(tmp_path / "demo")],
-        check=True,
-        timeout=120,
-    )
-    store = tmp_path / "demo.db"
-    assert convert(tmp_path / "demo", store, progress=False).exit_code == 0
+    store = golden_store("demo", tmp_path)
     summary = push_wandb(store, "demo", offline=tmp_path / "out")
     assert summary.not_sent == 0 and summary.metrics > 0
     assert_exact(store, tmp_path / "out")
+    assert store_params(store)  # the demo's runs log hparams: their config is checked
+
+
+@pytest.mark.slow
+def test_the_sample_logdirs(tmp_path: Path) -> None:
+    store = golden_store("samples", tmp_path)
+    summary = push_wandb(store, "samples", offline=tmp_path / "out")
+    expected = store_current(store)
+    assert summary.metrics == sum(len(p) for by in expected.values() for p in by.values())
+    assert_exact(store, tmp_path / "out")
+    assert push_wandb(store, "samples", offline=tmp_path / "out").metrics == 0
 
 
 def test_selection_dry_run_and_json(converted: Path, tmp_path: Path) -> None:
