@@ -129,3 +129,23 @@ def test_every_push_s_dry_run_has_the_same_json_shape(converted: Path, tmp_path:
     assert all(shared <= set(document) for document in documents)
     assert len({frozenset(d["runs"][0]) for d in documents}) == 1
     assert len({d["metrics"] for d in documents[1:]}) == 1  # both keep one point per step
+
+
+def test_a_recorded_destination_holds_no_credentials(converted: Path) -> None:
+    from tbconvert.push.state import named_destination, save_destination
+    from tbconvert.query.store import open_store
+
+    uri = "http://user:s3cret@127.0.0.1:5000"
+    opened = open_store(converted)
+    try:
+        with opened.engine.begin() as conn:
+            save_destination(conn, "mlflow", uri, "e", "mlflow http://127.0.0.1:5000 experiment 7")
+        with opened.connect() as conn:
+            assert named_destination(conn, "mlflow", uri, "e") == (
+                "mlflow http://127.0.0.1:5000 experiment 7"
+            )
+    finally:
+        opened.close()
+    with closing(sqlite3.connect(converted)) as conn:
+        rows = conn.execute("SELECT * FROM push_destinations").fetchall()
+    assert len(rows) == 1 and "s3cret" not in repr(rows) and "user" not in repr(rows)

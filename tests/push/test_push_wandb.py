@@ -129,6 +129,7 @@ def test_the_demo_store(tmp_path: Path) -> None:
     assert summary.not_sent == 0 and summary.metrics > 0
     assert_exact(store, tmp_path / "out")
     assert store_params(store)  # the demo's runs log hparams: their config is checked
+    assert push_wandb(store, "demo", offline=tmp_path / "out").metrics == 0
 
 
 @pytest.mark.slow
