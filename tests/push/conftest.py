@@ -89,6 +89,15 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
+@pytest.fixture
+def converted(tmp_path: Path) -> Path:
+    """A store of :func:`write_logdir`'s logdir (two runs and the protos run)."""
+    write_logdir(tmp_path / "logs")
+    store = tmp_path / "runs.db"
+    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
+    return store
+
+
 def write_logdir(logdir: Path, runs: int = 2, steps: int = 12) -> None:
     """``runs`` tensorboardX runs with every plugin MLflow takes: scalars (NaN and
     infinities, a resumed step, contexts through add_scalars), hparams, images, audio, text

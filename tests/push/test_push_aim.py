@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from tbconvert import convert
 from tbconvert.cli import cli
-from tests.push.conftest import GOLDEN, ODD_TAG, W0, free_port, golden_store, write_logdir
+from tests.push.conftest import GOLDEN, ODD_TAG, W0, free_port, golden_store
 from tests.support.eventfiles import append_events, simple_value, summary_event
 
 aim = pytest.importorskip("aim")
@@ -109,14 +109,6 @@ def store_params(store: Path) -> dict[str, dict[str, dict[str, Any]]]:
     for run_path, context, key, value, number, kind in rows:
         found.setdefault(run_path, {}).setdefault(context, {})[key] = typed(value, number, kind)
     return found
-
-
-@pytest.fixture
-def converted(tmp_path: Path) -> Path:
-    write_logdir(tmp_path / "logs")
-    store = tmp_path / "runs.db"
-    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
-    return store
 
 
 def test_every_metric_reads_back_as_v_scalars_current_and_a_second_push_sends_nothing(

@@ -20,19 +20,11 @@ from tensorboardX import SummaryWriter
 
 from tbconvert import convert
 from tbconvert.cli import cli
-from tests.push.conftest import W0, write_logdir
+from tests.push.conftest import W0
 from tests.push.test_push_mlflow import mlflow_histories, tracking_uri
 
 pytestmark = pytest.mark.slow
 RUNS = ["protos", "run_0", "run_1"]
-
-
-@pytest.fixture
-def converted(tmp_path: Path) -> Path:
-    write_logdir(tmp_path / "logs")
-    store = tmp_path / "runs.db"
-    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
-    return store
 
 
 def scalar_points(store: Path) -> int:
