@@ -169,11 +169,11 @@ def push_wandb(
 
     A run's W&B id is derived from its source and path, so a push again resumes it; its
     name is its path, its group its group.  A series' key is "CONTEXT/TAG" (the run
-    directory's own context is "run"), plotted against its own step ("KEY@step"); docs/cli.md
-    has the whole rule.  W&B keeps one point per step and steps that only grow: each series
-    goes as its last attempt (as v_scalars_current), a step written twice as its last point,
-    and the summary counts the points that could not go.  Run it again after a conversion:
-    it sends only what is new.
+    directory's own context is "run"), plotted against its own step ("KEY@step"), each point
+    at its own wall time (its row's _timestamp); docs/cli.md has the whole rule.  W&B keeps
+    one point per step and steps that only grow: each series goes as its last attempt (as
+    v_scalars_current), a step written twice as its last point, and the summary counts the
+    points that could not go.  Run it again after a conversion: it sends only what is new.
 
     \b
     Example:
