@@ -1,6 +1,8 @@
 """``tbconvert push wandb --offline`` read back with W&B's own reader: every series equals
-``v_scalars_current`` with one point per step (step, value, NaN kept), the config equals
-``v_params`` (typed), the group is the run's, and a second push sends nothing (#48).
+``v_scalars_current`` with one point per step (step, value, NaN kept, and the wall time as
+its row's ``_timestamp``, float64 exact), the config equals ``v_params`` (typed), the group
+is the run's, and a second push sends nothing (#48): on a store of tensorboardX runs, the
+demo store and a store of ``sample_logdirs/``.
 
 W&B keeps one point per step and steps that only grow, so what W&B holds is the store's
 current points, the last written at a repeated step; what could not go is counted.
