@@ -8,13 +8,15 @@ Both write every scalar point of the same generated logdir (``generate.py``) int
 offline directories (``WANDB_MODE=offline``, no network):
 
 * the ceiling: the same number of points, runs and keys logged through ``wandb.init`` and
-  ``run.log`` (a row per step holding every series of the run, each with its own step key,
-  as the push writes them), generated in memory;
+  ``run.log``, generated in memory, as the push writes them: each series with its own step
+  key, a row per step and wall time (its ``_timestamp``); the generated logdir gives each
+  tag of a step its own wall time, so a row per point;
 * ``tbconvert tf`` into a fresh store, then ``tbconvert push wandb --offline`` (the images
   too).
 
-Each is timed wall-clock in a fresh subprocess; the points the push sent are its ``--json``
-count.  Figures: docs/performance.md.
+Each is timed in a fresh subprocess, wall-clock and in CPU seconds (the subprocess and
+what it waited for: ``wandb-core``); the points the push sent are its ``--json`` count.  The
+load average is printed beside the figures.  Figures: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,19 +46,25 @@ for index in range(runs):
     for key in keys:
         run.define_metric(key + "@step", hidden=True)
         run.define_metric(key, step_metric=key + "@step")
+    row_number = 0
     for step in range(steps):
-        row = {}
-        for key in keys:
-            row[key], row[key + "@step"] = step * 0.5, step
-        run.log(row, step=step)
+        for tag, key in enumerate(keys):
+            wall = 1.7e9 + step + tag * 1e-4
+            run.log({key: step * 0.5, key + "@step": step, "_timestamp": wall}, step=row_number)
+            row_number += 1
     run.finish()
 """
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds of ``command``, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
-    return time.perf_counter() - started, done.stdout
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, done.stdout
 
 
 def main() -> int:
@@ -69,25 +78,32 @@ def main() -> int:
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
     with tempfile.TemporaryDirectory(prefix="tbconvert-bench-wandb-") as folder:
         base = Path(folder)
-        ceiling, _ = timed(
+        ceiling, ceiling_cpu, _ = timed(
             [sys.executable, "-c", CEILING, str(runs), str(args.events // runs // tags),
              str(tags), str(base / "ceiling")],
             env,
         )  # fmt: skip
         store = str(base / "runs.db")
         tbconvert = [sys.executable, "-m", "tbconvert"]
-        converting, _ = timed([*tbconvert, "tf", "--logdir", str(logdir), "--store", store], env)
-        pushing, out = timed(
+        converting, converting_cpu, _ = timed(
+            [*tbconvert, "tf", "--logdir", str(logdir), "--store", store], env
+        )
+        pushing, pushing_cpu, out = timed(
             [*tbconvert, "push", "wandb", "--store", store, "--project", "bench",
              "--offline", str(base / "push"), "--json", "-q"],
             env,
         )  # fmt: skip
     sent = json.loads(out)["metrics"]
-    print(f"W&B SDK alone ({args.events} points): {ceiling:.1f} s, {args.events / ceiling:,.0f}/s")
+    ours, ours_cpu = converting + pushing, converting_cpu + pushing_cpu
+    print(f"load average {os.getloadavg()[0]:.2f}")
     print(
-        f"tbconvert tf {converting:.1f} s + push wandb {pushing:.1f} s ({sent} points): "
-        f"{sent / (converting + pushing):,.0f}/s; ceiling / ours = "
-        f"{ceiling / (converting + pushing):.2f}"
+        f"W&B SDK alone ({args.events} points): {ceiling:.1f} s ({ceiling_cpu:.1f} s CPU), "
+        f"{args.events / ceiling:,.0f}/s"
+    )
+    print(
+        f"tbconvert tf {converting:.1f} s ({converting_cpu:.1f} s CPU) + push wandb "
+        f"{pushing:.1f} s ({pushing_cpu:.1f} s CPU) ({sent} points): {sent / ours:,.0f}/s; "
+        f"ceiling / ours = {ceiling / ours:.2f} wall, {ceiling_cpu / ours_cpu:.2f} CPU"
     )
     return 0
 

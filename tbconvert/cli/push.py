@@ -80,6 +80,9 @@ def push() -> None:
     metavar="NAME",
     help="The MLflow experiment (created when missing).",
 )
+@click.option(
+    "--dry-run", is_flag=True, help="Count what would be sent, from the store; open no MLflow."
+)
 @push_options
 def push_mlflow(
     store: str,
@@ -90,6 +93,7 @@ def push_mlflow(
     where: str | None,
     top: int | None,
     by: str | None,
+    dry_run: bool,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -105,6 +109,7 @@ def push_mlflow(
       tbconvert push mlflow --store runs.db --tracking-uri http://127.0.0.1:5000
       tbconvert push mlflow --tracking-uri sqlite:///mlflow.db --run 'sweep/*' --tag loss
       tbconvert push mlflow --tracking-uri sqlite:///mlflow.db --where 'min(loss) < 0.2'
+      tbconvert push mlflow --tracking-uri sqlite:///mlflow.db --dry-run
     """
     from tbconvert.cli.render import render_push
     from tbconvert.push.mlflow import push_mlflow as push_runs
@@ -113,11 +118,18 @@ def push_mlflow(
         store,
         selection_of(run_globs, where, top, by),
         lambda chosen, progress: push_runs(
-            store, tracking_uri, experiment, chosen, tag_globs, progress=progress
+            store,
+            tracking_uri,
+            experiment,
+            chosen,
+            tag_globs,
+            dry_run=dry_run,
+            progress=progress,
         ),
         render_push,
         quiet=quiet,
         as_json=as_json,
+        dry_run=dry_run,
     )
 
 
@@ -157,11 +169,11 @@ def push_wandb(
 
     A run's W&B id is derived from its source and path, so a push again resumes it; its
     name is its path, its group its group.  A series' key is "CONTEXT/TAG" (the run
-    directory's own context is "run"), plotted against its own step ("KEY@step"); docs/cli.md
-    has the whole rule.  W&B keeps one point per step and steps that only grow: each series
-    goes as its last attempt (as v_scalars_current), a step written twice as its last point,
-    and the summary counts the points that could not go.  Run it again after a conversion:
-    it sends only what is new.
+    directory's own context is "run"), plotted against its own step ("KEY@step"), each point
+    at its own wall time (its row's _timestamp); docs/cli.md has the whole rule.  W&B keeps
+    one point per step and steps that only grow: each series goes as its last attempt (as
+    v_scalars_current), a step written twice as its last point, and the summary counts the
+    points that could not go.  Run it again after a conversion: it sends only what is new.
 
     \b
     Example:

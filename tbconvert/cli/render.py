@@ -314,11 +314,10 @@ def render_push_wandb(summary: WandbSummary) -> str:
 
 def render_push(summary: PushSummary) -> str:
     """The human summary of ``tbconvert push mlflow`` (stderr)."""
-    into = (
-        f"MLflow experiment {summary.experiment!r} (id {summary.experiment_id}) at "
-        f"{summary.tracking_uri}"
-    )
-    return "\n".join(_pushed(summary.runs, summary.warnings, into, "artifacts", "MLflow"))
+    known = f" (id {summary.experiment_id})" if summary.experiment_id else ""
+    into = f"MLflow experiment {summary.experiment!r}{known} at {summary.tracking_uri}"
+    lines = _pushed(summary.runs, summary.warnings, into, "artifacts", "MLflow", summary.dry_run)
+    return "\n".join(lines)
 
 
 def render_push_aim(summary: AimPushSummary) -> str:

@@ -17,17 +17,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from tbconvert.errors import UsageError
 from tbconvert.filters import Globs
 from tbconvert.push import mlflow_remote as remote
 from tbconvert.push.artifacts import push_artifacts
-from tbconvert.push.core import OpenedRun, Progress, RunPushed, push_run
+from tbconvert.push.core import OpenedRun, Progress, RunPushed, plan_run, push_run
 from tbconvert.push.keys import metric_key, param_keys
 from tbconvert.push.metrics import Identity, identity, metric_value, point_identity, timestamp_ms
 from tbconvert.push.source import RunRow, chosen_runs
-from tbconvert.push.state import Point, destination
+from tbconvert.push.state import (
+    Point,
+    destination,
+    named_destination,
+    save_destination,
+    unnamed_destinations,
+)
 from tbconvert.query.store import open_store
 from tbconvert.urls import redacted
 
@@ -41,9 +47,10 @@ class PushSummary:
 
     tracking_uri: str
     experiment: str
-    experiment_id: str
+    experiment_id: str  # in a dry run, the one the store recorded ("" if none)
     runs: list[RunPushed] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    dry_run: bool = False  # the counts are what a push would send
 
     @property
     def metrics(self) -> int:
@@ -58,6 +65,7 @@ def push_mlflow(
     run: Globs = None,
     tag: Globs = None,
     *,
+    dry_run: bool = False,
     batch_size: int = remote.MAX_METRICS_PER_BATCH,
     threads: int = THREADS,
     progress: Progress | None = None,
@@ -65,7 +73,8 @@ def push_mlflow(
     """Push the store's runs (those matching ``run``, with their series matching ``tag``)
     into the MLflow experiment ``experiment`` at ``tracking_uri``; only what no earlier push
     to the same destination sent.  ``progress`` is called with the count of each batch of
-    points acknowledged.
+    points acknowledged.  With ``dry_run``, count what would go from the store's marks
+    alone (:func:`plan_mlflow`), opening no MLflow and writing nothing.
 
     Raises:
         UsageError: a batch size outside 1..1000.
@@ -76,14 +85,18 @@ def push_mlflow(
     if not 1 <= batch_size <= remote.MAX_METRICS_PER_BATCH:
         raise UsageError(f"batch size {batch_size}", hint="1 to 1000 (MLflow's limit)")
     # The store first: a wrong --store must not leave an MLflow database created behind it.
-    opened = open_store(store, upgrade=True)
+    opened = open_store(store, upgrade=not dry_run)
     engine, display = opened.engine, opened.display
     try:
+        if dry_run:
+            with opened.connect() as conn:
+                return plan_mlflow(conn, tracking_uri, experiment, run, tag)
         client = remote.make_client(tracking_uri)
         experiment_id = remote.experiment_id(client, experiment)
         summary = PushSummary(redacted(tracking_uri), experiment, experiment_id)
         where = destination("mlflow", tracking_uri, experiment_id)
-        with opened.connect() as conn:
+        with opened.engine.begin() as conn:
+            save_destination(conn, "mlflow", tracking_uri, experiment, where)
             runs = chosen_runs(conn, run, tag)
         tracker = MlflowTracker(client, where, experiment_id, display, batch_size)
 
@@ -100,6 +113,33 @@ def push_mlflow(
         return summary
     finally:
         opened.close()
+
+
+def plan_mlflow(
+    conn: Connection, tracking_uri: str, experiment: str, run: Globs = None, tag: Globs = None
+) -> PushSummary:
+    """What :func:`push_mlflow` would send, from the store alone: the marks of the
+    destination an earlier push to ``experiment`` at ``tracking_uri`` recorded (none: every
+    run is new, with all its params)."""
+    where = named_destination(conn, "mlflow", tracking_uri, experiment)
+    summary = PushSummary(redacted(tracking_uri), experiment, "", dry_run=True)
+    if where is None:
+        older = unnamed_destinations(conn, destination("mlflow", tracking_uri, ""))
+        if older:
+            summary.warnings.append(
+                f"this store pushed to {redacted(tracking_uri)} before it recorded experiment "
+                f"names: counted as if {experiment!r} held none of its runs (a push records it)"
+            )
+        # No experiment has an empty id: no mark or run is recorded there.
+        where = destination("mlflow", tracking_uri, "")
+    else:
+        summary.experiment_id = where.rpartition(" experiment ")[2]
+    planner = MlflowTracker(None, where, summary.experiment_id, "", 1)
+    for one in chosen_runs(conn, run, tag):
+        planned = plan_run(conn, planner, one)
+        planned.params = len(param_keys(one.params)) if planned.created else 0
+        summary.runs.append(planned)
+    return summary
 
 
 class MlflowTracker:

@@ -1,4 +1,5 @@
-"""The store's account of a push (``push_runs``, ``push_marks``; migration 0010).
+"""The store's account of a push (``push_runs``, ``push_marks``; migration 0010; and
+``push_destinations``, migration 0016).
 
 A destination is one tracker, tracking URI and experiment.  Per (series, point table, event
 file) a mark holds the last point the tracker acknowledged; a file's points are appended in
@@ -53,6 +54,54 @@ def destination(tracker: str, tracking_uri: str, experiment_id: str) -> str:
     """The name of a destination in the push tables (no credentials of the URI in it: the
     same server reached with another password is the same destination)."""
     return f"{tracker} {redacted(tracking_uri)} experiment {experiment_id}"
+
+
+def save_destination(conn: Connection, tracker: str, location: str, name: str, where: str) -> None:
+    """Record that ``name`` at ``location`` (no credentials) of ``tracker`` is the destination
+    ``where`` (``push_destinations``: what a dry run finds the marks by)."""
+    values: dict[str, Any] = {"tracker": tracker, "location": redacted(location), "name": name}
+    values |= {"destination": where, "recorded_at": time.time()}
+    updated = conn.execute(
+        text(
+            "UPDATE push_destinations SET destination = :destination, recorded_at = :recorded_at "
+            "WHERE tracker = :tracker AND location = :location AND name = :name"
+        ),
+        values,
+    ).rowcount
+    if not updated:
+        conn.execute(
+            text(
+                "INSERT INTO push_destinations (tracker, location, name, destination, recorded_at) "
+                "VALUES (:tracker, :location, :name, :destination, :recorded_at)"
+            ),
+            values,
+        )
+
+
+def named_destination(conn: Connection, tracker: str, location: str, name: str) -> str | None:
+    """The destination a push to ``name`` at ``location`` of ``tracker`` last used."""
+    found = conn.execute(
+        text(
+            "SELECT destination FROM push_destinations "
+            "WHERE tracker = :tracker AND location = :location AND name = :name"
+        ),
+        {"tracker": tracker, "location": redacted(location), "name": name},
+    ).scalar_one_or_none()
+    return None if found is None else str(found)
+
+
+def unnamed_destinations(conn: Connection, prefix: str) -> list[str]:
+    """The destinations starting with ``prefix`` that hold runs but no name records (pushed
+    by a version before ``push_destinations``)."""
+    rows = conn.execute(
+        text(
+            "SELECT DISTINCT destination FROM push_runs WHERE substr(destination, 1, :length) "
+            "= :prefix AND destination NOT IN (SELECT destination FROM push_destinations) "
+            "ORDER BY destination"
+        ),
+        {"prefix": prefix, "length": len(prefix)},
+    )
+    return [str(row[0]) for row in rows]
 
 
 def new_scalars(

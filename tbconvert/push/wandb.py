@@ -6,10 +6,14 @@ of its group path, its params as its config (:func:`tbconvert.push.wandb_keys.co
 Scalars under ``CONTEXT/TAG`` keys (:mod:`tbconvert.push.wandb_keys`), each series with its
 own step as its x axis: W&B's ``_step`` (the row number) grows across every key of a run, so
 each series logs its step under ``KEY@step`` and ``define_metric(KEY,
-step_metric=KEY@step)`` makes that its axis.  W&B keeps one point per step and steps that
-only grow, so the core's one-point-per-step rule applies (:mod:`tbconvert.push.core`: a
-series as its last attempt, a repeated step as its last written point).  Images, texts and
-histograms as W&B objects (:mod:`tbconvert.push.wandb_media`).
+step_metric=KEY@step)`` makes that its axis.  A row's wall time is its ``_timestamp``, which
+``run.log`` takes as given (W&B's own TensorBoard sync sets it so): a row holds the points of
+one step written at one wall time, so a step whose series were written at several wall
+times is several rows, each point at its own time (W&B's "Wall Time" axis).  W&B keeps
+one point per step and steps that only grow, so the core's one-point-per-step rule applies
+(:mod:`tbconvert.push.core`: a series as its last attempt, a repeated step as its last
+written point).  Images, texts and histograms as W&B objects
+(:mod:`tbconvert.push.wandb_media`), each row at its point's wall time too.
 
 ``offline`` writes W&B's offline run directories under ``DIR/wandb`` (what ``wandb sync``
 uploads) with no network; what they hold is read back before anything more is sent
@@ -223,11 +227,12 @@ class WandbTracker:
     def log_points(
         self, opened: OpenedRun, run: RunRow, keys: dict[int, str], batch: list[Point]
     ) -> None:
-        """Rows of points sorted by step: each row one step, each series once in it."""
-        rows: list[tuple[int, dict[str, Any]]] = []
-        for point in batch:
-            if not rows or rows[-1][0] != point.step:
-                rows.append((point.step, {}))
+        """Rows of points by step then wall time: each row the points of one step written
+        at one wall time (its ``_timestamp``), each series once in it."""
+        rows: list[tuple[tuple[int, float | None], dict[str, Any]]] = []
+        for point in sorted(batch, key=_row_order):
+            if not rows or rows[-1][0] != (point.step, point.wall_time):
+                rows.append(((point.step, point.wall_time), _timestamp(point)))
             key = keys[point.series_id]
             rows[-1][1].update({key: metric_value(point.value), step_key(key): point.step})
         self._log_rows(opened, run, [row for _, row in rows])
@@ -261,6 +266,7 @@ class WandbTracker:
                     last = max((step for step, _ in handle.held.get(key, [])), default=None)
                     rows = [
                         {key: media_object(table, elements), step_key(key): step}
+                        | _timestamp(elements[-1])
                         for step, elements in sorted(last_value_per_step(fresh).items())
                         if last is None or step > last
                     ]
@@ -285,12 +291,26 @@ class WandbTracker:
         with _wandb_errors(f"log the points of {run.run_path!r}"):
             for row in rows:
                 for key in row:
-                    if key not in handle.defined and not key.endswith(step_key("")):
-                        handle.run.define_metric(step_key(key), hidden=True)
-                        handle.run.define_metric(key, step_metric=step_key(key))
-                        handle.defined.add(key)
+                    # W&B's own keys (``_timestamp``) start with ``_``; no series key does.
+                    if key in handle.defined or key.startswith("_") or key.endswith(step_key("")):
+                        continue
+                    handle.run.define_metric(step_key(key), hidden=True)
+                    handle.run.define_metric(key, step_metric=step_key(key))
+                    handle.defined.add(key)
                 handle.run.log(row, step=handle.next_row)
                 handle.next_row += 1
+
+
+def _row_order(point: Point) -> tuple[int, bool, float, int]:
+    """Step, then wall time (a point without one last), then series."""
+    wall = point.wall_time
+    return point.step, wall is None, 0.0 if wall is None else wall, point.series_id
+
+
+def _timestamp(point: Point) -> dict[str, Any]:
+    """The ``_timestamp`` of a row holding ``point``: W&B takes a row's wall time from it
+    (else it writes the time of the push), to the full float64 of the store."""
+    return {} if point.wall_time is None else {"_timestamp": point.wall_time}
 
 
 def _summary_history(summary: Any) -> dict[str, list[tuple[int, Any]]]:

@@ -346,6 +346,21 @@ class PushMark(Base):
     points: Mapped[int] = mapped_column(BigInteger)
 
 
+class PushDestination(Base):
+    """A destination as a user names it (the tracker, where it is without credentials, the
+    name of what the runs go into: an MLflow experiment) and the key its ``push_runs`` and
+    ``push_marks`` have, which may hold an id only the tracker knows (the experiment's)."""
+
+    __tablename__ = "push_destinations"
+    __table_args__ = (PrimaryKeyConstraint("tracker", "location", "name"),)
+
+    tracker: Mapped[str] = mapped_column(Text)
+    location: Mapped[str] = mapped_column(Text)
+    name: Mapped[str] = mapped_column(Text)
+    destination: Mapped[str] = mapped_column(Text)
+    recorded_at: Mapped[float | None] = mapped_column(Double)
+
+
 class FileHead(Base):
     """The tags of the first records of a remote logdir's file, as the layout read them, with
     the size and time the file had then (a cache: ``reading.discovery``, migration 0011)."""

@@ -1,4 +1,4 @@
--- revision 0013
+-- revision 0016
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -130,6 +130,14 @@ CREATE TABLE params (
  WITHOUT ROWID
 
 ;
+CREATE TABLE push_destinations (
+	tracker TEXT NOT NULL, 
+	location TEXT NOT NULL, 
+	name TEXT NOT NULL, 
+	destination TEXT NOT NULL, 
+	recorded_at DOUBLE, 
+	CONSTRAINT pk_push_destinations PRIMARY KEY (tracker, location, name)
+);
 CREATE TABLE push_marks (
 	destination TEXT NOT NULL, 
 	series_id BIGINT NOT NULL, 
@@ -214,7 +222,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0013');
+INSERT INTO "tbconvert_alembic_version" VALUES('0016');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 

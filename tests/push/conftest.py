@@ -3,7 +3,8 @@
 The server (``mlflow_server``) is started once per session on 127.0.0.1 with a SQLite backend
 and a local artifact root, waited for until ``/health`` answers, and ended with its process
 group.  ``write_logdir`` writes real event files with tensorboardX and with tensorboard's own
-protos (a tag tensorboardX would rewrite).
+protos (a tag tensorboardX would rewrite); ``golden_store`` converts the demo logdir or the
+committed ``sample_logdirs/``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,7 +28,11 @@ import pytest
 from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboardX import SummaryWriter
 
+from tbconvert import convert
 from tests.support.eventfiles import simple_value, summary_event, write_events
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+GOLDEN = ("demo", "samples")
 
 W0 = 1_795_400_000.0
 # The tag tensorboardX would rewrite: written with tensorboard's protos instead.
@@ -83,6 +89,15 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
+@pytest.fixture
+def converted(tmp_path: Path) -> Path:
+    """A store of :func:`write_logdir`'s logdir (two runs and the protos run)."""
+    write_logdir(tmp_path / "logs")
+    store = tmp_path / "runs.db"
+    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
+    return store
+
+
 def write_logdir(logdir: Path, runs: int = 2, steps: int = 12) -> None:
     """``runs`` tensorboardX runs with every plugin MLflow takes: scalars (NaN and
     infinities, a resumed step, contexts through add_scalars), hparams, images, audio, text
@@ -119,3 +134,19 @@ def wav() -> bytes:
         clip.setframerate(8000)
         clip.writeframes(np.arange(-400, 400, 10, dtype="<i2").tobytes())
     return out.getvalue()
+
+
+def golden_store(kind: str, folder: Path) -> Path:
+    """A store under ``folder`` of the demo logdir (``kind`` ``"demo"``, written by
+    ``sample_logdirs/make_demo.py``) or of ``sample_logdirs/`` without its scripts
+    (``"samples"``)."""
+    logdir = folder / kind
+    if kind == "demo":
+        script = CHECKOUT / "sample_logdirs" / "make_demo.py"
+        subprocess.run([sys.executable, str(script), str(logdir)], check=True, timeout=120)
+    else:
+        sources = shutil.ignore_patterns("*.py", "*.md")
+        shutil.copytree(CHECKOUT / "sample_logdirs", logdir, ignore=sources)
+    store = folder / f"{kind}.db"
+    assert convert(logdir, store, progress=False).exit_code in (0, 3)
+    return store

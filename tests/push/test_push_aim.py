@@ -14,7 +14,6 @@ import gc
 import json
 import math
 import os
-import shutil
 import signal
 import socket
 import sqlite3
@@ -34,7 +33,7 @@ from hypothesis import strategies as st
 
 from tbconvert import convert
 from tbconvert.cli import cli
-from tests.push.conftest import ODD_TAG, W0, free_port, write_logdir
+from tests.push.conftest import GOLDEN, ODD_TAG, W0, free_port, golden_store
 from tests.support.eventfiles import append_events, simple_value, summary_event
 
 aim = pytest.importorskip("aim")
@@ -43,7 +42,6 @@ from aim.storage.context import Context  # noqa: E402  (after the skip)
 
 from tbconvert.push.aim import push_aim  # noqa: E402  (after the skip: it needs aim)
 
-CHECKOUT = Path(__file__).resolve().parents[2]
 ROOT = Context({})  # the run directory's own context
 History = dict[tuple[str, str, str], list[tuple[int, Any, Any]]]
 
@@ -111,14 +109,6 @@ def store_params(store: Path) -> dict[str, dict[str, dict[str, Any]]]:
     for run_path, context, key, value, number, kind in rows:
         found.setdefault(run_path, {}).setdefault(context, {})[key] = typed(value, number, kind)
     return found
-
-
-@pytest.fixture
-def converted(tmp_path: Path) -> Path:
-    write_logdir(tmp_path / "logs")
-    store = tmp_path / "runs.db"
-    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
-    return store
 
 
 def test_every_metric_reads_back_as_v_scalars_current_and_a_second_push_sends_nothing(
@@ -233,16 +223,26 @@ def test_a_step_written_twice_in_one_attempt_goes_as_its_last_point(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_the_sample_logdirs_read_back_as_v_scalars_current(tmp_path: Path) -> None:
-    logdir = tmp_path / "samples"
-    sources = shutil.ignore_patterns("*.py", "*.md")
-    shutil.copytree(CHECKOUT / "sample_logdirs", logdir, ignore=sources)
-    store = tmp_path / "runs.db"
-    assert convert(logdir, store, progress=False).exit_code in (0, 3)
+@pytest.mark.parametrize("kind", GOLDEN)
+def test_the_demo_and_sample_logdirs_read_back_as_v_scalars_current_and_v_params(
+    kind: str, tmp_path: Path
+) -> None:
+    store = golden_store(kind, tmp_path)
     push_aim(store, str(tmp_path / "aim"))
     expected = store_histories(store)
     assert expected and aim_histories(tmp_path / "aim") == expected
+    runs, params = aim_runs(tmp_path / "aim"), store_params(store)
+    assert sorted(runs) == sorted(expected_runs(store))
+    for run_path, sessions in params.items():
+        assert len(sessions) == 1  # one hparams session per run
+        assert runs[run_path]["hparams"] == next(iter(sessions.values())), run_path
+    assert bool(params) == (kind == "demo")  # the samples log no hparams
     assert push_aim(store, str(tmp_path / "aim")).metrics == 0
+
+
+def expected_runs(store: Path) -> list[str]:
+    with closing(sqlite3.connect(store)) as conn:
+        return [path for (path,) in conn.execute("SELECT run_path FROM v_runs")]
 
 
 def test_the_command_prints_a_summary_and_json(converted: Path, tmp_path: Path) -> None:

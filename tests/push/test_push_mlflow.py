@@ -100,14 +100,6 @@ def mlflow_histories(uri: str, experiment: str = "tbconvert") -> dict[tuple[str,
     return histories
 
 
-@pytest.fixture
-def converted(tmp_path: Path) -> Path:
-    write_logdir(tmp_path / "logs")
-    store = tmp_path / "runs.db"
-    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
-    return store
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_history_equals_v_scalars_and_a_second_push_sends_nothing(

@@ -1,6 +1,8 @@
 """``tbconvert push wandb --offline`` read back with W&B's own reader: every series equals
-``v_scalars_current`` with one point per step (step, value, NaN kept), the config equals
-``v_params`` (typed), the group is the run's, and a second push sends nothing (#48).
+``v_scalars_current`` with one point per step (step, value, NaN kept, and the wall time as
+its row's ``_timestamp``, float64 exact), the config equals ``v_params`` (typed), the group
+is the run's, and a second push sends nothing (#48): on a store of tensorboardX runs, the
+demo store and a store of ``sample_logdirs/``.
 
 W&B keeps one point per step and steps that only grow, so what W&B holds is the store's
 current points, the last written at a repeated step; what could not go is counted.
@@ -10,8 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,11 +21,15 @@ from tensorboardX import SummaryWriter
 from tbconvert import convert
 from tbconvert.cli import cli
 from tbconvert.push.wandb import push_wandb
-from tests.push.conftest import ODD_TAG, W0, write_logdir
-from tests.push.wandb_readback import same, store_current, store_params, wandb_runs
+from tests.push.conftest import ODD_TAG, W0, golden_store, write_logdir
+from tests.push.wandb_readback import (
+    same,
+    store_current,
+    store_params,
+    store_times,
+    wandb_runs,
+)
 from tests.support.snapshots import connect
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def resumed_logdir(logdir: Path) -> None:
@@ -56,6 +60,7 @@ def assert_exact(store: Path, out: Path) -> None:
     """What W&B's reader finds under ``out`` is what the store says should be there."""
     runs = wandb_runs(out)
     expected = store_current(store)
+    times = store_times(store)
     assert sorted(runs) == sorted(expected)
     params = store_params(store)
     with connect(store) as conn:
@@ -65,6 +70,7 @@ def assert_exact(store: Path, out: Path) -> None:
         assert set(run.scalars) == set(series), run_path
         for key, points in series.items():
             assert same(run.scalars[key], points), (run_path, key)
+            assert run.times[key] == times[run_path][key], (run_path, key)  # float64, exact
         assert run.group == (groups[run_path] or ""), run_path
         config = {k: v for k, v in run.config.items() if k != "_wandb"}
         assert config == params.get(run_path, {}), run_path
@@ -120,16 +126,22 @@ def test_new_points_resume_the_run(converted: Path, tmp_path: Path) -> None:
 
 
 def test_the_demo_store(tmp_path: Path) -> None:
-    subprocess.run(
-        [sys.executable, str(ROOT / "sample_logdirs" / "make_demo.py"), str(tmp_path / "demo")],
-        check=True,
-        timeout=120,
-    )
-    store = tmp_path / "demo.db"
-    assert convert(tmp_path / "demo", store, progress=False).exit_code == 0
+    store = golden_store("demo", tmp_path)
     summary = push_wandb(store, "demo", offline=tmp_path / "out")
     assert summary.not_sent == 0 and summary.metrics > 0
     assert_exact(store, tmp_path / "out")
+    assert store_params(store)  # the demo's runs log hparams: their config is checked
+    assert push_wandb(store, "demo", offline=tmp_path / "out").metrics == 0
+
+
+@pytest.mark.slow
+def test_the_sample_logdirs(tmp_path: Path) -> None:
+    store = golden_store("samples", tmp_path)
+    summary = push_wandb(store, "samples", offline=tmp_path / "out")
+    expected = store_current(store)
+    assert summary.metrics == sum(len(p) for by in expected.values() for p in by.values())
+    assert_exact(store, tmp_path / "out")
+    assert push_wandb(store, "samples", offline=tmp_path / "out").metrics == 0
 
 
 def test_selection_dry_run_and_json(converted: Path, tmp_path: Path) -> None:

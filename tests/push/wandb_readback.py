@@ -2,8 +2,9 @@
 they should hold.
 
 ``wandb leet inspect --json`` (wandb-core's reader of ``.wandb`` logs, the code ``wandb sync``
-uploads with) prints each record as a JSON line; a run's history rows give each key's value
-and, under ``KEY@step``, its step.  Keys are parsed back to (context, tag) here by the
+uploads with) prints each record as a JSON line; a run's history rows give each key's value,
+under ``KEY@step`` its step, and under ``_timestamp`` the row's wall time (a float64, printed
+in its shortest exact form).  Keys are parsed back to (context, tag) here by the
 documented rule, written out again (first ``/`` ends the context, ``run`` is the run
 directory's, ``%XX`` escapes), not by the code under test.
 """
@@ -37,6 +38,8 @@ class WandbRun:
     config: dict[str, Any] = field(default_factory=dict)
     # (context, tag) -> [(step, value)] in the order the rows were written
     scalars: dict[tuple[str, str], list[tuple[int, Any]]] = field(default_factory=dict)
+    # (context, tag) -> [(step, the row's _timestamp)], as scalars
+    times: dict[tuple[str, str], list[tuple[int, float]]] = field(default_factory=dict)
     # (context, tag) -> [(step, the value's W&B type)]
     media: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     rows: list[int] = field(default_factory=list)  # each row's _step, in order
@@ -94,6 +97,7 @@ def add_row(run: WandbRun, item: dict[str, Any]) -> None:
                 scalar = item[key]
                 scalar = SPECIAL.get(scalar, scalar) if isinstance(scalar, str) else scalar
                 run.scalars.setdefault(series_of(key), []).append((int(value), scalar))
+                run.times.setdefault(series_of(key), []).append((int(value), item["_timestamp"]))
             else:
                 run.media.setdefault(series_of(key), []).append((int(value), item[key + "._type"]))
 
@@ -101,6 +105,23 @@ def add_row(run: WandbRun, item: dict[str, Any]) -> None:
 def store_current(store: Path | str) -> dict[str, dict[tuple[str, str], list[tuple[int, Any]]]]:
     """Per run and series, ``v_scalars_current`` with one point per step: the one written
     last (the test writers log a step's repeats at growing wall times), NaN as NaN."""
+    return {
+        run: {series: [(s, v) for s, v, _ in points] for series, points in by.items()}
+        for run, by in _current_points(store).items()
+    }
+
+
+def store_times(store: Path | str) -> dict[str, dict[tuple[str, str], list[tuple[int, float]]]]:
+    """Per run and series, the wall time of each point :func:`store_current` gives."""
+    return {
+        run: {series: [(s, w) for s, _, w in points] for series, points in by.items()}
+        for run, by in _current_points(store).items()
+    }
+
+
+def _current_points(
+    store: Path | str,
+) -> dict[str, dict[tuple[str, str], list[tuple[int, Any, float]]]]:
     found: dict[str, dict[tuple[str, str], dict[int, tuple[float, Any]]]] = {}
     with closing(connect(store)) as conn:
         for run_path, context, tag, step, wall, value in conn.execute(
@@ -111,7 +132,9 @@ def store_current(store: Path | str) -> dict[str, dict[tuple[str, str], list[tup
             if step not in steps or steps[step][0] <= wall:
                 steps[step] = (wall, value)
     return {
-        run: {series: sorted((s, v) for s, (_, v) in steps.items()) for series, steps in by.items()}
+        run: {
+            series: sorted((s, v, w) for s, (w, v) in steps.items()) for series, steps in by.items()
+        }
         for run, by in found.items()
     }
 
