@@ -224,6 +224,13 @@ def test_x_by_relative_and_wall_time(driver: Any, site: Path, store: str, make_s
     (drawn,) = time_lines(driver, "Loss/train")
     assert drawn == pytest.approx([wall - walls[0] for wall in walls], abs=1e-3)
     shoot(driver, "published-relative", make_store)
+    # A zoom on relative time keeps the points inside and one past each end.
+    open_view(driver, page(site, f"{view}&x=relative&zoom=Loss%2Ftrain~10,20"))
+    (drawn,) = time_lines(driver, "Loss/train")
+    relative = [wall - walls[0] for wall in walls]
+    inside = [i for i, at in enumerate(relative) if 10 <= at <= 20]
+    expected = relative[inside[0] - 1 : inside[-1] + 2]
+    assert drawn == pytest.approx(expected, abs=1e-3)
 
 
 def test_max_size_leaves_out_and_says_so(
