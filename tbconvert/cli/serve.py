@@ -14,6 +14,8 @@ from tbconvert.cli.app import (
     CONTEXT_SETTINGS,
     EXIT_CODES_EPILOG,
     cli,
+    grouping_of,
+    grouping_options,
     read_store,
     run_option,
     selected_runs,
@@ -67,9 +69,14 @@ def serve(store: str, host: str, port: int) -> None:
 @store_option
 @run_option
 @click.option(
-    "--tag", "tag_globs", multiple=True, metavar="GLOB", help="Only these scalar tags (repeatable)."
+    "--tag",
+    "tag_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only these tags: scalars, images, audio, texts, histograms (repeatable).",
 )
 @selection_options("'max(accuracy) > 0.9'")
+@grouping_options("The page can draw one mean and band per group of runs")
 @click.option(
     "-o",
     "--output",
@@ -114,6 +121,8 @@ def publish(
     where: str | None,
     top: int | None,
     by: str | None,
+    group_by: tuple[str, ...],
+    aggregate_over: tuple[str, ...],
     output: str,
     buckets: int,
     levels: int,
@@ -123,11 +132,17 @@ def publish(
 ) -> None:
     """Write the viewer as static files to share: they open from file:// with no network.
 
+    The bundle holds the runs table, every scalar line (by step, relative or wall time),
+    the images, audio, texts and histograms of the chosen tags and, with --group-by or
+    --aggregate-over, each group's mean and bands.  What would pass --max-size is left out
+    and named in the summary and on the page.
+
     \b
     Example:
       tbconvert publish --store runs.db -o site/ && xdg-open site/index.html
       tbconvert publish --store runs.db --run 'sweep/*' --tag 'loss*' -o s3://bucket/runs/
       tbconvert publish --store runs.db --top 10 --by='-min(loss)' -o site/
+      tbconvert publish --store runs.db --aggregate-over seed -o site/
     """
     from tqdm import tqdm
 
@@ -140,15 +155,17 @@ def publish(
         raise click.BadParameter(str(error), param_hint="--storage-option") from error
 
     selection = selection_of(run_globs, where, top, by)
+    grouping = grouping_of(group_by, aggregate_over)
 
     def write(opened: Any) -> Any:
         chosen = selected_runs(opened, selection)
-        with tqdm(unit=" lines", disable=True if quiet else None, file=sys.stderr) as bar:
+        with tqdm(unit=" series", disable=True if quiet else None, file=sys.stderr) as bar:
             return library(
                 opened,
                 output,
                 chosen or None,
                 tag_globs or None,
+                grouping=grouping,
                 buckets=buckets,
                 levels=levels,
                 max_bytes=int(max_size * 1e6),
@@ -157,16 +174,33 @@ def publish(
             )
 
     done = read_store(store, write)
-    if quiet:
-        return
+    if not quiet:
+        click.echo(publish_summary(done, output), err=True)
+
+
+def publish_summary(done: Any, output: str) -> str:
+    """What ``publish`` wrote, what the budget left out, and how to open it."""
     detail = (
         "every point"
         if not done.finest
         else f"zoom exact down to 1/{done.finest} of a line's steps (--levels, --max-size)"
     )
-    click.echo(
-        f"{done.series} lines of {done.runs} runs and {done.tags} tags written to {output} "
-        f"({done.files} files, {done.bytes / 1e6:.1f} MB, {detail}, {done.seconds:.1f} s); "
-        f"open {output.rstrip('/')}/index.html",
-        err=True,
+    extra = "".join(
+        f", {count} {what}"
+        for count, what in ((done.grouped_tags, "tags with groups"), (done.media, "media series"))
+        if count
     )
+    lines = [
+        f"{done.series} lines of {done.runs} runs and {done.tags} tags{extra} written to "
+        f"{output} ({done.files} files, {done.bytes / 1e6:.1f} MB, {detail}, "
+        f"{done.seconds:.1f} s); open {output.rstrip('/')}/index.html"
+    ]
+    kinds = {"groups": "tags' groups", "media": "media series"}
+    for kind, names in sorted(done.left_out.items()):
+        shown = "; ".join(name if len(name) <= 60 else name[:57] + "..." for name in names[:5])
+        more = f"; and {len(names) - 5} more" if len(names) > 5 else ""
+        lines.append(
+            f"left out to stay within --max-size: {len(names)} {kinds.get(kind, kind)} "
+            f"({shown}{more})"
+        )
+    return "\n".join(lines)

@@ -1,5 +1,6 @@
-// Images, audio, texts and histograms of the shown runs (serve only): a panel per series,
-// with a step slider (a heatmap over steps for histograms).  Logged text is shown as text.
+// Images, audio, texts and histograms of the shown runs: a panel per series, with a step
+// slider (a heatmap over steps for histograms).  Logged text is shown as text.  Served by
+// the server's API, or by a published bundle's files (TBV.staticMedia, published.js).
 "use strict";
 
 (function () {
@@ -12,6 +13,13 @@
     if (!response.ok) throw new Error(body.error || response.statusText);
     return body;
   }
+
+  const serverMedia = {
+    series: (runIds) => get("media.json", { runs: runIds.join(",") }),
+    points: (series) => get("media-points.json", { series: series.id }),
+    blobUrl: (series, point) => `api/blob/${point.blob}?series=${series.id}`,
+  };
+  const source = () => (window.TBV_MODE === "static" ? TBV.staticMedia : serverMedia);
 
   function slider(points, show) {
     const steps = [...new Set(points.map((point) => point.step))];
@@ -38,7 +46,7 @@
     return (series, points, body) => {
       const holder = document.createElement("div");
       const [control, update] = slider(points, (shown) => {
-        holder.replaceChildren(...shown.map((point) => make(series, point, `api/blob/${point.blob}?series=${series.id}`)));
+        holder.replaceChildren(...shown.map((point) => make(series, point, source().blobUrl(series, point))));
       });
       body.append(control, holder);
       update();
@@ -95,8 +103,7 @@
   TBV.drawMedia = async function (runIds, matches, mine, current) {
     const section = document.getElementById("media");
     const panels = document.getElementById("media-panels");
-    if (window.TBV_MODE === "static") { section.hidden = true; return; }
-    const all = (await get("media.json", { runs: runIds.join(",") })).filter((series) => matches(series.tag));
+    const all = (await source().series(runIds)).filter((series) => matches(series.tag));
     if (mine !== current()) return;
     section.hidden = all.length === 0;
     const shown = all.slice(0, MAX_PANELS);
@@ -116,7 +123,7 @@
     document.getElementById("media-note").textContent =
       all.length > shown.length ? `${shown.length} of ${all.length} series shown: filter the tags to see the others` : "";
     for (const [index, series] of shown.entries()) {
-      const answer = await get("media-points.json", { series: series.id });
+      const answer = await source().points(series);
       if (mine !== current()) return;
       const body = document.createElement("div");
       made[index].append(body);

@@ -489,14 +489,7 @@ async function start() {
     view.selected = new Set(overview.runs.slice(0, DEFAULT_RUNS).map((entry) => entry.run));
   }
   if (window.TBV_MODE !== "static") document.getElementById("datasette-link").hidden = !overview.datasette;
-  else {
-    // A published viewer holds steps only, and no groups.
-    document.querySelectorAll(".grouping").forEach((label) => { label.hidden = true; });
-    document.querySelectorAll("#x-axis option").forEach((option) => { option.disabled = option.value !== "step"; });
-    view.x = "step";
-    view.by = [];
-    view.over = [];
-  }
+  else TBV.describeBundle(view);
   document.getElementById("store-summary").textContent =
     `${overview.runs.length} runs, ${overview.tags.length} scalar tags`;
   bindControls();
