@@ -210,8 +210,6 @@ class _SelectionQuery:
 
 # Up to this many runs, the chosen runs' rows are read by id; more, and the whole view is.
 _FEW_RUNS = 500
-# Up to this many, each run's params are read on their own; more, and all of them are.
-_FEW_PARAMS = 20
 
 
 def _rows_of(conn: Connection, run_ids: list[int], *, with_params: bool) -> list[dict[str, Any]]:
@@ -228,12 +226,7 @@ def _rows_of(conn: Connection, run_ids: list[int], *, with_params: bool) -> list
     }
     rows = [found[run_id] for run_id in run_ids]
     if with_params:
-        if len(run_ids) <= _FEW_PARAMS:
-            sessions = {}
-            for run_id in run_ids:
-                sessions.update(lookups.param_sessions(conn, run_id))
-        else:
-            sessions = lookups.param_sessions(conn)
+        sessions = lookups.param_sessions(conn, run_ids=run_ids)
         for row in rows:
             row["params"] = sessions.get(row["run_id"], {})
     return rows
