@@ -155,14 +155,18 @@ class Compiler:
         """``WITH exact_values``: the exact values as a table (a series id, then a column per
         function, named as :data:`SUMMARY_COLUMN` names them), to start the query with; empty
         without any.  Written out, not bound, so that any number of series fits in one
-        statement (they are numbers this module computed, never user text)."""
+        statement (they are numbers this module computed, never user text).  The first row
+        carries the columns' types, which PostgreSQL gives the rest (a number is of the
+        preferred type of its category, DOUBLE PRECISION, or a BIGINT)."""
         if not self.exact:
             return ""
-        rows = []
+        rows: list[str] = []
+        types = ["BIGINT", *(sql_type for _column, sql_type in SUMMARY_COLUMN.values())]
         for series_id, values in sorted(self.exact.items()):
-            cells = [f"CAST({int(series_id)} AS BIGINT)"]
-            for function, (_column, sql_type) in SUMMARY_COLUMN.items():
-                cells.append(f"CAST({self.number(values[function])} AS {sql_type})")
+            cells = [str(int(series_id))]
+            cells += [self.number(values[function]) for function in SUMMARY_COLUMN]
+            if not rows:
+                cells = [f"CAST({cell} AS {kind})" for cell, kind in zip(cells, types, strict=True)]
             rows.append(f"({', '.join(cells)})")
         names = ", ".join(column for column, _ in SUMMARY_COLUMN.values())
         return f"WITH exact_values (series_id, {names}) AS (VALUES {', '.join(rows)}) "
