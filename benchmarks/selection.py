@@ -1,8 +1,9 @@
 """Run selection on a store of 100,000 runs (#49): ``--where`` with a metric aggregate, ``--top
 N --by``, against the target of 100 ms, on SQLite and a local PostgreSQL server.
 
-    .venv/bin/python benchmarks/selection.py             # 100,000 runs, 2M points
+    .venv/bin/python benchmarks/selection.py             # 100,000 runs, 2M points, both backends
     .venv/bin/python benchmarks/selection.py --runs 10000 --skip-pg   # a quick look
+    .venv/bin/python benchmarks/selection.py --skip-sqlite --pg-url postgresql+psycopg://...
 
 The store is written straight by SQL, as ``benchmarks/query.py`` writes its own: the schema of
 the migrations, then per run two event files (the run's own and ``val``), a ``loss`` series in
@@ -13,11 +14,18 @@ the writer keeps them exact.  One run in a hundred was resumed: its ``loss`` has
 attempt, logged in the same file from a lower step (its summary's ``maybe_resumed``), which
 ``--resumed current`` (the default) reads exactly from its points.
 
-Each selection is ``Store.select_runs`` in one process, warm, median of 3, with
-``--resumed all`` and ``current``, beside ``SELECT count(*) FROM runs`` timed the same way
-(with the load average: on a busy host the ratio is the figure to compare); then the whole
-``tbconvert runs --where ... --top 10 --by ...`` command once (start-up and the listing of
-the chosen runs included).
+Each selection is timed warm in one process, as a user waits for it minus the interpreter's
+start: ``Store.runs`` with the selection (``Store.select_runs`` and the listing ``tbconvert runs
+--where`` prints), with ``--resumed all`` and ``current``.  The runs are interleaved (one of
+each query per round, ``--rounds`` rounds), beside a reference query that reads every series
+summary once, so that a busy host's figures can be read as ratios; each line gives the p50 and
+p95 of the wall time, the median CPU time of this process plus, on the local server, of
+PostgreSQL's processes, and the load average.  Then the whole ``tbconvert runs --where ...
+--top 10 --by ...`` command once (start-up included).
+
+PostgreSQL is a throwaway local server (``tests/support/pgserver.py``), or ``--pg-url``; its
+store is vacuumed after the load, as autovacuum leaves a store that has settled (an index-only
+scan needs the visibility map).
 """
 
 from __future__ import annotations
@@ -62,8 +70,9 @@ SELECTIONS: list[tuple[str, dict[str, Any]]] = [
     ("where mean(loss) < 0.2", {"where": "mean(loss) < 0.2"}),
     ("where argmin(loss) < 5", {"where": "argmin(loss) < 5"}),
 ]
-# The yardstick measured beside them, so that a busy host's figures can be read as ratios.
-TRIVIAL = "SELECT count(*) FROM runs"
+# The yardstick measured beside them, so that a busy host's figures can be read as ratios:
+# every series summary read once (what a selection must not do more than a few times).
+REFERENCE = "SELECT count(*), sum(points) FROM series_summaries"
 RESUMED = ("all", "current")
 COMMAND = ["runs", "--where", "min(loss) < 0.169", "--top", "10", '--by=-max(acc, context="val")']
 
@@ -167,40 +176,89 @@ def build_postgres(url: str, runs: int, steps: int) -> float:
         for statement in recount_sql("postgresql", POINT_TABLES):
             db.execute(statement)  # type: ignore[arg-type]
         db.execute("ANALYZE")
+    with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as db:
+        db.execute("VACUUM ANALYZE")
     return time.perf_counter() - started
 
 
-def timed(run: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
-    """Median wall seconds of ``repeat`` runs after one warm-up, and the last result."""
-    result = run()
-    walls = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = run()
-        walls.append(time.perf_counter() - started)
-    return statistics.median(walls), result
+class ServerClock:
+    """CPU seconds a local PostgreSQL server spent: its postmaster with the children it
+    reaped (parallel workers) and the processes still running; 0 without a server."""
+
+    def __init__(self, postmaster: int | None) -> None:
+        self.postmaster = postmaster
+
+    def seconds(self) -> float:
+        if self.postmaster is None:
+            return 0.0
+        ticks = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            pid = int(stat.parent.name)
+            if pid == self.postmaster:
+                ticks += sum(int(field) for field in fields[11:15])  # with reaped children
+            elif int(fields[1]) == self.postmaster:
+                ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def measure(store: str) -> dict[str, Any]:
+def timed_rounds(
+    runs: dict[str, Callable[[], Any]], rounds: int, clock: ServerClock
+) -> dict[str, dict[str, Any]]:
+    """Each callable once to warm up, then ``rounds`` rounds of one call each, interleaved:
+    p50 and p95 wall seconds, median CPU seconds (here and the server's), the last result."""
+    results = {name: run() for name, run in runs.items()}
+    walls: dict[str, list[float]] = {name: [] for name in runs}
+    cpus: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            server, mine, started = clock.seconds(), time.process_time(), time.perf_counter()
+            results[name] = run()
+            walls[name].append(time.perf_counter() - started)
+            cpus[name].append(time.process_time() - mine + clock.seconds() - server)
+    return {
+        name: {
+            "p50": statistics.median(walls[name]),
+            "p95": statistics.quantiles(walls[name], n=20, method="inclusive")[18],
+            "cpu": statistics.median(cpus[name]),
+            "runs": len(results[name]) if isinstance(results[name], list) else None,
+        }
+        for name in runs
+    }
+
+
+def measure(store: str, rounds: int, clock: ServerClock) -> dict[str, Any]:
     import tbconvert
+    from tbconvert.query.selection import RunSelection
 
-    figures: dict[str, Any] = {"load_average": os.getloadavg()[0]}
+    figures: dict[str, Any] = {"load_average": os.getloadavg()}
     with tbconvert.open_store(store) as opened:
-        trivial, _ = timed(lambda: opened.query(TRIVIAL))
-        figures["trivial"] = {"seconds": trivial}
-        _log(f"  load average {figures['load_average']:.1f}; {TRIVIAL}: {trivial * 1000:.1f} ms")
+        runs: dict[str, Callable[[], Any]] = {"reference": lambda: opened.query(REFERENCE)}
         for resumed in RESUMED:
             for name, keywords in SELECTIONS:
-                chosen = {**keywords, "resumed": resumed}
-                wall, found = timed(lambda chosen=chosen: opened.select_runs(**chosen))
-                figures[f"{name}, --resumed {resumed}"] = {"seconds": wall, "runs": len(found)}
-                verdict = "PASS" if wall < TARGET else "MISS"
-                label = f"{name}, --resumed {resumed}"
-                ratio = wall / trivial if trivial else float("inf")
-                _log(
-                    f"  {label:55} {wall * 1000:8.1f} ms  {len(found):5} runs  "
-                    f"x{ratio:5.1f} count(*)  {verdict}"
-                )
+                chosen = RunSelection(**keywords, resumed=resumed)
+                runs[f"{name}, --resumed {resumed}"] = lambda c=chosen: opened.runs(None, c)
+        figures |= timed_rounds(runs, rounds, clock)
+    figures["load_average_after"] = os.getloadavg()
+    reference = figures["reference"]["p50"]
+    loads = figures["load_average"] + figures["load_average_after"]
+    _log(
+        f"  load average {loads[0]:.1f} {loads[1]:.1f} {loads[2]:.1f} (before), "
+        f"{loads[3]:.1f} {loads[4]:.1f} {loads[5]:.1f} (after); {rounds} rounds"
+    )
+    _log(f"  {'':55} {'p50':>8} {'p95':>8} {'CPU':>8}  {'runs':>5}  {'/ref':>5}")
+    for name in runs:
+        entry = figures[name]
+        verdict = "" if name == "reference" else ("PASS" if entry["p50"] < TARGET else "MISS")
+        label = f"reference: {REFERENCE}" if name == "reference" else name
+        _log(
+            f"  {label[:55]:55} {entry['p50'] * 1000:6.1f}ms {entry['p95'] * 1000:6.1f}ms "
+            f"{entry['cpu'] * 1000:6.1f}ms  {entry['runs'] or '':>5}  "
+            f"x{entry['p50'] / reference:4.1f}  {verdict}"
+        )
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "tbconvert", *COMMAND, "--store", store, "--json"],
@@ -220,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--skip-pg", action="store_true", help="SQLite only")
     parser.add_argument("--skip-sqlite", action="store_true", help="PostgreSQL only")
+    parser.add_argument("--rounds", type=int, default=20, help="timed calls of each query")
+    parser.add_argument("--pg-url", help="a PostgreSQL database to fill, not a local server")
     parser.add_argument("--json", action="store_true", help="results as JSON on stdout")
     args = parser.parse_args(argv)
     work = REPO / "benchmarks" / "data" / f"selection-{args.runs}"
@@ -231,23 +291,34 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"writing {args.runs:,} runs into SQLite ...")
         report["sqlite_build_seconds"] = build_sqlite(path, args.runs, args.steps)
         _log("SQLite:")
-        report["sqlite"] = measure(str(path))
+        report["sqlite"] = measure(str(path), args.rounds, ServerClock(None))
     if not args.skip_pg:
-        from tests.support.pgserver import PostgresServer
-
-        server = PostgresServer.start()
-        try:
-            url = server.new_database("selection")
-            _log(f"writing {args.runs:,} runs into PostgreSQL ...")
-            report["postgresql_build_seconds"] = build_postgres(url, args.runs, args.steps)
-            _log("PostgreSQL (local server):")
-            report["postgresql"] = measure(url)
-        finally:
-            server.stop()
+        report["postgresql"] = _postgres(args)
     shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps(report, indent=2))
     return 0
+
+
+def _postgres(args: argparse.Namespace) -> dict[str, Any]:
+    """Fill and measure a PostgreSQL store: ``--pg-url``'s, or a local server's."""
+    if args.pg_url:
+        _log(f"writing {args.runs:,} runs into PostgreSQL ...")
+        build_postgres(args.pg_url, args.runs, args.steps)
+        _log("PostgreSQL (--pg-url; the server's CPU time is not counted):")
+        return measure(args.pg_url, args.rounds, ServerClock(None))
+    from tests.support.pgserver import PostgresServer
+
+    server = PostgresServer.start()
+    try:
+        url = server.new_database("selection")
+        _log(f"writing {args.runs:,} runs into PostgreSQL ...")
+        build_postgres(url, args.runs, args.steps)
+        postmaster = int((server.root / "data" / "postmaster.pid").read_text().split()[0])
+        _log("PostgreSQL (local server; CPU: this process and the server's):")
+        return measure(url, args.rounds, ServerClock(postmaster))
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The store's account of a push (``push_runs``, ``push_marks``; migration 0010; and
-``push_destinations``, migration 0016).
+``push_destinations``, migration 0015).
 
 A destination is one tracker, tracking URI and experiment.  Per (series, point table, event
 file) a mark holds the last point the tracker acknowledged; a file's points are appended in

@@ -36,13 +36,18 @@ _MAYBE_RESUMED_SQL = (
 
 # The series read per statement.
 _BATCH = 5000
-# resumed.WRITE_ORDER_SQL and STARTS_SQL for several series at once, each row led by its series.
-_WRITE_ORDER_SQL = (
-    "SELECT p.series_id, p.step, p.wall_time, p.value, f.path, p.record_offset, p.value_index "
-    "FROM scalars AS p JOIN event_files AS f ON f.id = p.file_id "
-    "WHERE p.series_id IN ({series}) "
-    "ORDER BY p.series_id, f.path, p.record_offset, p.value_index"
+# The points of several series, each row led by its series, in no order: sorted here into
+# write order (the files' paths read apart), which spares the database a join per point and a
+# sort (resumed.WRITE_ORDER_SQL reads one series).
+_POINTS_SQL = (
+    "SELECT series_id, step, value, file_id, record_offset, value_index FROM scalars "
+    "WHERE series_id IN ({series})"
 )
+_PATHS_SQL = (
+    "SELECT f.id, f.path FROM event_files AS f WHERE f.run_id IN ("
+    "SELECT s.run_id FROM series AS s WHERE s.id IN ({series}))"
+)
+# resumed.STARTS_SQL for several series at once, each row led by its series.
 _STARTS_SQL = (
     "SELECT mine.id, t.step, f.path, t.record_offset, b.data FROM tensors AS t "
     "JOIN series AS s ON s.id = t.series_id JOIN event_files AS f ON f.id = t.file_id "
@@ -65,20 +70,29 @@ def current_values(conn: Connection, tags: Sequence[str]) -> dict[int, dict[str,
 
 
 def _current_of(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """The aggregates of some series over their current points: two statements for all of
-    them (a statement per series costs a round trip each: a millisecond on SQLite)."""
+    """The aggregates of some series over their current points: three statements for all
+    of them (a statement per series costs a round trip each: a millisecond on SQLite)."""
     marks = ", ".join(str(int(i)) for i in ids)
+    paths = {file_id: path for file_id, path in conn.execute(text(_PATHS_SQL.format(series=marks)))}
     points: dict[int, list[tuple[Any, ...]]] = {i: [] for i in ids}
-    for series_id, *point in conn.execute(text(_WRITE_ORDER_SQL.format(series=marks))):
-        points[series_id].append(tuple(point))
+    for series_id, step, value, file_id, offset, index in conn.execute(
+        text(_POINTS_SQL.format(series=marks))
+    ):
+        points[series_id].append((step, None, value, paths[file_id], offset, index))
     starts: dict[int, list[tuple[int, str, int]]] = {i: [] for i in ids}
     for series_id, step, path, offset, data in conn.execute(text(_STARTS_SQL.format(series=marks))):
         if is_start(data):
             starts[series_id].append((step, path, offset))
-    return {
-        i: summarise([(point[0], point[2]) for point in last_attempt(points[i], starts[i])])
-        for i in ids
-    }
+    found = {}
+    for i in ids:
+        written = sorted(points[i], key=_write_order)
+        found[i] = summarise([(point[0], point[2]) for point in last_attempt(written, starts[i])])
+    return found
+
+
+def _write_order(point: tuple[Any, ...]) -> tuple[str, int, int]:
+    """A point's place in write order: its file's path, its record's offset, its index."""
+    return point[3], point[4], point[5]
 
 
 def summarise(points: Sequence[tuple[int, float | None]]) -> dict[str, Any]:

@@ -35,6 +35,8 @@ from tbconvert.query.expressions import (
 )
 from tbconvert.store.params_rule import shown_params
 
+# The columns of v_runs a selection reads that are the runs table's own.
+RUN_COLUMNS = ("logdir", "run_path", *sorted({*FIELDS.values()} - {"logdir", "run_path"}))
 # The column of an aggregate's join each function reads, and the SQL type of its values.
 SUMMARY_COLUMN = {
     "last": ("last_value", "DOUBLE PRECISION"),
@@ -153,14 +155,18 @@ class Compiler:
         """``WITH exact_values``: the exact values as a table (a series id, then a column per
         function, named as :data:`SUMMARY_COLUMN` names them), to start the query with; empty
         without any.  Written out, not bound, so that any number of series fits in one
-        statement (they are numbers this module computed, never user text)."""
+        statement (they are numbers this module computed, never user text).  The first row
+        carries the columns' types, which PostgreSQL gives the rest (a number is of the
+        preferred type of its category, DOUBLE PRECISION, or a BIGINT)."""
         if not self.exact:
             return ""
-        rows = []
+        rows: list[str] = []
+        types = ["BIGINT", *(sql_type for _column, sql_type in SUMMARY_COLUMN.values())]
         for series_id, values in sorted(self.exact.items()):
-            cells = [f"CAST({int(series_id)} AS BIGINT)"]
-            for function, (_column, sql_type) in SUMMARY_COLUMN.items():
-                cells.append(f"CAST({self.number(values[function])} AS {sql_type})")
+            cells = [str(int(series_id))]
+            cells += [self.number(values[function]) for function in SUMMARY_COLUMN]
+            if not rows:
+                cells = [f"CAST({cell} AS {kind})" for cell, kind in zip(cells, types, strict=True)]
             rows.append(f"({', '.join(cells)})")
         names = ", ".join(column for column, _ in SUMMARY_COLUMN.values())
         return f"WITH exact_values (series_id, {names}) AS (VALUES {', '.join(rows)}) "
@@ -224,49 +230,74 @@ class Compiler:
             for operand in node.operands:
                 self.require(operand)
         elif isinstance(node, Comparison):
-            for aggregate in aggregates_of(node):
-                self.required.add(self.series[aggregate.tag, aggregate.context].alias)
-            self.required.update(self.params[param.key] for param in params_of(node))
+            self.require_value(node)
 
-    def joins(self) -> str:
-        """The joins of every param and series the compiled trees read: ``LEFT JOIN``s,
-        or inner where :meth:`require` found them required."""
+    def require_value(self, node: Value | Comparison) -> None:
+        """Mark every join a value reads as required: the value is missing without any."""
+        for aggregate in aggregates_of(node):
+            self.required.add(self.series[aggregate.tag, aggregate.context].alias)
+        self.required.update(self.params[param.key] for param in params_of(node))
+
+    def source(self) -> tuple[str, str]:
+        """The ``FROM`` clause: ``v_runs AS r`` and the join of every param and series the
+        compiled trees read (``LEFT JOIN``s, inner where :meth:`require` found them
+        required), and the condition that links the first of them when it leads.
+
+        A required series join, where there is one, leads (a ``CROSS JOIN``, which SQLite
+        never reorders): each run is looked up for a series that passes, not each series
+        for every run (docs/performance.md, "Run selection")."""
+        joins = self.subqueries()
+        series = {join.alias for join in self.series.values()}
+        driving = next((alias for alias in joins if alias in series & self.required), None)
+        rest = " ".join(
+            f"{self.join_kind(alias)} {subquery} AS {alias} ON {alias}.run_id = r.run_id"
+            for alias, subquery in joins.items()
+            if alias != driving
+        )
+        if driving is None:
+            return f"v_runs AS r {rest}", "1 = 1"
+        # A run with a series is one v_runs shows (its rule keeps every run that has one):
+        # the runs table's row, without the rule's look-ups per run.
+        runs = f"(SELECT id AS run_id, {', '.join(RUN_COLUMNS)} FROM runs)"
+        return (
+            f"{joins[driving]} AS {driving} CROSS JOIN {runs} AS r {rest}",
+            f"{driving}.run_id = r.run_id",
+        )
+
+    def subqueries(self) -> dict[str, str]:
+        """The subquery of every param and series join, by alias: a row per run."""
         collate = ' COLLATE "C"' if self.dialect == "postgresql" else ""
-        parts = []
+        parts = {}
         for key, alias in self.params.items():
-            parts.append(
-                f"{self.join_kind(alias)} (SELECT run_id, value, value_num, value_type FROM ("
+            parts[alias] = (
+                "(SELECT run_id, value, value_num, value_type FROM ("
                 "SELECT s.run_id, p.value, p.value_num, p.value_type, ROW_NUMBER() OVER ("
                 f"PARTITION BY s.run_id ORDER BY c.name{collate}, p.step DESC, p.file_id DESC, "
                 "p.record_offset DESC, p.value_index DESC) AS rank "
                 "FROM params AS p JOIN series AS s ON s.id = p.series_id "
                 "JOIN contexts AS c ON c.id = s.context_id "
                 f"WHERE p.key = {self.bind(key, 'TEXT')} AND {shown_params()}) AS ranked "
-                f"WHERE rank = 1) AS {alias} ON {alias}.run_id = r.run_id"
+                "WHERE rank = 1)"
             )
         plus = _INFINITY.get(self.dialect, _INFINITY["sqlite"])
-        # Tested per series by an IN list (a look-up), the table read only for those in it: a
-        # join on it could be a scan of it per series.
-        exact = ", ".join(str(int(i)) for i in sorted(self.exact))
+        # One probe of the table per series (an index SQLite makes on it, a hash on
+        # PostgreSQL); its values replace the summary's where it has the series.
+        exact = " LEFT JOIN exact_values AS x ON x.series_id = s.id" if self.exact else ""
         for join in self.series.values():
             reads = []
             for column in sorted(join.columns):
                 read = _SUMMARY_READS[column].format(plus=plus, minus=f"-{plus}")
                 if exact:
-                    read = (
-                        f"CASE WHEN s.id IN ({exact}) THEN (SELECT x.{column} FROM exact_values "
-                        f"AS x WHERE x.series_id = s.id) ELSE {read} END"
-                    )
+                    read = f"CASE WHEN x.series_id IS NULL THEN {read} ELSE x.{column} END"
                 reads.append(f", {read} AS {column}")
-            parts.append(
-                f"{self.join_kind(join.alias)} (SELECT s.run_id, s.id AS series_id{''.join(reads)} "
-                "FROM series AS s JOIN contexts AS c ON c.id = s.context_id "
-                "JOIN series_summaries AS m ON m.series_id = s.id AND m.point_table = 'scalars' "
+            parts[join.alias] = (
+                f"(SELECT s.run_id, s.id AS series_id{''.join(reads)} FROM series AS s "
+                "JOIN series_summaries AS m ON m.series_id = s.id AND m.point_table = 'scalars'"
+                f"{exact} "
                 f"WHERE s.plugin = 'scalars' AND s.name = {self.bind(join.tag, 'TEXT')} AND "
-                f"{self.context_rule(join.context)}) AS {join.alias} "
-                f"ON {join.alias}.run_id = r.run_id"
+                f"{self.context_rule(join.context)})"
             )
-        return " ".join(parts)
+        return parts
 
     def join_kind(self, alias: str) -> str:
         return "JOIN" if alias in self.required else "LEFT JOIN"
@@ -274,11 +305,15 @@ class Compiler:
     def context_rule(self, context: str | None) -> str:
         """Which series of the tag a run's aggregate reads: the named context's, else the
         run's own (context ``''``), else the one context that has the tag."""
+        # The context's id, found once, rather than each series' context looked up: with the
+        # tag and plugin, it is a key of ix_series_name_plugin.
         if context is not None:
-            return f"c.name = {self.bind(context, 'TEXT')}"
+            named = self.bind(context, "TEXT")
+            return f"s.context_id = (SELECT c.id FROM contexts AS c WHERE c.name = {named})"
         return (
-            "(c.name = '' OR NOT EXISTS (SELECT 1 FROM series AS o WHERE o.run_id = s.run_id "
-            "AND o.name = s.name AND o.plugin = 'scalars' AND o.id <> s.id))"
+            "(s.context_id = (SELECT c.id FROM contexts AS c WHERE c.name = '') OR NOT EXISTS "
+            "(SELECT 1 FROM series AS o WHERE o.run_id = s.run_id AND o.name = s.name "
+            "AND o.plugin = 'scalars' AND o.id <> s.id))"
         )
 
 

@@ -32,12 +32,15 @@ _FILES_SQL = (
 # Files a run holds that are not whole: damaged records, none valid, or a torn tail.
 _FILE_TROUBLE_SQL = (
     "SELECT run_id, status, count(*) FROM event_files "
-    "WHERE status IN ('damaged', 'invalid', 'partial') GROUP BY run_id, status"
+    "WHERE status IN ('damaged', 'invalid', 'partial'){only} GROUP BY run_id, status"
 )
 _CONTEXTS_SQL = (
-    "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series UNION "
-    "SELECT run_id, context_id FROM event_files) AS u JOIN contexts AS c ON c.id = u.context_id"
+    "SELECT DISTINCT u.run_id, c.name FROM (SELECT run_id, context_id FROM series{only} UNION "
+    "SELECT run_id, context_id FROM event_files{only}) AS u "
+    "JOIN contexts AS c ON c.id = u.context_id"
 )
+# Up to this many runs chosen by a selection, the counts are read for those runs alone.
+_FEW_RUNS = 500
 
 
 def list_runs(
@@ -57,18 +60,23 @@ def list_runs(
         rows = select_runs(conn, selection, with_params=True)
     else:
         rows = lookups.runs(conn, run, with_params=True)
-    counts = _counts(conn, "s.run_id")
+    # A selection of a few runs counts theirs only, not every run's of a big store.
+    few = selection is not None and len(rows) <= _FEW_RUNS
+    ids = ", ".join(str(int(row["run_id"])) for row in rows) or "NULL"
+    only = f" WHERE run_id IN ({ids})" if few else ""
+    counts = _counts(conn, "s.run_id", runs=f"s.run_id IN ({ids})" if few else None)
     series: dict[int, int] = {
         row[0]: row[1]
-        for row in conn.execute(text("SELECT run_id, count(*) FROM series GROUP BY run_id"))
+        for row in conn.execute(text(f"SELECT run_id, count(*) FROM series{only} GROUP BY run_id"))
     }
     contexts: dict[int, list[str]] = {}
-    for run_id, name in conn.execute(text(_CONTEXTS_SQL)):
+    for run_id, name in conn.execute(text(_CONTEXTS_SQL.format(only=only))):
         contexts.setdefault(run_id, []).append(name)
     for names in contexts.values():
         names.sort()
     trouble: dict[int, dict[str, int]] = {}
-    for run_id, status, count in conn.execute(text(_FILE_TROUBLE_SQL)):
+    trouble_sql = _FILE_TROUBLE_SQL.format(only=only.replace("WHERE", "AND"))
+    for run_id, status, count in conn.execute(text(trouble_sql)):
         trouble.setdefault(run_id, {})[status] = count
     for row in rows:
         run_id = row["run_id"]
@@ -117,11 +125,14 @@ def describe_run(conn: Connection, run: str | int, display: str) -> dict[str, An
 
 
 def _counts(
-    conn: Connection, key: str, run_id: int | None = None
+    conn: Connection, key: str, run_id: int | None = None, runs: str | None = None
 ) -> dict[str, dict[int, tuple[Any, ...]]]:
     # table -> run or series id -> (points, first step, last step, last point's key and
-    # scalar value); the last point means something per series only.
+    # scalar value); the last point means something per series only.  ``runs``: a condition
+    # on ``s.run_id``, instead of one run.
     where = "" if run_id is None else " WHERE s.run_id = :run"
+    if runs is not None:
+        where = f" WHERE {runs}"
     sql = (
         f"SELECT m.point_table, {key}, sum(m.points), min(m.first_step), max(m.last_step), "
         "min(m.last_file_id), min(m.last_record_offset), min(m.last_value_index), "

@@ -108,9 +108,14 @@ def runs(
 
 
 def param_sessions(
-    conn: Connection, run_id: int | None = None, *, typed: bool = True
+    conn: Connection,
+    run_id: int | None = None,
+    *,
+    typed: bool = True,
+    run_ids: Sequence[int] | None = None,
 ) -> dict[int, dict[str, dict[str, Any]]]:
-    """Params of every run (or one) as ``{run_id: {context: {key: value}}}``.
+    """Params of every run (or one, or those of ``run_ids``) as ``{run_id: {context: {key:
+    value}}}``.
 
     Each context holds one hparams session, as every writer lays them out; should one
     hold several, the last written value of a key wins.  The rows are those ``v_params``
@@ -122,6 +127,7 @@ def param_sessions(
         "FROM params AS p JOIN series AS s ON s.id = p.series_id "
         f"JOIN contexts AS c ON c.id = s.context_id WHERE {shown_params()}"
         + ("" if run_id is None else " AND s.run_id = :run")
+        + ("" if run_ids is None else f" AND s.run_id IN ({_id_list(run_ids)})")
         + " ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key"
     )
     result: dict[int, dict[str, dict[str, Any]]] = {}
@@ -131,6 +137,11 @@ def param_sessions(
         session = result.setdefault(owner, {}).setdefault(context, {})
         session[key] = typed_param(value, value_num, value_type) if typed else value
     return result
+
+
+def _id_list(ids: Sequence[int]) -> str:
+    """Ids as the items of an SQL ``IN`` list (never empty: no id is 0)."""
+    return ", ".join(str(int(i)) for i in ids) or "0"
 
 
 def points(

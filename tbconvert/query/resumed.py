@@ -49,9 +49,12 @@ def last_attempt(
     for index in range(len(points) - 1, -1, -1):
         point = points[index]
         dropped = lowest_later is not None and lowest_later <= point[0]
-        dropped = dropped or any(
-            step <= point[0] and (path, offset) > (point[3], point[4])
-            for step, path, offset in starts
+        dropped = dropped or (
+            bool(starts)
+            and any(
+                step <= point[0] and (path, offset) > (point[3], point[4])
+                for step, path, offset in starts
+            )
         )
         if not dropped:
             kept.append(point)

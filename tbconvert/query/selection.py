@@ -2,7 +2,9 @@
 values; the one selection every read command and ``push`` make (docs/cli.md, "Selecting runs
 by expression").
 
-The expressions compile to one SQL query over ``v_runs`` (``query.expression_sql``).  Aggregates
+The expressions compile to one SQL query over ``v_runs`` (``query.expression_sql``), led by a
+series the condition requires where there is one; ``--top N`` asks first for the N runs among
+those that have the ``--by`` value, and for every run only when fewer have it.  Aggregates
 follow ``--resumed``: with ``all`` every point counts; with ``current`` (the default) a series
 reads as its last attempt left it, so a series whose steps go back somewhere in write order,
 or whose run and context logged a ``SessionLog``, is summarised exactly from its current points
@@ -13,7 +15,7 @@ one attempt, and its summary answers.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +29,7 @@ from tbconvert.query.current_aggregates import current_values
 from tbconvert.query.expression_sql import Compiled, Compiler
 from tbconvert.query.expressions import (
     Aggregate,
+    Condition,
     ExpressionError,
     Value,
     aggregates_of,
@@ -132,32 +135,23 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
     exact = {}
     if selection.resumed == "current" and found:
         exact = current_values(conn, sorted({node.tag for node in found}))
-    compiler = Compiler(conn.dialect.name, exact)
-    condition = "1 = 1"
-    if where is not None:
-        condition = compiler.condition(where, "--where")
-        compiler.require(where)
-    outputs = [compiler.value(by, "--by") if by else Compiled(None, None)]
-    outputs += [
-        compiler.value(tree, f"--column {name}")
-        for tree, (name, _) in zip(columns, selection.columns, strict=True)
-    ]
-    select = ", ".join(
-        f"{part or 'NULL'} AS v{index}_{kind}"
-        for index, output in enumerate(outputs)
-        for kind, part in zip(("n", "t"), output, strict=True)
-    )
-    # Only the view's keys: its wall-time columns cost a look-up per run.
-    sql = (
-        f"{compiler.exact_values()}SELECT r.run_id, r.run_path, r.logdir, {select} "
-        f"FROM v_runs AS r {compiler.joins()} WHERE {condition}"
-    )
-    by_text = selection.by or ""
+    if conn.dialect.name == "postgresql":
+        # Compiling the plan (PostgreSQL's JIT, which the cost of v_runs' subqueries turns on)
+        # takes longer than the query it compiles: docs/performance.md, "Run selection".
+        conn.execute(text("SET LOCAL jit = off"))
+    query = _SelectionQuery(conn.dialect.name, exact, where, by, columns, selection)
     if by is not None and selection.top is not None and not selection.run:
-        sql = _top_sql(sql, conn.dialect.name, by_text.lstrip().startswith("-"), selection.top)
+        ascending = (selection.by or "").lstrip().startswith("-")
+        # The first runs by a value are runs that have it, whenever that many have it: asked
+        # first, the planner starts from the value's series rather than from every run.
+        found_rows = query.run(conn, top=(ascending, selection.top), valued=True)
+        if len(found_rows) < selection.top:
+            found_rows = query.run(conn, top=(ascending, selection.top))
+    else:
+        found_rows = query.run(conn)
     chosen = globs(selection.run)
     result = []
-    for run_id, path, logdir, *values in conn.execute(text(sql), compiler.parameters):
+    for run_id, path, logdir, *values in found_rows:
         if run_matches(run_id, path, chosen):
             pairs = zip(values[::2], values[1::2], strict=True)
             by_value, *shown = [number if number is not None else text_ for number, text_ in pairs]
@@ -167,10 +161,55 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
     return result
 
 
+@dataclass(frozen=True)
+class _SelectionQuery:
+    """The parsed trees of a selection, compiled on demand into one statement."""
+
+    dialect: str
+    exact: Mapping[int, Mapping[str, Any]]
+    where: Condition | None
+    by: Value | None
+    columns: Sequence[Value]
+    selection: RunSelection
+
+    def run(
+        self, conn: Connection, *, top: tuple[bool, int] | None = None, valued: bool = False
+    ) -> list[Any]:
+        """The rows (run id, path, logdir, then a number and a text per value): with ``top``
+        (ascending, count), the first runs by ``by``; with ``valued``, only runs that have
+        a ``by`` value (its joins inner)."""
+        compiler = Compiler(self.dialect, self.exact)
+        condition = "1 = 1"
+        if self.where is not None:
+            condition = compiler.condition(self.where, "--where")
+            compiler.require(self.where)
+        outputs = [compiler.value(self.by, "--by") if self.by else Compiled(None, None)]
+        outputs += [
+            compiler.value(tree, f"--column {name}")
+            for tree, (name, _) in zip(self.columns, self.selection.columns, strict=True)
+        ]
+        if valued and self.by is not None:
+            compiler.require_value(self.by)
+            number, text_ = outputs[0]
+            condition += f" AND ({number or 'NULL'} IS NOT NULL OR {text_ or 'NULL'} IS NOT NULL)"
+        select = ", ".join(
+            f"{part or 'NULL'} AS v{index}_{kind}"
+            for index, output in enumerate(outputs)
+            for kind, part in zip(("n", "t"), output, strict=True)
+        )
+        source, link = compiler.source()
+        # Only the view's keys: its wall-time columns cost a look-up per run.
+        sql = (
+            f"{compiler.exact_values()}SELECT r.run_id, r.run_path, r.logdir, {select} "
+            f"FROM {source} WHERE {link} AND {condition}"
+        )
+        if top is not None:
+            sql = _top_sql(sql, self.dialect, *top)
+        return list(conn.execute(text(sql), compiler.parameters))
+
+
 # Up to this many runs, the chosen runs' rows are read by id; more, and the whole view is.
 _FEW_RUNS = 500
-# Up to this many, each run's params are read on their own; more, and all of them are.
-_FEW_PARAMS = 20
 
 
 def _rows_of(conn: Connection, run_ids: list[int], *, with_params: bool) -> list[dict[str, Any]]:
@@ -187,12 +226,7 @@ def _rows_of(conn: Connection, run_ids: list[int], *, with_params: bool) -> list
     }
     rows = [found[run_id] for run_id in run_ids]
     if with_params:
-        if len(run_ids) <= _FEW_PARAMS:
-            sessions = {}
-            for run_id in run_ids:
-                sessions.update(lookups.param_sessions(conn, run_id))
-        else:
-            sessions = lookups.param_sessions(conn)
+        sessions = lookups.param_sessions(conn, run_ids=run_ids)
         for row in rows:
             row["params"] = sessions.get(row["run_id"], {})
     return rows
@@ -214,8 +248,11 @@ def _top_sql(sql: str, dialect: str, ascending: bool, top: int) -> str:
     a store of many runs sends a few rows, not one per run."""
     direction = "ASC" if ascending else "DESC"
     collate = ' COLLATE "C"' if dialect == "postgresql" else ""
+    # PostgreSQL would otherwise walk every summary in value order, whatever its tag, for
+    # the few of the tag it wants (OFFSET 0 keeps the selection a query of its own).
+    fence = " OFFSET 0" if dialect == "postgresql" else ""
     return (
-        f"SELECT * FROM ({sql}) AS chosen ORDER BY CASE WHEN v0_n IS NOT NULL THEN 0 "
+        f"SELECT * FROM ({sql}{fence}) AS chosen ORDER BY CASE WHEN v0_n IS NOT NULL THEN 0 "
         f"WHEN v0_t IS NOT NULL THEN 1 ELSE 2 END, v0_n {direction}, v0_t{collate} {direction}, "
         f"run_path{collate}, logdir{collate}, run_id LIMIT {int(top)}"
     )
@@ -275,10 +312,11 @@ def _check_contexts(conn: Connection, found: list[tuple[str, Aggregate]], run: G
 
 def _outside_own_context(conn: Connection, tag: str) -> bool:
     """Whether any run logs ``tag`` in a context of its own (where several may hold it)."""
+    # From the few contexts: a probe of the tag's index each, not a pass over its series.
     found = conn.execute(
         text(
-            "SELECT 1 FROM series AS s JOIN contexts AS c ON c.id = s.context_id "
-            "WHERE s.plugin = 'scalars' AND s.name = :tag AND c.name <> '' LIMIT 1"
+            "SELECT 1 FROM contexts AS c WHERE c.name <> '' AND EXISTS (SELECT 1 FROM series "
+            "AS s WHERE s.name = :tag AND s.plugin = 'scalars' AND s.context_id = c.id) LIMIT 1"
         ),
         {"tag": tag},
     ).first()

@@ -83,17 +83,41 @@ class Series(Base):
     """One stream of values: a tag of one plugin in one (run, context)."""
 
     __tablename__ = "series"
-    __table_args__ = (UniqueConstraint("run_id", "context_id", "name", "plugin"),)
+    __table_args__ = (
+        UniqueConstraint("run_id", "context_id", "name", "plugin"),
+        # The series of one tag, read from the index alone (a selection's aggregates).
+        Index(
+            "ix_series_name_plugin",
+            "name",
+            "plugin",
+            "context_id",
+            "run_id",
+            postgresql_include=["id"],
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
     context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id"))
-    name: Mapped[str] = mapped_column(Text, index=True)
+    name: Mapped[str] = mapped_column(Text)
     plugin: Mapped[str] = mapped_column(Text)
     dtype: Mapped[str | None] = mapped_column(Text)
     display_name: Mapped[str | None] = mapped_column(Text)
     description: Mapped[str | None] = mapped_column(Text)
     plugin_content: Mapped[bytes | None] = mapped_column(LargeBinary)
+
+
+# The columns of a series' summary that a selection's aggregates read.
+SUMMARY_VALUE_COLUMNS = (
+    "last_value",
+    "min_value",
+    "max_value",
+    "points",
+    "value_sum",
+    "value_count",
+    "argmin_step",
+    "argmax_step",
+)
 
 
 class SeriesSummary(Base):
@@ -112,6 +136,8 @@ class SeriesSummary(Base):
             sqlite_where=text("maybe_resumed"),
             postgresql_where=text("maybe_resumed"),
         ),
+        # A series' summary in one probe of an index, for a selection's aggregates.
+        Index("ix_series_summaries_values", "series_id", "point_table", *SUMMARY_VALUE_COLUMNS),
     )
 
     series_id: Mapped[int] = mapped_column(ForeignKey("series.id"))

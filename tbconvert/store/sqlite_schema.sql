@@ -1,4 +1,4 @@
--- revision 0016
+-- revision 0015
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -222,7 +222,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0016');
+INSERT INTO "tbconvert_alembic_version" VALUES('0015');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 
@@ -254,7 +254,6 @@ CREATE TABLE "texts" (
 	CONSTRAINT fk_texts_file_id_event_files FOREIGN KEY(file_id) REFERENCES event_files (id), 
 	CONSTRAINT fk_texts_series_id_series FOREIGN KEY(series_id) REFERENCES series (id)
 );
-CREATE INDEX ix_series_name ON series (name);
 CREATE INDEX ix_images_blob_id ON images (blob_id);
 CREATE INDEX ix_audio_blob_id ON audio (blob_id);
 CREATE INDEX ix_tensors_blob_id ON tensors (blob_id);
@@ -374,3 +373,5 @@ CREATE VIEW v_params AS
             WHERE o.run_id = r.id AND o.plugin = 'hparams' AND q.key = p.key
               AND (o.name NOT IN ('hparams.yaml', 'params.json') OR o.name < s.name));
 CREATE INDEX ix_series_summaries_maybe_resumed ON series_summaries (series_id) WHERE maybe_resumed;
+CREATE INDEX ix_series_name_plugin ON series (name, plugin, context_id, run_id);
+CREATE INDEX ix_series_summaries_values ON series_summaries (series_id, point_table, last_value, min_value, max_value, points, value_sum, value_count, argmin_step, argmax_step);

@@ -295,6 +295,25 @@ def test_top_by_orders_as_the_oracle_does(
     assert [row["run_path"] for row in found] == expected, selection
 
 
+@pytest.mark.parametrize("resumed", ["current", "all"])
+def test_top_past_the_runs_with_a_value_goes_on_with_the_runs_without(
+    store: Store, oracles: dict[str, Oracle], resumed: str
+) -> None:
+    """``--top N`` asks first for the runs that have the ``--by`` value; where fewer than N
+    have it, the runs without it follow, as the oracle orders them."""
+    oracle = oracles[resumed]
+    by = ("agg", "min", "acc", "val")
+    order = expected_runs(oracle, None, by, ascending=True)
+    ids = {path: run_id for run_id, path in oracle.runs["run_path"].items()}
+    valued = [path for path in order if oracle.shown_value(ids[path], by) is not None]
+    assert 0 < len(valued) < len(order)  # the store has runs on both sides
+    for top in (len(valued), len(valued) + 1, len(order)):
+        selection = RunSelection(by="-" + render(by), top=top, resumed=resumed)
+        with store.connect() as conn:
+            found = select_runs(conn, selection)
+        assert [row["run_path"] for row in found] == order[:top], top
+
+
 @given(value=values, resumed=st.sampled_from(["current", "all"]))
 def test_columns_hold_the_oracles_values(
     store: Store, oracles: dict[str, Oracle], value: tuple[Any, ...], resumed: str

@@ -1,4 +1,4 @@
-"""Revisions 0010 (#39) and 0016 (#48): the push state tables come and go with their
+"""Revisions 0010 (#39) and 0015 (#48): the push state tables come and go with their
 migrations, and a store from before keeps everything it held."""
 
 from __future__ import annotations
@@ -49,18 +49,18 @@ def test_revision_0010_adds_the_push_tables_and_its_downgrade_drops_them(engine:
         assert conn.execute(text("SELECT run_path FROM v_runs")).scalar_one() == "a"
 
 
-def test_revision_0016_adds_push_destinations_and_keeps_the_push_state(engine: Engine) -> None:
+def test_revision_0015_adds_push_destinations_and_keeps_the_push_state(engine: Engine) -> None:
     from alembic import command
 
     with engine.begin() as conn:
-        command.upgrade(migrate.alembic_config(conn), "0013")
+        command.upgrade(migrate.alembic_config(conn), "0014")
         conn.execute(
             text(
                 "INSERT INTO push_runs (destination, run_id, remote_id, pending) "
                 "VALUES ('mlflow uri experiment 1', 1, 'abc', false)"
             )
         )
-        command.upgrade(migrate.alembic_config(conn), "0016")
+        command.upgrade(migrate.alembic_config(conn), "0015")
         assert "push_destinations" in inspect(conn).get_table_names()
         conn.execute(
             text(
@@ -70,6 +70,6 @@ def test_revision_0016_adds_push_destinations_and_keeps_the_push_state(engine: E
         )
         found = "SELECT p.remote_id FROM push_runs AS p JOIN push_destinations USING (destination)"
         assert conn.execute(text(found)).scalar_one() == "abc"
-        command.downgrade(migrate.alembic_config(conn), "0013")
+        command.downgrade(migrate.alembic_config(conn), "0014")
         assert "push_destinations" not in inspect(conn).get_table_names()
         assert conn.execute(text("SELECT remote_id FROM push_runs")).scalar_one() == "abc"

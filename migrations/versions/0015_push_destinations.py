@@ -7,8 +7,8 @@ used, so that ``push mlflow --dry-run`` finds the marks from the store alone, wi
 opening MLflow (which creates a tracking store that is missing).  ``location`` is the
 tracking URI without credentials, as in a destination.
 
-Revision ID: 0016
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-28
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016"
-down_revision = "0013"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
