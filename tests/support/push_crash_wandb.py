@@ -75,7 +75,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
 def main(jobs_file: str, results_file: str) -> int:
     """Run every job in order; write the results."""
-    import wandb  # noqa: F401  (imported once, before the forks)
+    # Imported once, before the forks: wandb, with what wandb.init imports as a run starts.
+    import wandb.sdk.launch  # noqa: F401
 
     import tbconvert.push.wandb  # noqa: F401
 
