@@ -44,8 +44,9 @@ demo: $(VENV)/.installed-all
 	@echo "The viewer: $(BIN)/tbconvert serve --store $(STORE)"
 	@echo "  then open http://127.0.0.1:8001/ (datasette: http://127.0.0.1:8001/datasette/)"
 
+# The slowest tests are listed at the end, so that each run shows where the time goes.
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 
 # Everything but the tests marked slow (crash, signal, oracle and invariant suites): a quick
 # check while working.  CI runs `make test`.

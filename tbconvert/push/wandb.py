@@ -190,6 +190,8 @@ class WandbTracker:
             "console": "off",
             "x_disable_stats": True,
             "x_disable_meta": True,
+            # The packages of the pushing process are not those of the run's training.
+            "x_save_requirements": False,
         }
         if self.root is not None:
             history = held_history(self.root, remote_id, step_key(""))

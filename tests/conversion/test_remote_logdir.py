@@ -26,6 +26,8 @@ from tests.support.snapshots import view_rows, without_run_ids
 
 _BUCKETS = itertools.count()
 EVENTS = "events.out.tfevents.1"
+# botocore's client settings (s3fs's ``config_kwargs``) for a single attempt per request.
+UNRETRIED = {"retries": {"total_max_attempts": 1}}
 
 
 def new_bucket(s3: S3Server) -> str:
@@ -217,11 +219,17 @@ def test_an_object_deleted_between_listing_and_reading_is_reported(
     [
         ("s3://no-such-bucket/logs", {}, "does not exist"),
         ("s3://{bucket}/logs", {"key": DENIED_KEY}, "access denied"),
-        ("s3://{bucket}/logs", {"endpoint_url": "http://127.0.0.1:9"}, "cannot list the logdir"),
+        (
+            "s3://{bucket}/logs",
+            # One attempt: botocore's retries of a refused connection take seconds to end
+            # in the same error.
+            {"endpoint_url": "http://127.0.0.1:9", "config_kwargs": UNRETRIED},
+            "cannot list the logdir",
+        ),
     ],
 )
 def test_a_logdir_that_cannot_be_listed_is_one_line_and_writes_nothing(
-    s3: S3Server, tmp_path: Path, logdir: str, options: dict[str, str], message: str
+    s3: S3Server, tmp_path: Path, logdir: str, options: dict[str, Any], message: str
 ) -> None:
     url = logdir.format(bucket=new_bucket(s3))
     with pytest.raises(LogdirError) as raised:

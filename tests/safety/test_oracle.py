@@ -528,15 +528,23 @@ def reading(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[str]]]:
 
 
 @pytest.fixture(scope="module")
+def logdir_read(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Expected]:
+    """The logdir, written once, and what TensorBoard's own reader finds in it: the same
+    for every backend and way of reading (conversions only read it)."""
+    logdir = tmp_path_factory.mktemp("oracle") / "logdir"
+    written = write_hand_built(logdir) + write_tensorboardx(logdir)
+    return logdir, read_expected(written)
+
+
+@pytest.fixture(scope="module")
 def converted(
     tmp_path_factory: pytest.TempPathFactory,
     make_store: StoreFactory,
     reading: tuple[str, list[str]],
+    logdir_read: tuple[Path, Expected],
 ) -> Iterator[Converted]:
     root = tmp_path_factory.mktemp("oracle")
-    logdir = root / "logdir"
-    written = write_hand_built(logdir) + write_tensorboardx(logdir)
-    expected = read_expected(written)
+    logdir, expected = logdir_read
     store = make_store(root)
     # Aim's layout: the files were placed by its rules (one context per family of
     # encodings); what this module checks is what is decoded, the auto layout has its own tests.

@@ -13,6 +13,7 @@ Forking a driver that has imported tbconvert and MLflow once keeps each kill che
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import signal
@@ -68,6 +69,45 @@ def main(jobs_file: str, results_file: str) -> int:
     import tbconvert.push.mlflow  # noqa: F401
 
     return run_jobs_file(jobs_file, results_file, run_job)
+
+
+class BackToBack:
+    """Watches a whole push for the calls of the adapter's method ``counted`` that the next
+    one follows with nothing in between: no other method of the adapter called, no
+    transaction of the store committed.  The tracker's state moves only in the adapter's
+    methods and the store's only in its transactions, so a kill right after such a call k
+    and one right before call k + 1 stop the push in the same state."""
+
+    def __init__(self, adapter: type, counted: str) -> None:
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        self.events: list[str] = []
+        for name, method in list(vars(adapter).items()):
+            if inspect.isfunction(method) and not name.startswith("_"):
+                setattr(adapter, name, self._watched(name, method, name == counted))
+        self.counted = counted
+        event.listen(Engine, "commit", lambda _connection: self.events.append("commit"))
+
+    def _watched(self, name: str, method: Callable[..., Any], counted: bool) -> Any:
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            self.events.append(name)
+            result = method(*args, **kwargs)
+            if counted:
+                self.events.append("returned")
+            return result
+
+        return watched
+
+    def numbers(self) -> list[int]:
+        """The numbers k (from 1) of the counted calls that call k + 1 follows directly."""
+        found, number = [], 0
+        for before, event in zip(["start", *self.events], self.events, strict=False):
+            if event == self.counted:
+                number += 1
+                if before == "returned":
+                    found.append(number - 1)
+        return found
 
 
 def run_jobs_file(

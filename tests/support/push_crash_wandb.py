@@ -7,8 +7,9 @@ child that wraps ``WandbTracker.<call>`` (``log_points``: a batch; ``open_run``:
 made, the store not told; ``log_files``: the images, texts and histograms of a run;
 ``finish_run``: the end of a run) and pushes into the offline directory ``out``; the child
 sends itself SIGKILL right before (``when="before"``) or right after (``"after"``) its
-``number``-th such call.  A ``number`` of 0 never kills.  RESULTS gets, per job, the child's
-exit status and the calls it made.
+``number``-th such call.  A ``number`` of 0 never kills, and says which of the calls it made
+the next one followed directly (``BackToBack``).  RESULTS gets, per job, the child's exit
+status and the calls it made.
 
 W&B writes a run's records in a ``wandb-core`` process the child starts; killed, the child
 leaves it to write what it had and exit.  The driver is the subreaper of its descendants and
@@ -18,13 +19,14 @@ waits for every one of them after each job, so that the next push reads a finish
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import sys
 from typing import Any
 
 from tests.support.crashpoints import forked
-from tests.support.push_crash import run_jobs_file
+from tests.support.push_crash import BackToBack, run_jobs_file
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -33,6 +35,7 @@ def _push_in_child(job: dict[str, Any], report: int) -> None:
     from tbconvert.push.wandb import WandbTracker, push_wandb
 
     call, target, when = job["call"], int(job["number"]), job["when"]
+    watch = BackToBack(WandbTracker, call) if target == 0 else None
     original = getattr(WandbTracker, call)
     made = [0]
 
@@ -49,7 +52,8 @@ def _push_in_child(job: dict[str, Any], report: int) -> None:
 
     setattr(WandbTracker, call, counted)
     push_wandb(job["store"], "crash", offline=job["out"], batch_size=job["batch_size"])
-    os.write(report, str(made[0]).encode())
+    said: Any = made[0] if watch is None else {"calls": made[0], "back_to_back": watch.numbers()}
+    os.write(report, json.dumps(said).encode())
     os._exit(0)
 
 
@@ -71,7 +75,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
 def main(jobs_file: str, results_file: str) -> int:
     """Run every job in order; write the results."""
-    import wandb  # noqa: F401  (imported once, before the forks)
+    # Imported once, before the forks: wandb, with what wandb.init imports as a run starts.
+    import wandb.sdk.launch  # noqa: F401
 
     import tbconvert.push.wandb  # noqa: F401
 
