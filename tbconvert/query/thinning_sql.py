@@ -33,7 +33,9 @@ g AS (
   GROUP BY 1, 2
 ),
 t AS (
-  SELECT series_id, sum(n) AS total, sum(n) - sum(finite) AS total_nan FROM g
+  SELECT series_id, CAST(sum(n) AS BIGINT) AS total,
+    CAST(sum(n) - sum(finite) AS BIGINT) AS total_nan
+  FROM g
   GROUP BY series_id
 )
 SELECT series_id, step, wall_time, value, bucket, total, total_nan, whole, low, high, nan_x
