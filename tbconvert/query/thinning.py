@@ -160,7 +160,8 @@ def thin_many(
     }
     rows: dict[int, list[Any]] = {i: [] for i in ranges}
     if ranges:
-        for row in _run(conn, *thinning_sql.statement(ranges, keeps, x, buckets, limit)):
+        sql = thinning_sql.statement(ranges, keeps, x, buckets, limit, conn.dialect.name)
+        for row in _run(conn, *sql):
             rows[row[0]].append(row)
     for i, (first, last) in ranges.items():
         found[i] = _thinned(rows[i], first, last, x, buckets, read.get(i))

@@ -49,7 +49,7 @@ FROM (
   UNION ALL
   SELECT p.series_id, p.step, p.wall_time, p.value, p.{x}, g.bucket, t.total, t.total_nan, 0,
     g.low, g.high, g.nan_x, p.file_id, p.record_offset, p.value_index
-  FROM t CROSS JOIN g CROSS JOIN scalars AS p
+  FROM t CROSS JOIN g CROSS JOIN {bucket_points}
   WHERE g.series_id = t.series_id AND t.total > :limit AND p.series_id = g.series_id
     AND p.step >= g.first_step AND p.step <= g.last_step AND p.{x} >= g.first_x
     AND p.{x} <= g.last_x{where}
@@ -57,6 +57,14 @@ FROM (
 ) AS kept
 ORDER BY series_id, x, file_id, record_offset, value_index
 """
+# A bucket's points, read by its step range of the key: SQLite keeps the order of a CROSS JOIN,
+# while PostgreSQL, guessing thousands of buckets, would sort every point to merge them with the
+# buckets unless the read is a LATERAL subquery, which SQLite does not have.
+_BUCKET_POINTS = {
+    "sqlite": "scalars AS p",
+    "postgresql": "LATERAL (SELECT * FROM scalars AS q WHERE q.series_id = g.series_id "
+    "AND q.step >= g.first_step AND q.step <= g.last_step) AS p",
+}
 # Integer arithmetic on steps; on wall time the last bucket holds ``hi``.
 _STEP_BUCKET = "(p.step - r.lo) * :buckets / (r.hi - r.lo + 1)"
 _WALL_BUCKET = (
@@ -71,10 +79,11 @@ def statement(
     x: str,
     buckets: int,
     limit: int,
+    dialect: str = "sqlite",
 ) -> tuple[str, dict[str, Any]]:
     """The statement thinning the series of ``ranges`` (id: (lo, hi) on ``x``), with
     ``:name`` parameters, and their values.  ``keeps``: per series, SQL true of the points of
-    its last attempt (on ``scalars AS p``)."""
+    its last attempt (on ``scalars AS p``); ``dialect``: ``sqlite`` or ``postgresql``."""
     kind = "BIGINT" if x == "step" else "DOUBLE PRECISION"
     values: dict[str, Any] = {"buckets": buckets, "limit": limit}
     rows = []
@@ -88,6 +97,7 @@ def statement(
         x=x,
         bucket=_STEP_BUCKET if x == "step" else _WALL_BUCKET,
         where=_where(keeps, x),
+        bucket_points=_BUCKET_POINTS[dialect],
     )
     return sql, values
 
