@@ -25,6 +25,7 @@ const plotlyReady = window.Plotly ? Promise.resolve() : new Promise((resolve, re
   script.addEventListener("error", () => reject(new Error("static/plotly.min.js did not load")));
 });
 TBV.plotlyReady = plotlyReady;
+if (window.Plotly) TBV.timing.plotly = performance.now(); // it ran before this script
 
 // The smoothing of `tbconvert plot` (tbconvert/output/plot.py, smooth): TensorBoard's
 // debiased exponential moving average; non-finite values kept and left out of the average,
