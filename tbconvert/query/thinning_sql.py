@@ -1,5 +1,5 @@
 """The SQL of :mod:`.thinning`: the statement that thins many scalar series at once, the same
-on SQLite and PostgreSQL.
+on SQLite and PostgreSQL but for how a bucket's points are read (``_BUCKET_POINTS``).
 
 One statement answers a whole chart: ``r`` the series and their ranges; ``g`` one row per
 (series, bucket), a ``GROUP BY`` of the points in range (their count, first and last step and
@@ -8,7 +8,8 @@ enough points (``total <= :limit``) comes back whole, by one range read of the k
 come back as the points of each bucket at its first, last or NaN's x or holding its lowest or
 highest value, each bucket read again by its own step range of the key (``g`` joined to the
 points by ``series_id`` and a step range, never by the bucket: a join on a computed bucket has
-no index, and SQLite then loops over one side for every row of the other).  The rows come in
+no index, and SQLite then loops over one side for every row of the other; measured in
+docs/performance.md, "The viewer (#46)").  The rows come in
 order, by x then in write order, and :mod:`.thinning` narrows them to one per role (a bucket's
 extremes where they first occur).
 """
