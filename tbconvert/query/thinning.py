@@ -27,7 +27,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -43,9 +43,8 @@ KEPT_PER_BUCKET = 4
 _PARAMETER = re.compile(r":([A-Za-z_][A-Za-z_0-9]*)")
 
 
-@dataclass(frozen=True)
-class ThinPoint:
-    """One point kept.
+class ThinPoint(NamedTuple):
+    """One point kept (a named tuple: a chart builds tens of thousands).
 
     Attributes:
         step, wall_time: Where it was logged (``wall_time`` None when logged as NaN).
@@ -161,7 +160,8 @@ def thin_many(
     }
     rows: dict[int, list[Any]] = {i: [] for i in ranges}
     if ranges:
-        for row in _run(conn, *thinning_sql.statement(ranges, keeps, x, buckets, limit)):
+        sql = thinning_sql.statement(ranges, keeps, x, buckets, limit, conn.dialect.name)
+        for row in _run(conn, *sql):
             rows[row[0]].append(row)
     for i, (first, last) in ranges.items():
         found[i] = _thinned(rows[i], first, last, x, buckets, read.get(i))
@@ -171,40 +171,53 @@ def thin_many(
 def _thinned(
     rows: list[Any], lo: Any, hi: Any, x: str, buckets: int, attempt: LastAttempt | None
 ) -> Thinned:
-    """One series' answer from its rows of the statement (:mod:`.thinning_sql`)."""
+    """One series' answer from its rows of the statement (:mod:`.thinning_sql`), in order."""
     if not rows:
         return Thinned([], True, 0, 0, lo, hi, x, buckets, attempt)
-    total, nan, exact = rows[0][6], rows[0][7], bool(rows[0][8])
+    total, nan, exact = rows[0][5], rows[0][6], bool(rows[0][7])
     if exact:
-        points = [ThinPoint(row[1], row[2], _float(row[3])) for row in rows]
-        return Thinned(points, True, total, nan, lo, hi, x, buckets, attempt)
-    # A bucket's extremes are kept where they first occur: its first row holding each.
-    holders: dict[tuple[Any, Any], Any] = {}
-    for row in rows:
-        for value in (row[11], row[12]):
-            if row[3] is not None and row[3] == value:
-                holders.setdefault((row[5], value), row[4])
-    wanted: list[tuple[str, Any, Any]] = []
-    seen: set[Any] = set()
-    for row in rows:
-        bucket = row[5]
-        if bucket in seen:
+        whole = [ThinPoint(row[1], row[2], _float(row[3])) for row in rows]
+        return Thinned(whole, True, total, nan, lo, hi, x, buckets, attempt)
+    points: list[ThinPoint] = []
+    start = 0
+    for index in range(1, len(rows) + 1):
+        if index == len(rows) or rows[index][4] != rows[start][4]:
+            points += _kept(rows, start, index)
+            start = index
+    return Thinned(points, False, total, nan, lo, hi, x, buckets, attempt)
+
+
+def _kept(rows: Sequence[Any], start: int, end: int) -> list[ThinPoint]:
+    """The points one bucket keeps, from its rows ``rows[start:end]`` (at its first, last or
+    NaN's x, or holding its lowest or highest value, in order): its first and last row, the
+    first rows holding its extremes and the first NaN."""
+    low, high, has_nan = rows[start][8], rows[start][9], rows[start][10] is not None
+    chosen: dict[int, list[str]] = {start: ["first"]}
+    chosen.setdefault(end - 1, []).append("last")
+    found_low = found_high = found_nan = -1
+    for index in range(start, end):
+        value = rows[index][3]
+        if value is None:
+            if found_nan < 0 and has_nan:
+                found_nan = index
             continue
-        seen.add(bucket)
-        first_x, last_x, low, high, nan_x = row[9:14]
-        wanted += [("first", first_x, ...), ("last", last_x, ...)]
-        wanted += [
-            (role, holders[(bucket, value)], value)
-            for role, value in (("min", low), ("max", high))
-            if value is not None
-        ]
-        wanted += [("nan", nan_x, None)] if nan_x is not None else []
-    return Thinned(_roles(rows, wanted), False, total, nan, lo, hi, x, buckets, attempt)
+        if found_low < 0 and value == low:
+            found_low = index
+        if found_high < 0 and value == high:
+            found_high = index
+    for role, index in (("min", found_low), ("max", found_high), ("nan", found_nan)):
+        if index >= 0:
+            chosen.setdefault(index, []).append(role)
+    return [
+        ThinPoint(rows[i][1], rows[i][2], _float(rows[i][3]), tuple(chosen[i]))
+        for i in sorted(chosen)
+    ]
 
 
 def _run(conn: Connection, sql: str, values: dict[str, Any]) -> list[Any]:
-    """The rows of ``sql`` (``:name`` parameters) run by the driver itself: compiling a
-    statement of thousands of parameters costs SQLAlchemy more than running it."""
+    """The rows of ``sql`` (``:name`` parameters) as the driver's tuples, on the driver's own
+    cursor: compiling a statement of thousands of parameters costs SQLAlchemy more than
+    running it, and a SQLAlchemy row a point more than reading it."""
     order: list[Any] = []
 
     def placeholder(match: re.Match[str]) -> str:
@@ -212,26 +225,16 @@ def _run(conn: Connection, sql: str, values: dict[str, Any]) -> list[Any]:
         return "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
     positional = _PARAMETER.sub(placeholder, sql)
-    return list(conn.exec_driver_sql(positional, tuple(order)).fetchall())
-
-
-def _roles(rows: Sequence[Any], wanted: list[tuple[str, Any, Any]]) -> list[ThinPoint]:
-    """The rows at the chosen x (in order) narrowed to one per role: the first row at its x
-    holding the value wanted; ``last``, the last row at its x."""
-    at_x: dict[Any, list[int]] = {}
-    for index, row in enumerate(rows):
-        at_x.setdefault(row[4], []).append(index)
-    chosen: dict[int, list[str]] = {}
-    for role, x, value in wanted:
-        indices = at_x[x][::-1] if role == "last" else at_x[x]
-        index = next(
-            i for i in indices if value is ... or rows[i][3] == value or rows[i][3] is value
-        )
-        chosen.setdefault(index, []).append(role)
-    return [
-        ThinPoint(rows[index][1], rows[index][2], _float(rows[index][3]), tuple(roles))
-        for index, roles in sorted(chosen.items())
-    ]
+    cursor = conn.connection.cursor()
+    try:
+        if conn.dialect.name == "postgresql":
+            # Guessing thousands of buckets, PostgreSQL would compile the statement first (JIT),
+            # half a second where the statement takes milliseconds; for this transaction only.
+            cursor.execute("SET LOCAL jit = off")
+        cursor.execute(positional, tuple(order))
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 def _shifted(lo: float | None, hi: float | None, shift: float) -> tuple[Any, Any]:

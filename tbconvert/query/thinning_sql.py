@@ -1,13 +1,17 @@
-"""The SQL of :mod:`.thinning`: the statements that thin many scalar series at once, the same
-on SQLite and PostgreSQL.
+"""The SQL of :mod:`.thinning`: the statement that thins many scalar series at once, the same
+on SQLite and PostgreSQL but for how a bucket's points are read (``_BUCKET_POINTS``).
 
-One statement answers a whole chart, in windows rather than joins, so that each database
-reads each point in range once and sorts it twice: ``r`` the series and their ranges; ``pts``
-their points in range, each with its bucket; ``t`` each point beside its series' totals and
-its (series, bucket)'s first and last x, lowest and highest value and first NaN's x.  The rows
-back are a series' every point when it holds few enough (``total <= :limit``), else the points
-at those x values or holding those values, in order, which :mod:`.thinning` narrows to one per
-role (a bucket's extremes where they first occur).
+One statement answers a whole chart: ``r`` the series and their ranges; ``g`` one row per
+(series, bucket), a ``GROUP BY`` of the points in range (their count, first and last step and
+x, lowest and highest value, first NaN's x); ``t`` each series' totals.  A series holding few
+enough points (``total <= :limit``) comes back whole, by one range read of the key; the others
+come back as the points of each bucket at its first, last or NaN's x or holding its lowest or
+highest value, each bucket read again by its own step range of the key (``g`` joined to the
+points by ``series_id`` and a step range, never by the bucket: a join on a computed bucket has
+no index, and SQLite then loops over one side for every row of the other; measured in
+docs/performance.md, "The viewer (#46)").  The rows come in
+order, by x then in write order, and :mod:`.thinning` narrows them to one per role (a bucket's
+extremes where they first occur).
 """
 
 from __future__ import annotations
@@ -15,28 +19,53 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# Each row: series, step, wall time, value, x, bucket, the series' total and NaN count, whether
-# it comes whole, then its bucket's first x, last x, lowest, highest and first NaN's x.
+# Each row: series, step, wall time, value, bucket, the series' total and NaN count, whether it
+# comes whole, then its bucket's lowest and highest value and whether it holds a NaN (the
+# bucket and after NULL for a series that comes whole).
 _STATEMENT = """
 WITH r(series_id, lo, hi) AS (VALUES {ranges}),
-pts AS (
-  SELECT p.series_id, p.step, p.wall_time, p.value, p.{x} AS x, {bucket} AS bucket,
-    p.file_id, p.record_offset, p.value_index
+g AS (
+  SELECT p.series_id, {bucket} AS bucket, count(*) AS n, count(p.value) AS finite,
+    min(p.step) AS first_step, max(p.step) AS last_step, min(p.{x}) AS first_x,
+    max(p.{x}) AS last_x, min(p.value) AS low, max(p.value) AS high,
+    min(CASE WHEN p.value IS NULL THEN p.{x} END) AS nan_x
   FROM r JOIN scalars AS p ON p.series_id = r.series_id
   WHERE p.{x} >= r.lo AND p.{x} <= r.hi{where}
+  GROUP BY 1, 2
 ),
 t AS (
-  SELECT q.*, count(*) OVER s AS total, count(*) OVER s - count(value) OVER s AS total_nan,
-    min(x) OVER k AS first_x, max(x) OVER k AS last_x, min(value) OVER k AS low,
-    max(value) OVER k AS high, min(CASE WHEN value IS NULL THEN x END) OVER k AS nan_x
-  FROM pts AS q WINDOW k AS (PARTITION BY series_id, bucket), s AS (PARTITION BY series_id)
+  SELECT series_id, CAST(sum(n) AS BIGINT) AS total,
+    CAST(sum(n) - sum(finite) AS BIGINT) AS total_nan
+  FROM g
+  GROUP BY series_id
 )
-SELECT series_id, step, wall_time, value, x, bucket, total, total_nan,
-  CASE WHEN total <= :limit THEN 1 ELSE 0 END, first_x, last_x, low, high, nan_x
-FROM t
-WHERE total <= :limit OR x IN (first_x, last_x, nan_x) OR value = low OR value = high
+SELECT series_id, step, wall_time, value, bucket, total, total_nan, whole, low, high, nan_x
+FROM (
+  SELECT p.series_id, p.step, p.wall_time, p.value, p.{x} AS x, NULL AS bucket, t.total,
+    t.total_nan, 1 AS whole, NULL AS low, NULL AS high, NULL AS nan_x, p.file_id,
+    p.record_offset, p.value_index
+  FROM t CROSS JOIN r CROSS JOIN scalars AS p
+  WHERE r.series_id = t.series_id AND t.total <= :limit AND p.series_id = t.series_id
+    AND p.{x} >= r.lo AND p.{x} <= r.hi{where}
+  UNION ALL
+  SELECT p.series_id, p.step, p.wall_time, p.value, p.{x}, g.bucket, t.total, t.total_nan, 0,
+    g.low, g.high, g.nan_x, p.file_id, p.record_offset, p.value_index
+  FROM t CROSS JOIN g CROSS JOIN {bucket_points}
+  WHERE g.series_id = t.series_id AND t.total > :limit AND p.series_id = g.series_id
+    AND p.step >= g.first_step AND p.step <= g.last_step AND p.{x} >= g.first_x
+    AND p.{x} <= g.last_x{where}
+    AND (p.{x} IN (g.first_x, g.last_x, g.nan_x) OR p.value = g.low OR p.value = g.high)
+) AS kept
 ORDER BY series_id, x, file_id, record_offset, value_index
 """
+# A bucket's points, read by its step range of the key: SQLite keeps the order of a CROSS JOIN,
+# while PostgreSQL, guessing thousands of buckets, would sort every point to merge them with the
+# buckets unless the read is a LATERAL subquery, which SQLite does not have.
+_BUCKET_POINTS = {
+    "sqlite": "scalars AS p",
+    "postgresql": "LATERAL (SELECT * FROM scalars AS q WHERE q.series_id = g.series_id "
+    "AND q.step >= g.first_step AND q.step <= g.last_step) AS p",
+}
 # Integer arithmetic on steps; on wall time the last bucket holds ``hi``.
 _STEP_BUCKET = "(p.step - r.lo) * :buckets / (r.hi - r.lo + 1)"
 _WALL_BUCKET = (
@@ -51,10 +80,11 @@ def statement(
     x: str,
     buckets: int,
     limit: int,
+    dialect: str = "sqlite",
 ) -> tuple[str, dict[str, Any]]:
     """The statement thinning the series of ``ranges`` (id: (lo, hi) on ``x``), with
     ``:name`` parameters, and their values.  ``keeps``: per series, SQL true of the points of
-    its last attempt (on ``scalars AS p``)."""
+    its last attempt (on ``scalars AS p``); ``dialect``: ``sqlite`` or ``postgresql``."""
     kind = "BIGINT" if x == "step" else "DOUBLE PRECISION"
     values: dict[str, Any] = {"buckets": buckets, "limit": limit}
     rows = []
@@ -68,6 +98,7 @@ def statement(
         x=x,
         bucket=_STEP_BUCKET if x == "step" else _WALL_BUCKET,
         where=_where(keeps, x),
+        bucket_points=_BUCKET_POINTS[dialect],
     )
     return sql, values
 

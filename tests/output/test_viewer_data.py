@@ -5,6 +5,7 @@ whole; the runs table carries every run, its params and its series' last values.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -88,6 +89,17 @@ def test_a_range_that_fits_comes_whole(store: str) -> None:
     assert not line["thinned"]
     assert line["x"] == every["step"].tolist()
     assert line["y"] == every["value"].tolist()
+
+
+def test_a_chart_is_plain_json_on_both_backends(store: str) -> None:
+    """The app encodes answers with orjson, which refuses the Decimal a PostgreSQL ``sum``
+    gives: every count must come back as an int."""
+    with open_store(store) as opened:
+        run_ids = [row["run_id"] for row in opened.runs()]
+        for range_ in ({}, {"low": 12_300, "high": 12_400}):
+            answer = data.chart(opened, "loss", run_ids, "step", buckets=BUCKETS, **range_)
+            json.loads(json.dumps(answer))
+            assert all(type(line["points"]) is int for line in answer["lines"])
 
 
 def test_the_runs_table(store: str) -> None:

@@ -21,10 +21,12 @@ from tbconvert.output.choices import X_AXES
 from tbconvert.query import lookups, thinning
 from tbconvert.query.aggregation import aggregate
 from tbconvert.query.groups import Grouping, run_groups
+from tbconvert.query.results import SeriesRef
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
     from tbconvert.query.attempts import LastAttempt
-    from tbconvert.query.results import SeriesRef
     from tbconvert.query.store import Store
 
 MAX_BUCKETS = 4000
@@ -33,6 +35,12 @@ _SUMMARIES_SQL = (
     "m.last_value, m.min_value, m.max_value FROM series AS s "
     "JOIN series_summaries AS m ON m.series_id = s.id AND m.point_table = 'scalars' "
     "WHERE s.plugin = 'scalars'"
+)
+# The scalar series of one tag in chosen runs, in the order of ``lookups.series``.
+_TAG_SERIES_SQL = (
+    "SELECT s.id, s.run_id, r.run_path, c.name, s.name, s.plugin, r.logdir FROM series AS s "
+    "JOIN runs AS r ON r.id = s.run_id JOIN contexts AS c ON c.id = s.context_id "
+    "WHERE s.plugin = 'scalars' AND s.name = :tag AND s.run_id IN ({runs})"
 )
 
 
@@ -143,12 +151,10 @@ def chart(
         raise UsageError(f"unknown x axis {x!r}", hint=f"one of {', '.join(X_AXES)}")
     if not 1 <= buckets <= MAX_BUCKETS:
         raise UsageError(f"{buckets} buckets", hint=f"between 1 and {MAX_BUCKETS}")
-    wanted = set(run_ids)
     column = "step" if x == "step" else "wall_time"
     lines = []
     with store.connect() as conn:
-        chosen = [s for s in lookups.series(conn, tag=[tag], plugin="scalars") if s.tag == tag]
-        chosen = [s for s in chosen if s.run_id in wanted]
+        chosen = tag_series(conn, tag, run_ids)
         starts = {}
         if x == "relative":
             starts = {row[0]: row[4] for row in conn.execute(text(_SUMMARIES_SQL))}
@@ -176,6 +182,18 @@ def chart(
             }
         )
     return {"tag": tag, "x": x, "lines": lines}
+
+
+def tag_series(conn: Connection, tag: str, run_ids: Sequence[int]) -> list[SeriesRef]:
+    """The scalar series of ``tag`` (exactly) in the runs ``run_ids``, sorted as
+    :func:`tbconvert.query.lookups.series` sorts them: one statement for what a chart draws,
+    not every series of the store filtered by globs."""
+    if not run_ids:
+        return []
+    runs = ", ".join(str(int(run_id)) for run_id in run_ids)
+    found = conn.execute(text(_TAG_SERIES_SQL.format(runs=runs)), {"tag": tag})
+    ordered = sorted(found, key=lambda row: (row[6], *row[2:6], row[0]))
+    return [SeriesRef(*row[:6]) for row in ordered]
 
 
 def _line(found: thinning.Thinned, column: str, offset: float) -> dict[str, Any]:
@@ -208,13 +226,8 @@ def groups(
         "low", "high", "count"}]}`` (None where a statistic has too few values).
     """
     keys, member_of = run_groups(store, grouping)
-    wanted = set(run_ids)
     with store.connect() as conn:
-        chosen = [
-            s
-            for s in lookups.series(conn, tag=[tag], plugin="scalars")
-            if s.tag == tag and s.run_id in wanted and s.run_id in member_of
-        ]
+        chosen = [s for s in tag_series(conn, tag, run_ids) if s.run_id in member_of]
     members: dict[tuple[Any, ...], dict[int, tuple[list[int], list[float]]]] = {}
     paths: dict[tuple[Any, ...], set[str]] = {}
     for run_id, path, context, _tag, step, _wall, value in lookups.points(

@@ -4,6 +4,8 @@
 "use strict";
 
 const TBV = (window.TBV = window.TBV || {});
+// ms since navigation: plotly.js run, the first chart's answer, the first chart drawn.
+TBV.timing = {};
 const PALETTE = [
   "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
   "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#843c39", "#7b4173",
@@ -12,6 +14,18 @@ const PALETTE = [
 const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
 const MANY_RUNS = 50;
 const DEFAULT_RUNS = 10;
+// The plot area's left and right margins (layout below): the chart asks for one bucket per pixel
+// column between them.
+const MARGIN = { l: 50, r: 10, t: 28, b: 40 };
+
+// plotly.js loads async (index.html), so the first requests leave while it is parsed.
+const plotlyReady = window.Plotly ? Promise.resolve() : new Promise((resolve, reject) => {
+  const script = document.getElementById("plotly-js");
+  script.addEventListener("load", () => { TBV.timing.plotly = performance.now(); resolve(); });
+  script.addEventListener("error", () => reject(new Error("static/plotly.min.js did not load")));
+});
+TBV.plotlyReady = plotlyReady;
+if (window.Plotly) TBV.timing.plotly = performance.now(); // it ran before this script
 
 // The smoothing of `tbconvert plot` (tbconvert/output/plot.py, smooth): TensorBoard's
 // debiased exponential moving average; non-finite values kept and left out of the average,
@@ -46,14 +60,16 @@ function tagMatcher(filter) {
 
 // ---------------------------------------------------------------- where the data comes from
 const serverSource = {
-  async get(path, parameters) {
-    const response = await fetch(`api/${path}?${parameters}`);
+  async get(path, parameters, early = null) {
+    const response = await (early || fetch(`api/${path}?${parameters}`));
     const body = await response.json();
     if (!response.ok) throw new Error(body.error || response.statusText);
     return body;
   },
   overview() {
-    return this.get("overview.json", new URLSearchParams());
+    const early = window.TBV_OVERVIEW; // index.html's, taken once
+    window.TBV_OVERVIEW = null;
+    return this.get("overview.json", new URLSearchParams(), early);
   },
   chart(tag, runIds, x, range, buckets) {
     const query = new URLSearchParams({ tag, runs: runIds.join(","), x, buckets });
@@ -275,7 +291,6 @@ function drawLegend() {
 
 // ---------------------------------------------------------------- the charts
 let generation = 0;
-TBV.timing = {};
 
 function visibleRunIds() {
   return overview.runs.filter((entry) => isSelected(entry.run) && !view.hidden.has(entry.run)).map((entry) => entry.id);
@@ -331,7 +346,7 @@ function layout(tag, range, grouped) {
   const xaxis = { title: { text: grouped ? "step" : title }, automargin: true };
   if (range) { xaxis.range = view.x === "wall" ? range.map((t) => new Date(t * 1000)) : range; xaxis.autorange = false; }
   return {
-    margin: { l: 50, r: 10, t: 28, b: 40 },
+    margin: MARGIN,
     showlegend: grouped,
     legend: { orientation: "h", y: -0.25 },
     xaxis,
@@ -347,7 +362,7 @@ async function drawPanel(panel, tag, mine) {
   const ids = visibleRunIds();
   const grouped = view.by.length + view.over.length > 0;
   const range = view.zoom[tag] || null;
-  const width = Math.max(100, Math.round(plot.clientWidth || 600));
+  const width = Math.max(100, Math.round((plot.clientWidth || 600) - MARGIN.l - MARGIN.r));
   let traces;
   let points = 0;
   let thinned = false;
@@ -360,6 +375,7 @@ async function drawPanel(panel, tag, mine) {
   } else {
     const answer = await source.chart(tag, ids, view.x, range, width);
     if (mine !== generation) return;
+    if (TBV.timing.firstAnswer === undefined) TBV.timing.firstAnswer = performance.now();
     traces = lineTraces(answer);
     points = answer.lines.reduce((sum, line) => sum + line.points, 0);
     thinned = answer.lines.some((line) => line.thinned);
@@ -369,6 +385,8 @@ async function drawPanel(panel, tag, mine) {
     note.textContent = `${answer.lines.length} lines, ${points} points` +
       (thinned ? `, thinned to the first, last, min and max of ${buckets} buckets per line (zoom in for more)` : ", every point drawn");
   }
+  await plotlyReady;
+  if (mine !== generation) return;
   panel.classList.toggle("empty", traces.length === 0);
   if (traces.length === 0) {
     note.textContent = "None of the runs shown logged this tag.";
@@ -439,6 +457,7 @@ async function drawCharts() {
   document.getElementById("charts-note").textContent = empty
     ? `${empty} of ${ordered.length} tags hidden: none of the runs shown logged them.`
     : "";
+  await plotlyReady;
   await TBV.drawMedia(visibleRunIds(), matcher, mine, () => generation);
   if (mine !== generation) return;
   document.body.dataset.ready = "true";
@@ -494,8 +513,10 @@ async function start() {
     `${overview.runs.length} runs, ${overview.tags.length} scalar tags`;
   bindControls();
   document.getElementById("smoothing-value").textContent = String(view.smoothing);
+  // The first chart's request leaves before the table is built.
+  const charts = drawCharts();
   drawTable();
-  await drawCharts();
+  await charts;
 }
 
 start().catch(showError);
