@@ -27,6 +27,11 @@ const plotlyReady = window.Plotly ? Promise.resolve() : new Promise((resolve, re
 TBV.plotlyReady = plotlyReady;
 if (window.Plotly) TBV.timing.plotly = performance.now(); // it ran before this script
 
+// "1 line", "2 lines".
+function counted(number, noun) {
+  return `${number} ${noun}${number === 1 ? "" : "s"}`;
+}
+
 // The smoothing of `tbconvert plot` (tbconvert/output/plot.py, smooth): TensorBoard's
 // debiased exponential moving average; non-finite values kept and left out of the average,
 // a constant series unchanged.
@@ -382,7 +387,7 @@ async function drawPanel(panel, tag, mine) {
     // A published line says how many buckets its level has; the server thins to the width.
     const levels = answer.lines.filter((line) => line.thinned && line.buckets).map((line) => line.buckets);
     const buckets = levels.length ? Math.min(...levels) : width;
-    note.textContent = `${answer.lines.length} lines, ${points} points` +
+    note.textContent = `${counted(answer.lines.length, "line")}, ${counted(points, "point")}` +
       (thinned ? `, thinned to the first, last, min and max of ${buckets} buckets per line (zoom in for more)` : ", every point drawn");
   }
   await plotlyReady;
