@@ -24,6 +24,8 @@ down_revision = "0015"
 branch_labels = None
 depends_on = None
 
+Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
 
 def upgrade() -> None:
     from tbconvert.writing.current_summaries import fill
@@ -31,7 +33,7 @@ def upgrade() -> None:
 
     op.create_table(
         "current_summaries",
-        sa.Column("series_id", sa.Integer(), nullable=False),
+        sa.Column("series_id", Id, nullable=False),
         sa.Column("points", sa.BigInteger(), nullable=False),
         sa.Column("last_step", sa.BigInteger(), nullable=True),
         sa.Column("last_value", sa.Double(), nullable=True),
@@ -42,7 +44,7 @@ def upgrade() -> None:
         sa.Column("argmin_step", sa.BigInteger(), nullable=True),
         sa.Column("argmax_step", sa.BigInteger(), nullable=True),
         sa.Column("all_points", sa.BigInteger(), nullable=False),
-        sa.Column("written_file_id", sa.Integer(), nullable=False),
+        sa.Column("written_file_id", Id, nullable=False),
         sa.Column("written_record_offset", sa.BigInteger(), nullable=False),
         sa.Column("written_value_index", sa.Integer(), nullable=False),
         sa.Column("written_step", sa.BigInteger(), nullable=False),
