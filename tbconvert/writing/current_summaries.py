@@ -210,8 +210,8 @@ def _added_in_place(statements: Statements, row: Current, points: int) -> Curren
         return row
     if added < 0:
         return None
-    written = (statements.scalar(_FILE_PATH, {"id": row.written_file_id}), 0, 0)
-    position = (written[0], row.written_record_offset, row.written_value_index)
+    path = statements.scalar(_FILE_PATH, {"id": row.written_file_id})
+    position = (path, row.written_record_offset, row.written_value_index)
     later = sorted(
         (point[2:5], point)
         for point in statements.all(

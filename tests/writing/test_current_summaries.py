@@ -7,14 +7,18 @@ selection, a pandas computation over ``v_scalars_current``."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from sqlalchemy import inspect, text
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 
 from tbconvert import convert
 from tbconvert.store import migrate
 from tbconvert.store.engine import create_store_engine, store_url
+from tbconvert.writing import current_summaries
+from tbconvert.writing.statements import Statements
 from tests.support.eventfiles import (
     append_events,
     simple_value,
@@ -51,20 +55,31 @@ def _convert(logdir: Path, store: str) -> list[tuple[object, ...]]:
 
 
 def test_the_rows_follow_appends_restarts_starts_and_earlier_files(
-    store: str, tmp_path: Path
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    made_again: list[list[int]] = []
+    make_again = current_summaries._made_again
+
+    def spy(statements: Statements, ids: Sequence[int]) -> list[current_summaries.Current]:
+        made_again.append(list(ids))
+        return make_again(statements, ids)
+
+    monkeypatch.setattr(current_summaries, "_made_again", spy)
     run = tmp_path / "logs" / "run"
     first = write_events(run / "events.out.tfevents.2.h", _points(list(range(10))))
     assert _convert(tmp_path / "logs", store) == []  # one attempt: no row
     append_events(first, _points([4, 5]))  # a restart in the same file
     (row,) = _convert(tmp_path / "logs", store)
     assert row[1] == 6  # steps 0..3, then 4, 5
+    made_again.clear()
     append_events(first, _points([6, 7, 7, 9], base=1.0))  # appended in place
     (row,) = _convert(tmp_path / "logs", store)
     assert row[1] == 10
+    assert made_again == []
     write_events(run / "events.out.tfevents.3.h", [_start(8), *_points([8, 20], base=-5.0)])
     (row,) = _convert(tmp_path / "logs", store)
     assert row[1] == 11  # 0..7 kept (7 twice), 8 and 20 new
+    assert made_again  # a session start makes the row again
     # A file sorting before the others: read first, so its points are the oldest.
     write_events(run / "events.out.tfevents.1.h", _points([30, 31], base=-9.0))
     _convert(tmp_path / "logs", store)
