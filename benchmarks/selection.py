@@ -10,9 +10,10 @@ the migrations, then per run two event files (the run's own and ``val``), a ``lo
 the run's context and an ``acc`` series in ``val`` (``--steps`` points each), and an hparams
 series whose params are ``lr`` (a number) and ``opt`` (text); the series summaries are filled by
 ``tbconvert.writing.series_summaries.recount_sql``, the statements the tests use to check that
-the writer keeps them exact.  One run in a hundred was resumed: its ``loss`` has a second
+the writer keeps them exact, and the current summaries by ``writing.current_summaries.fill``
+(what revision 0016 runs).  One run in a hundred was resumed: its ``loss`` has a second
 attempt, logged in the same file from a lower step (its summary's ``maybe_resumed``), which
-``--resumed current`` (the default) reads exactly from its points.
+``--resumed current`` (the default) reads from its current summary.
 
 Each selection is timed warm in one process, as a user waits for it minus the interpreter's
 start: ``Store.runs`` with the selection (``Store.select_runs`` and the listing ``tbconvert runs
@@ -51,6 +52,12 @@ from query import _OWNER_SQL, create_schema  # noqa: E402
 
 from tbconvert.rows import POINT_TABLES  # noqa: E402
 from tbconvert.writing.series_summaries import recount_sql  # noqa: E402
+
+try:  # revision 0016 on: the current summaries of the resumed series
+    from tbconvert.writing.current_summaries import fill
+    from tbconvert.writing.statements import Statements
+except ImportError:  # a checkout from before it, measured for a comparison
+    fill = None  # type: ignore[assignment]
 
 TARGET = 0.1  # seconds
 RESUMED_EVERY = 100  # one run in this many has a resumed loss
@@ -154,6 +161,8 @@ def build_sqlite(path: Path, runs: int, steps: int) -> float:
     db.executemany(_SQL["params"], params(runs))
     for statement in recount_sql("sqlite", POINT_TABLES):
         db.execute(statement)
+    if fill is not None:
+        fill(Statements(lambda: db, pyformat=False))
     db.execute("COMMIT")
     db.execute("ANALYZE")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -175,6 +184,8 @@ def build_postgres(url: str, runs: int, steps: int) -> float:
                     copy.write_row(row)
         for statement in recount_sql("postgresql", POINT_TABLES):
             db.execute(statement)  # type: ignore[arg-type]
+        if fill is not None:
+            fill(Statements(lambda: db, pyformat=True))
         db.execute("ANALYZE")
     with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as db:
         db.execute("VACUUM ANALYZE")

@@ -2,9 +2,11 @@
 ``v_runs``, the same on SQLite and PostgreSQL.
 
 Each param and each (tag, context) an expression names becomes one ``LEFT JOIN`` on the run:
-a param from ``params`` (the rows ``v_params`` shows), an aggregate from ``series_summaries``:
-no point is read.  A value is a pair of SQL expressions, its
-number and its text (a param may be either); a comparison compares what both sides have.
+a param from ``params`` (the rows ``v_params`` shows), an aggregate from ``series_summaries``,
+or, with ``--resumed current``, from ``current_summaries`` where a series has a row there (it
+may hold several attempts; revision 0016): no point is read.  A value is a pair of SQL
+expressions, its number and its text (a param may be either); a comparison compares what both
+sides have.
 
 Logic is two-valued: every comparison is wrapped in ``COALESCE(..., FALSE)``, so a missing
 param or aggregate makes it false, and ``not`` of it true, on both backends (SQL's own
@@ -14,7 +16,6 @@ three-valued ``NOT NULL`` would be unknown).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -47,18 +48,20 @@ SUMMARY_COLUMN = {
     "argmin": ("argmin_step", "BIGINT"),
     "argmax": ("argmax_step", "BIGINT"),
 }
-# The columns of a series' summary a join selects, by the name its aggregates read.  The mean
-# of values with an infinity is that infinity (NaN, so missing, with both), as SQL's avg().
+# The columns of a series' summary a join selects, by the name its aggregates read, from the
+# summary ``{t}`` (both summary tables have these columns).  The mean of values with an
+# infinity is that infinity (NaN, so missing, with both), as SQL's avg().
 _SUMMARY_READS = {
-    "last_value": "m.last_value",
-    "min_value": "m.min_value",
-    "max_value": "m.max_value",
-    "points": "m.points",
-    "mean_value": "CASE WHEN m.min_value = {minus} AND m.max_value = {plus} THEN NULL "
-    "WHEN m.max_value = {plus} THEN m.max_value WHEN m.min_value = {minus} THEN m.min_value "
-    "ELSE m.value_sum / NULLIF(m.value_count, 0) END",
-    "argmin_step": "m.argmin_step",
-    "argmax_step": "m.argmax_step",
+    "last_value": "{t}.last_value",
+    "min_value": "{t}.min_value",
+    "max_value": "{t}.max_value",
+    "points": "{t}.points",
+    "mean_value": "CASE WHEN {t}.min_value = {minus} AND {t}.max_value = {plus} THEN NULL "
+    "WHEN {t}.max_value = {plus} THEN {t}.max_value "
+    "WHEN {t}.min_value = {minus} THEN {t}.min_value "
+    "ELSE {t}.value_sum / NULLIF({t}.value_count, 0) END",
+    "argmin_step": "{t}.argmin_step",
+    "argmax_step": "{t}.argmax_step",
 }
 _INFINITY = {"postgresql": "CAST('Infinity' AS DOUBLE PRECISION)", "sqlite": "9e999"}
 
@@ -84,13 +87,12 @@ class SeriesJoin:
 class Compiler:
     """Compiles the trees of one query, collecting its joins and bound parameters.
 
-    ``exact``: the values of series whose summary does not answer (a resumed run read as
-    its last attempt left it), ``{series_id: {function: value}}``, a table of values at the
-    query's start (:meth:`exact_values`).
+    ``current``: aggregates read each series as its last attempt left it (``current_summaries``
+    where a series has a row, ``series_summaries`` elsewhere), else over every point.
     """
 
     dialect: str
-    exact: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    current: bool = False
     parameters: dict[str, Any] = field(default_factory=dict)
     series: dict[tuple[str, str | None], SeriesJoin] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
@@ -150,26 +152,6 @@ class Compiler:
         column, _sql_type = SUMMARY_COLUMN[node.function]
         join.columns.add(column)
         return f"{join.alias}.{column}"
-
-    def exact_values(self) -> str:
-        """``WITH exact_values``: the exact values as a table (a series id, then a column per
-        function, named as :data:`SUMMARY_COLUMN` names them), to start the query with; empty
-        without any.  Written out, not bound, so that any number of series fits in one
-        statement (they are numbers this module computed, never user text).  The first row
-        carries the columns' types, which PostgreSQL gives the rest (a number is of the
-        preferred type of its category, DOUBLE PRECISION, or a BIGINT)."""
-        if not self.exact:
-            return ""
-        rows: list[str] = []
-        types = ["BIGINT", *(sql_type for _column, sql_type in SUMMARY_COLUMN.values())]
-        for series_id, values in sorted(self.exact.items()):
-            cells = [str(int(series_id))]
-            cells += [self.number(values[function]) for function in SUMMARY_COLUMN]
-            if not rows:
-                cells = [f"CAST({cell} AS {kind})" for cell, kind in zip(cells, types, strict=True)]
-            rows.append(f"({', '.join(cells)})")
-        names = ", ".join(column for column, _ in SUMMARY_COLUMN.values())
-        return f"WITH exact_values (series_id, {names}) AS (VALUES {', '.join(rows)}) "
 
     def number(self, value: float | None) -> str:
         """A number as an SQL literal (NaN as NULL)."""
@@ -280,20 +262,21 @@ class Compiler:
                 "WHERE rank = 1)"
             )
         plus = _INFINITY.get(self.dialect, _INFINITY["sqlite"])
-        # One probe of the table per series (an index SQLite makes on it, a hash on
-        # PostgreSQL); its values replace the summary's where it has the series.
-        exact = " LEFT JOIN exact_values AS x ON x.series_id = s.id" if self.exact else ""
+        # One probe of the table's key per series; its row replaces the summary's where the
+        # series has one.
+        current = " LEFT JOIN current_summaries AS x ON x.series_id = s.id" if self.current else ""
         for join in self.series.values():
             reads = []
             for column in sorted(join.columns):
-                read = _SUMMARY_READS[column].format(plus=plus, minus=f"-{plus}")
-                if exact:
-                    read = f"CASE WHEN x.series_id IS NULL THEN {read} ELSE x.{column} END"
+                read = _SUMMARY_READS[column].format(t="m", plus=plus, minus=f"-{plus}")
+                if current:
+                    exact = _SUMMARY_READS[column].format(t="x", plus=plus, minus=f"-{plus}")
+                    read = f"CASE WHEN x.series_id IS NULL THEN {read} ELSE {exact} END"
                 reads.append(f", {read} AS {column}")
             parts[join.alias] = (
                 f"(SELECT s.run_id, s.id AS series_id{''.join(reads)} FROM series AS s "
                 "JOIN series_summaries AS m ON m.series_id = s.id AND m.point_table = 'scalars'"
-                f"{exact} "
+                f"{current} "
                 f"WHERE s.plugin = 'scalars' AND s.name = {self.bind(join.tag, 'TEXT')} AND "
                 f"{self.context_rule(join.context)})"
             )

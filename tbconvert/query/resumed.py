@@ -3,16 +3,15 @@
 to one rule: the commands read through this module because the view is about three times
 slower on big series: docs/performance.md, "A resumed run's current points").
 
-In write order (the series' files by path, records by offset, values by index), a point whose
-step is less than the previous point's starts a new attempt and drops the earlier points at or
-after its step; equal steps are no restart.  A ``SessionLog.START`` of the series' run and
-context drops the earlier points at or after its step too.
+The rule itself is ``store.attempts_rule`` (the writer keeps the aggregates of every series
+with several attempts by it too); this module reads the points it needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from tbconvert.store.attempts_rule import is_start, last_attempt
+
+__all__ = ["is_start", "last_attempt"]
 
 RESUMED = ("current", "all")
 # What plot, report and export read unless told: each series as its run ended, as TensorBoard
@@ -35,35 +34,3 @@ STARTS_SQL = (
 )
 
 ANY_SESSION_LOG_SQL = "SELECT 1 FROM series WHERE plugin = 'session_log' LIMIT 1"
-
-
-def last_attempt(
-    points: Sequence[tuple[Any, ...]], starts: Sequence[tuple[int, str, int]]
-) -> list[tuple[Any, ...]]:
-    """The points (in write order, as :data:`WRITE_ORDER_SQL` reads them) that the last
-    attempt left, sorted by step then write order; ``starts``: (step, path, offset) of the
-    session starts."""
-    restarts = [index > 0 and point[0] < points[index - 1][0] for index, point in enumerate(points)]
-    kept: list[tuple[Any, ...]] = []
-    lowest_later = None  # the lowest step of a restart after the point
-    for index in range(len(points) - 1, -1, -1):
-        point = points[index]
-        dropped = lowest_later is not None and lowest_later <= point[0]
-        dropped = dropped or (
-            bool(starts)
-            and any(
-                step <= point[0] and (path, offset) > (point[3], point[4])
-                for step, path, offset in starts
-            )
-        )
-        if not dropped:
-            kept.append(point)
-        if restarts[index]:
-            lowest_later = point[0] if lowest_later is None else min(lowest_later, point[0])
-    kept.reverse()
-    return sorted(kept, key=lambda point: point[0])  # stable: write order within a step
-
-
-def is_start(data: bytes) -> bool:
-    """Whether a stored ``SessionLog`` says START."""
-    return bytes(data[:2]) == b"\x08\x01"

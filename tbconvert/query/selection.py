@@ -7,15 +7,15 @@ series the condition requires where there is one; ``--top N`` asks first for the
 those that have the ``--by`` value, and for every run only when fewer have it.  Aggregates
 follow ``--resumed``: with ``all`` every point counts; with ``current`` (the default) a series
 reads as its last attempt left it, so a series whose steps go back somewhere in write order,
-or whose run and context logged a ``SessionLog``, is summarised exactly from its current points
-(``query.current_aggregates``) and its values are bound into the query; every other series has
-one attempt, and its summary answers.
+or whose run and context logged a ``SessionLog``, reads the aggregates of its current points
+the writer keeps (``current_summaries``); every other series has one attempt, and its summary
+answers.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,6 @@ from sqlalchemy.engine import Connection
 from tbconvert.errors import UsageError
 from tbconvert.filters import ChosenRun, Globs, globs, matches, run_matches
 from tbconvert.query import lookups
-from tbconvert.query.current_aggregates import current_values
 from tbconvert.query.expression_sql import Compiled, Compiler
 from tbconvert.query.expressions import (
     Aggregate,
@@ -132,14 +131,12 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
     ]
     _check_contexts(conn, labelled, selection.run)
     found = [node for _, node in labelled]
-    exact = {}
-    if selection.resumed == "current" and found:
-        exact = current_values(conn, sorted({node.tag for node in found}))
     if conn.dialect.name == "postgresql":
         # Compiling the plan (PostgreSQL's JIT, which the cost of v_runs' subqueries turns on)
         # takes longer than the query it compiles: docs/performance.md, "Run selection".
         conn.execute(text("SET LOCAL jit = off"))
-    query = _SelectionQuery(conn.dialect.name, exact, where, by, columns, selection)
+    current = selection.resumed == "current" and bool(found)
+    query = _SelectionQuery(conn.dialect.name, current, where, by, columns, selection)
     if by is not None and selection.top is not None and not selection.run:
         ascending = (selection.by or "").lstrip().startswith("-")
         # The first runs by a value are runs that have it, whenever that many have it: asked
@@ -166,7 +163,7 @@ class _SelectionQuery:
     """The parsed trees of a selection, compiled on demand into one statement."""
 
     dialect: str
-    exact: Mapping[int, Mapping[str, Any]]
+    current: bool
     where: Condition | None
     by: Value | None
     columns: Sequence[Value]
@@ -178,7 +175,7 @@ class _SelectionQuery:
         """The rows (run id, path, logdir, then a number and a text per value): with ``top``
         (ascending, count), the first runs by ``by``; with ``valued``, only runs that have
         a ``by`` value (its joins inner)."""
-        compiler = Compiler(self.dialect, self.exact)
+        compiler = Compiler(self.dialect, self.current)
         condition = "1 = 1"
         if self.where is not None:
             condition = compiler.condition(self.where, "--where")
@@ -200,7 +197,7 @@ class _SelectionQuery:
         source, link = compiler.source()
         # Only the view's keys: its wall-time columns cost a look-up per run.
         sql = (
-            f"{compiler.exact_values()}SELECT r.run_id, r.run_path, r.logdir, {select} "
+            f"SELECT r.run_id, r.run_path, r.logdir, {select} "
             f"FROM {source} WHERE {link} AND {condition}"
         )
         if top is not None:

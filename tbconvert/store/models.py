@@ -167,6 +167,35 @@ class SeriesSummary(Base):
     maybe_resumed: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
+class CurrentSummary(Base):
+    """The aggregates of a scalar series that may have several attempts (its summary's
+    ``maybe_resumed``, or a ``SessionLog`` in its run and context) over the points its last
+    attempt left (``store.attempts_rule``), kept by the writer in the transaction of the
+    points (``writing.current_summaries``): what ``--resumed current`` reads instead of
+    ``series_summaries``.  The same columns and NaN rules as there."""
+
+    __tablename__ = "current_summaries"
+
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id"), primary_key=True)
+    points: Mapped[int] = mapped_column(BigInteger)  # the current points
+    last_step: Mapped[int | None] = mapped_column(BigInteger)
+    last_value: Mapped[float | None] = mapped_column(Double)
+    min_value: Mapped[float | None] = mapped_column(Double)
+    max_value: Mapped[float | None] = mapped_column(Double)
+    value_sum: Mapped[float | None] = mapped_column(Double)
+    value_count: Mapped[int | None] = mapped_column(BigInteger)
+    argmin_step: Mapped[int | None] = mapped_column(BigInteger)
+    argmax_step: Mapped[int | None] = mapped_column(BigInteger)
+    # Every point of the series when the row was made, and the last of them in write order
+    # (its file, offset, index and step): a point written after it, at a step not below it,
+    # is added in place; anything else makes the row again from the points.
+    all_points: Mapped[int] = mapped_column(BigInteger)
+    written_file_id: Mapped[int] = mapped_column(ForeignKey("event_files.id"))
+    written_record_offset: Mapped[int] = mapped_column(BigInteger)
+    written_value_index: Mapped[int] = mapped_column(Integer)
+    written_step: Mapped[int] = mapped_column(BigInteger)
+
+
 class EventFile(Base):
     """Incremental state of one event file, committed together with the points read from it."""
 

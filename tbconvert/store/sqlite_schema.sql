@@ -1,4 +1,4 @@
--- revision 0015
+-- revision 0016
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -45,6 +45,26 @@ CREATE TABLE conversions (
 	options TEXT, 
 	summary TEXT, 
 	CONSTRAINT pk_conversions PRIMARY KEY (id)
+);
+CREATE TABLE current_summaries (
+	series_id INTEGER NOT NULL, 
+	points BIGINT NOT NULL, 
+	last_step BIGINT, 
+	last_value DOUBLE, 
+	min_value DOUBLE, 
+	max_value DOUBLE, 
+	value_sum DOUBLE, 
+	value_count BIGINT, 
+	argmin_step BIGINT, 
+	argmax_step BIGINT, 
+	all_points BIGINT NOT NULL, 
+	written_file_id INTEGER NOT NULL, 
+	written_record_offset BIGINT NOT NULL, 
+	written_value_index INTEGER NOT NULL, 
+	written_step BIGINT NOT NULL, 
+	CONSTRAINT pk_current_summaries PRIMARY KEY (series_id), 
+	CONSTRAINT fk_current_summaries_series_id_series FOREIGN KEY(series_id) REFERENCES series (id), 
+	CONSTRAINT fk_current_summaries_written_file_id_event_files FOREIGN KEY(written_file_id) REFERENCES event_files (id)
 );
 CREATE TABLE event_files (
 	id INTEGER NOT NULL, 
@@ -222,7 +242,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0015');
+INSERT INTO "tbconvert_alembic_version" VALUES('0016');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tbconvert.rows import POINT_TABLES, SeriesDefinition
-from tbconvert.writing import series_summaries
+from tbconvert.writing import current_summaries, series_summaries
 from tbconvert.writing import statements as sql
 from tbconvert.writing.writer import StoreWriter
 
@@ -68,6 +68,8 @@ def move_file(
     _move_push_marks(writer, file_id, (old_run, run_id), marks, path)
     writer.identities.summaries_recounted()
     series_summaries.recount(statements, writer.engine.dialect.name, [*used, *new_ids], tables)
+    # Whole series moved to another run and context may meet or leave a SessionLog there.
+    current_summaries.refresh(statements, whole, whole, recounted=True)
     return old_run, old_context
 
 

@@ -37,6 +37,8 @@ from tbconvert.rows import (
     join_packed,
     packed_columns,
 )
+from tbconvert.writing import current_summaries
+from tbconvert.writing.current_summaries import first_step_of, pick
 from tbconvert.writing.statements import Insert, Statements
 
 if TYPE_CHECKING:
@@ -108,15 +110,16 @@ def add_rows(
     rows: InsertRows,
     unsummarised: set[int] | None = None,
     paths: Mapping[int, str] | None = None,
-) -> None:
+) -> list[int]:
     """Fold rows just inserted, all of them new, into the stored summaries of their series:
     one file's rows or a group's, in one aggregation whatever the number of files (on the
     driver's cursor: this runs for every group of a sweep).  ``unsummarised``: series known
     to have no summary row yet (made by the open transaction), whose look-up is skipped; they
     leave the set here.  ``paths``: the paths of the rows' files, where known (a tie on the
-    last step between files is broken by path); the others are looked up when needed."""
+    last step between files is broken by path); the others are looked up when needed.
+    Returns the series of the rows."""
     if not len(rows):
-        return
+        return []
     known: dict[int, str] = dict(paths or {})
 
     def path_of(file_id: int) -> str:
@@ -135,6 +138,7 @@ def add_rows(
         for series_id, summary in batch.items()
     ]
     statements.insert(_UPSERT, merged)  # a Summary is a tuple in the statement's order
+    return list(batch)
 
 
 def recount(
@@ -150,6 +154,7 @@ def recount(
         return
     for statement in recount_sql(dialect, tables, series_ids):
         statements.run(statement, {})
+    current_summaries.refresh(statements, series_ids, series_ids, recounted=True)
 
 
 def recount_sql(
@@ -224,6 +229,7 @@ def forget(statements: Statements, series_ids: Collection[int]) -> None:
     if series_ids:
         marks = ", ".join(str(int(i)) for i in sorted(series_ids))
         statements.run(f"DELETE FROM series_summaries WHERE series_id IN ({marks})", {})
+        current_summaries.forget(statements, series_ids)
 
 
 def _stored(
@@ -259,19 +265,19 @@ def _merge(stored: tuple[Summary, str], new: Summary, path_of: Callable[[int], s
         old.points + new.points,
         min(old.first_step, new.first_step),
         max(old.last_step, new.last_step),
-        _pick(min, old.first_wall_time, new.first_wall_time),
-        _pick(max, old.last_wall_time, new.last_wall_time),
+        pick(min, old.first_wall_time, new.first_wall_time),
+        pick(max, old.last_wall_time, new.last_wall_time),
         last.last_file_id,
         last.last_record_offset,
         last.last_value_index,
         last.last_point_wall_time,
         last.last_value,
-        _pick(min, old.min_value, new.min_value),
-        _pick(max, old.max_value, new.max_value),
-        _pick(_add, old.value_sum, new.value_sum),
+        pick(min, old.min_value, new.min_value),
+        pick(max, old.max_value, new.max_value),
+        pick(_add, old.value_sum, new.value_sum),
         _add_counts(old.value_count, new.value_count),
-        _first_step_of(min, old.min_value, old.argmin_step, new.min_value, new.argmin_step),
-        _first_step_of(max, old.max_value, old.argmax_step, new.max_value, new.argmax_step),
+        first_step_of(min, old.min_value, old.argmin_step, new.min_value, new.argmin_step),
+        first_step_of(max, old.max_value, old.argmax_step, new.max_value, new.argmax_step),
         # Rows added to a file come after its stored ones: the steps go on from the last.
         old.maybe_resumed
         or new.maybe_resumed
@@ -288,23 +294,6 @@ def _add(old: float, new: float) -> float:
 
 def _add_counts(old: int | None, new: int | None) -> int | None:
     return new if old is None else old if new is None else old + new
-
-
-def _first_step_of(
-    extreme: Any, old: float | None, old_step: int | None, new: float | None, new_step: int | None
-) -> int | None:
-    """The first step holding the extreme of two parts' extremes ``old`` and ``new``."""
-    if old is None or new is None:
-        return new_step if old is None else old_step
-    if old == new:
-        return min(old_step, new_step)  # type: ignore[type-var]
-    return old_step if extreme(old, new) == old else new_step
-
-
-def _pick(extreme: Any, old: float | None, new: float | None) -> float | None:
-    if old is None:
-        return new
-    return old if new is None else extreme(old, new)
 
 
 def _aggregate(

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from tbconvert.rows import POINT_COLUMNS, FileRows, InsertRows, RowBatch
-from tbconvert.writing import series_summaries
+from tbconvert.writing import current_summaries, series_summaries
 from tbconvert.writing.bulk import Bulk
 from tbconvert.writing.file_states import FileStates
 from tbconvert.writing.identities import AllocatingIdentities, Identities
@@ -53,6 +53,9 @@ class StoreWriter:
         self._staged: dict[tuple[str, bool], RowBatch] = {}
         self._paths: dict[int, str] = {}
         self._points_inserted = False  # by the open transaction
+        # The series the open transaction inserted points of, scalars and the rest, whose
+        # current summaries it brings up to date at its end.
+        self._inserted: dict[bool, set[int]] = {True: set(), False: set()}
 
     def call_when_waiting_on_server(self, callback: Callable[[], None]) -> None:
         """Have ``callback`` called whenever the writer hands a server work it then waits for
@@ -80,11 +83,15 @@ class StoreWriter:
             with self.conn.begin():
                 yield
                 self.flush()
+                current_summaries.refresh(
+                    self.statements, self._inserted[True], self._inserted[False]
+                )
         except BaseException:
             self.identities.rolled_back()
             raise
         finally:
             self._staged, self._paths = {}, {}
+            self._inserted = {True: set(), False: set()}
             self.files.discard()
             self.identities.ended()
         if self._points_inserted:
@@ -128,9 +135,10 @@ class StoreWriter:
         inserted = self.bulk.insert_points(self._dbapi(), table, rows, fresh)
         self._points_inserted = True
         if inserted == len(rows):
-            series_summaries.add_rows(
+            series = series_summaries.add_rows(
                 self.statements, table, rows, self.identities.unsummarised, self._paths
             )
+            self._inserted[table == "scalars"].update(series)
         elif inserted:
             self.identities.summaries_recounted()
             series_summaries.recount(

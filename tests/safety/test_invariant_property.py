@@ -21,7 +21,7 @@ import random
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,6 +35,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from tbconvert import convert
@@ -45,6 +46,7 @@ from tests.conversion.test_invariant import Crash, text_value
 from tests.support.eventfiles import file_version_event, simple_value, summary_event
 from tests.support.snapshots import (
     StoreFactory,
+    assert_current_summaries_exact,
     connect,
     rows,
     view_rows,
@@ -101,7 +103,8 @@ INVARIANT_LONG = "invariant-long"
 
 
 def records(seed: int, count: int, first: bool) -> bytes:
-    """``count`` framed Events: steps that repeat and go back, scalars and text."""
+    """``count`` framed Events: steps that repeat and go back, scalars and text, and now and
+    then a ``SessionLog`` (START drops the points before it at or after its step)."""
     rng = random.Random(seed)
     buffer = io.BytesIO()
     writer = RecordWriter(buffer)
@@ -116,6 +119,10 @@ def records(seed: int, count: int, first: bool) -> bytes:
         if rng.random() < 0.3:
             values.append(text_value("notes", f"n{rng.randrange(5)}"))
         event = summary_event(rng.randrange(12), 1e9 + rng.randrange(100), values)
+        if rng.random() < 0.05:
+            status = rng.choice([SessionLog.START, SessionLog.STOP])
+            event = Event(step=event.step, wall_time=event.wall_time)
+            event.session_log.status = status
         writer.write(event.SerializeToString())
     return buffer.getvalue()
 
@@ -305,6 +312,9 @@ class History(RuleBasedStateMachine):
 
     def _check(self, mode: str) -> None:
         convert(self.logdir, self.store, progress=False, **mode_options(mode))
+        # The current summaries the history's writes kept, beside the clean store's.
+        with closing(connect(self.store)) as connection:
+            assert_current_summaries_exact(connection)
         self.cleans += 1
         clean = self.factory(self.root, f"clean{self.cleans}")
         convert(self.logdir, clean, progress=False, **mode_options(mode))

@@ -3,7 +3,8 @@
 Converting a million events takes most of a minute (tensorboardX is slower still), and what
 the thinning tests and benchmark read is the store: the schema of the migrations, one run,
 one event file, the points in write order, and the series summaries recounted by
-``tbconvert.writing.series_summaries.recount_sql`` (what the tests check the writer against).
+``tbconvert.writing.series_summaries.recount_sql`` (what the tests check the writer against),
+with the current summary of a series whose steps go back (``writing.current_summaries.fill``).
 NaN values are stored as NULL, as the writer stores them.
 """
 
@@ -18,7 +19,9 @@ import numpy as np
 from tbconvert.rows import POINT_TABLES
 from tbconvert.store.engine import create_store_engine, store_url
 from tbconvert.store.migrate import ensure_schema
+from tbconvert.writing.current_summaries import fill
 from tbconvert.writing.series_summaries import recount_sql
+from tbconvert.writing.statements import Statements
 
 RUN = "long"
 TAG = "loss"
@@ -83,6 +86,7 @@ def _write_sqlite(path: str, statements: list[str], rows: list[tuple[object, ...
         db.executemany(f"INSERT INTO scalars ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         for statement in recount_sql("sqlite", POINT_TABLES):
             db.execute(statement)
+        fill(Statements(lambda: db, pyformat=False))
         db.execute("COMMIT")
     finally:
         db.close()
@@ -100,3 +104,4 @@ def _write_postgres(url: str, statements: list[str], rows: list[tuple[object, ..
                 copy.write_row(row)
         for statement in recount_sql("postgresql", POINT_TABLES):
             db.execute(statement)  # type: ignore[arg-type]
+        fill(Statements(lambda: db, pyformat=True))

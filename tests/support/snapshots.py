@@ -278,6 +278,8 @@ def views_without_gone(store: str | os.PathLike[str]) -> dict[str, list[tuple[ob
         for table in POINT_TABLES:
             connection.execute(f"DELETE FROM {table} WHERE file_id IN ({gone})")
         _recount(connection, store)  # the summaries without the deleted points
+        # No view reads the current summaries (assert_current_summaries_exact checks them).
+        connection.execute("DELETE FROM current_summaries")
         connection.execute("DELETE FROM event_files WHERE status = 'gone'")
         unused = " AND ".join(
             f"NOT EXISTS (SELECT 1 FROM {table} AS p WHERE p.series_id = series.id)"
@@ -328,6 +330,73 @@ def assert_summaries_exact(store: str | os.PathLike[str]) -> None:
         a == b or (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9))
         for a, b in sums
     ), f"series summaries' sums differ from a recount: {sums}"
+    with contextlib.closing(connect(store)) as connection:
+        assert_current_summaries_exact(connection)
+
+
+# The scalar series that may have several attempts: those a current summary must exist for.
+_MAY_BE_RESUMED = (
+    "SELECT s.id FROM series AS s JOIN series_summaries AS m ON m.series_id = s.id "
+    "AND m.point_table = 'scalars' WHERE s.plugin = 'scalars' AND (m.maybe_resumed OR EXISTS ("
+    "SELECT 1 FROM series AS l WHERE l.run_id = s.run_id AND l.context_id = s.context_id "
+    "AND l.plugin = 'session_log'))"
+)
+
+
+def assert_current_summaries_exact(connection: Any) -> None:
+    """Every ``current_summaries`` row equals the aggregates of its series' last attempt, as
+    the reference rule (``store.attempts_rule``) finds it from the points, and every series
+    that may have several attempts has a row."""
+    from tbconvert.query.current_aggregates import mean_of
+    from tbconvert.store.attempts_rule import is_start, last_attempt, summarise
+
+    kept = {
+        row[0]: row[1:]
+        for row in rows(
+            connection,
+            "SELECT series_id, points, last_value, min_value, max_value, value_sum, "
+            "value_count, argmin_step, argmax_step FROM current_summaries",
+        )
+    }
+    needed = {row[0] for row in rows(connection, _MAY_BE_RESUMED)}
+    assert needed <= set(kept), f"series without a current summary: {needed - set(kept)}"
+    for series_id, (points, last, low, high, total, valued, argmin, argmax) in kept.items():
+        written = rows(
+            connection,
+            "SELECT p.step, p.wall_time, p.value, f.path, p.record_offset, p.value_index "
+            "FROM scalars AS p JOIN event_files AS f ON f.id = p.file_id WHERE p.series_id = ?",
+            (series_id,),
+        )
+        starts = [
+            (step, path, offset)
+            for step, path, offset, data in rows(
+                connection,
+                "SELECT t.step, f.path, t.record_offset, b.data FROM tensors AS t "
+                "JOIN series AS s ON s.id = t.series_id JOIN event_files AS f ON f.id = t.file_id "
+                "JOIN blobs AS b ON b.id = t.blob_id JOIN series AS mine ON mine.id = ? "
+                "WHERE s.plugin = 'session_log' AND s.run_id = mine.run_id "
+                "AND s.context_id = mine.context_id",
+                (series_id,),
+            )
+            if is_start(bytes(data))
+        ]
+        written.sort(key=lambda point: (point[3].encode(), point[4], point[5]))
+        expected = summarise([(point[0], point[2]) for point in last_attempt(written, starts)])
+        found = {
+            "last": last,
+            "min": low,
+            "max": high,
+            "count": points,
+            "argmin": argmin,
+            "argmax": argmax,
+        }
+        mean = mean_of(low, high, total, valued)
+        assert found == {k: v for k, v in expected.items() if k != "mean"}, (
+            f"current summary of series {series_id}: {found} != {expected}"
+        )
+        assert mean == expected["mean"] or math.isclose(mean, expected["mean"], rel_tol=1e-9), (
+            f"current mean of series {series_id}: {mean} != {expected['mean']}"
+        )
 
 
 @contextlib.contextmanager
