@@ -212,7 +212,8 @@ def table(name: str, found: dict[str, Any]) -> str:
     browser, charts = found["first_chart"], found["chart"]
     load = " / ".join(f"{value:.1f}" for value in found["load_average"])
     lines = [
-        f"{name}: {charts['lines']} lines a chart, {charts['buckets']} buckets, "
+        f"{name}: {charts['lines']} line{'' if charts['lines'] == 1 else 's'} a chart, "
+        f"{charts['buckets']} buckets, "
         f"load average {load}, reference query {charts['reference_ms']:.1f} ms",
         "| figure | measured | target |",
         "|---|---|---|",
