@@ -61,8 +61,8 @@ test-long: $(VENV)/.installed
 
 # The gates CI runs before the tests: lint, formatting, strict types on the package.
 lint: $(VENV)/.installed
-	$(BIN)/ruff check tbconvert tests tools benchmarks migrations
-	$(BIN)/ruff format --check tbconvert tests tools benchmarks migrations
+	$(BIN)/ruff check tbconvert tests tools benchmarks migrations hatch_build.py
+	$(BIN)/ruff format --check tbconvert tests tools benchmarks migrations hatch_build.py
 	$(BIN)/mypy
 
 $(VENV)/.installed-mutate: pyproject.toml | $(BIN)/python

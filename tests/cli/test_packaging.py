@@ -39,6 +39,10 @@ def test_wheel_contains_migrations(tmp_path: Path) -> None:
     for revision in revisions:
         assert f"tbconvert/_migrations/versions/{revision.name}" in names
     assert not any("__pycache__" in name for name in names)
+    # The viewer's plotly.js, fetched by hatch_build.py (not in git).
+    bundle = "tbconvert/output/viewer/static/vendor/plotly-cartesian.min.js"
+    assert bundle in names
+    assert b"plotly.js (cartesian - minified) v4.1.1" in zipfile.ZipFile(wheel).read(bundle)[:200]
     # Every module of every sub-package, as the checkout lays them out.
     modules = sorted((ROOT / "tbconvert").rglob("*.py"))
     assert len(modules) > 80
