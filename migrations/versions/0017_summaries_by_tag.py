@@ -4,9 +4,10 @@
 A ``--where`` aggregate reads one summary per series of its tag.  With the tag only in
 ``series``, that was an index range of ``series`` and then a probe of the summaries' index per
 series: at 100,000 runs, 45 ms of SQLite's 60 and a hash of every summary on PostgreSQL.
-``ix_series_summaries_tag`` (point table, plugin, tag, context, run, series, whether it may
+``ix_series_summaries_tag`` (point table, plugin, tag, run, context, series, whether it may
 have several attempts, then every column an aggregate reads) answers it from one range of
-index entries; it replaces
+index entries, and a run's series of a tag, where another series leads the selection, from
+one probe; it replaces
 ``ix_series_summaries_values`` of revision 0014, which only that selection read.
 
 A series' key never changes but by a move of its run or context, which the writer applies to
@@ -60,8 +61,8 @@ def upgrade() -> None:
             "point_table",
             "plugin",
             "name",
-            "context_id",
             "run_id",
+            "context_id",
             "series_id",
             "maybe_resumed",
             *_VALUES,

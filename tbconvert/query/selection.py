@@ -14,8 +14,9 @@ answers.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,15 +136,16 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
     current = selection.resumed == "current" and bool(found)
     logged = current and conn.execute(text(ANY_SESSION_LOG_SQL)).first() is not None
     query = _SelectionQuery(conn.dialect.name, current, logged, where, by, columns, selection)
-    if by is not None and selection.top is not None and not selection.run:
-        ascending = (selection.by or "").lstrip().startswith("-")
-        # The first runs by a value are runs that have it, whenever that many have it: asked
-        # first, the planner starts from the value's series rather than from every run.
-        found_rows = query.first(conn, ascending, selection.top, valued=True)
-        if len(found_rows) < selection.top:
-            found_rows = query.first(conn, ascending, selection.top)
-    else:
-        found_rows = query.run(conn)
+    with _joins_by_hash(conn):
+        if by is not None and selection.top is not None and not selection.run:
+            ascending = (selection.by or "").lstrip().startswith("-")
+            # The first runs by a value are runs that have it, whenever that many have it:
+            # asked first, the planner starts from the value's series, not from every run.
+            found_rows = query.first(conn, ascending, selection.top, valued=True)
+            if len(found_rows) < selection.top:
+                found_rows = query.first(conn, ascending, selection.top)
+        else:
+            found_rows = query.run(conn)
     chosen = globs(selection.run)
     paths = _run_paths(conn, [row[0] for row in found_rows])
     result = []
@@ -156,6 +158,22 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
             result.append(entry | {"values": shown})
     result.sort(key=lambda entry: (entry["logdir"], entry["run_path"], entry["run_id"]))
     return result
+
+
+@contextlib.contextmanager
+def _joins_by_hash(conn: Connection) -> Iterator[None]:
+    """Within: on PostgreSQL, no nested-loop join.  A selection joins whole tags' series by
+    run; unable to guess how many rows a condition on a summary keeps, the planner took a
+    few and probed one tag's index per run of another, 100,000 times (docs/performance.md,
+    "Run selection")."""
+    if conn.dialect.name != "postgresql":
+        yield
+        return
+    conn.execute(text("SET LOCAL enable_nestloop = off"))
+    try:
+        yield
+    finally:
+        conn.execute(text("SET LOCAL enable_nestloop TO DEFAULT"))
 
 
 @dataclass(frozen=True)
@@ -277,8 +295,11 @@ def _top_sql(sql: str, dialect: str, ascending: bool, top: int) -> str:
     few rows, not one per run."""
     direction = "ASC" if ascending else "DESC"
     collate = ' COLLATE "C"' if dialect == "postgresql" else ""
+    # OFFSET 0 keeps the selection a query of its own: asked for a few rows in value order,
+    # PostgreSQL would walk one join in that order, probing the others for every row.
+    fence = " OFFSET 0" if dialect == "postgresql" else ""
     return (
-        f"SELECT * FROM ({sql}) AS chosen ORDER BY CASE WHEN v0_n IS NOT NULL THEN 0 "
+        f"SELECT * FROM ({sql}{fence}) AS chosen ORDER BY CASE WHEN v0_n IS NOT NULL THEN 0 "
         f"WHEN v0_t IS NOT NULL THEN 1 ELSE 2 END, v0_n {direction}, v0_t{collate} {direction} "
         f"LIMIT {int(top)}"
     )

@@ -394,4 +394,4 @@ CREATE VIEW v_params AS
               AND (o.name NOT IN ('hparams.yaml', 'params.json') OR o.name < s.name));
 CREATE INDEX ix_series_summaries_maybe_resumed ON series_summaries (series_id) WHERE maybe_resumed;
 CREATE INDEX ix_series_name_plugin ON series (name, plugin, context_id, run_id);
-CREATE INDEX ix_series_summaries_tag ON series_summaries (point_table, plugin, name, context_id, run_id, series_id, maybe_resumed, last_value, min_value, max_value, points, value_sum, value_count, argmin_step, argmax_step);
+CREATE INDEX ix_series_summaries_tag ON series_summaries (point_table, plugin, name, run_id, context_id, series_id, maybe_resumed, last_value, min_value, max_value, points, value_sum, value_count, argmin_step, argmax_step);

@@ -16,10 +16,12 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sqlalchemy import text
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 
 import tbconvert
 from tbconvert import convert
+from tbconvert.query.expression_sql import Compiler
 from tbconvert.query.expressions import ExpressionError, parse_condition
 from tbconvert.query.selection import RunSelection, select_runs
 from tbconvert.query.store import Store
@@ -483,3 +485,22 @@ def test_the_store_selects_runs(store: Store) -> None:
         ("a/r0", 0.25),
         ("a/r1", 1.0),
     ]
+
+
+@given(
+    pattern=st.text("ab/%_\\*?[]!-", max_size=6),
+    names=st.lists(st.text("ab/%_\\[]!-*?", max_size=5), min_size=1, max_size=6),
+)
+def test_a_glob_matches_what_fnmatch_matches(store: Store, pattern: str, names: list[str]) -> None:
+    """The SQL of ``%`` (``GLOB``, ``LIKE`` or a regular expression) against Python's own
+    ``fnmatchcase``, with the characters each of them treats specially."""
+    with store.connect() as conn:
+        compiler = Compiler(conn.dialect.name)
+        rows = " UNION ALL ".join(
+            f"SELECT {index} AS n, CAST(:name{index} AS TEXT) AS name"
+            for index in range(len(names))
+        )
+        sql = f"SELECT n FROM ({rows}) AS t WHERE name {compiler.glob(pattern)} ORDER BY n"
+        bound = {f"name{index}": name for index, name in enumerate(names)} | compiler.parameters
+        found = [row[0] for row in conn.execute(text(sql), bound)]
+    assert found == [i for i, name in enumerate(names) if fnmatchcase(name, pattern)], pattern
