@@ -173,12 +173,6 @@ def _dangling_queries() -> dict[str, str]:
         "SELECT count(*) FROM series_summaries AS m WHERE NOT EXISTS "
         "(SELECT 1 FROM series AS s WHERE s.id = m.series_id)"
     )
-    # A summary's copy of its series' key (revision 0017), which a selection reads.
-    queries["series_summaries rows whose key is not their series'"] = (
-        "SELECT count(*) FROM series_summaries AS m JOIN series AS s ON s.id = m.series_id "
-        "WHERE NOT COALESCE(m.run_id = s.run_id AND m.context_id = s.context_id "
-        "AND m.name = s.name AND m.plugin = s.plugin, FALSE)"
-    )
     queries["series_summaries rows whose last point's file is missing"] = (
         "SELECT count(*) FROM series_summaries AS m WHERE NOT EXISTS "
         "(SELECT 1 FROM event_files AS f WHERE f.id = m.last_file_id)"
@@ -332,8 +326,8 @@ def assert_summaries_exact(store: str | os.PathLike[str]) -> None:
     # A sum depends on the order of its terms: the writer adds a batch at a time.
     at = names.index("value_sum")
     sums = [(row[at], again[at]) for row, again in zip(kept, recounted, strict=True)]
-    # The copy of each series' key is checked against the series (_dangling_queries): a
-    # recount has none to copy for the points of a series gone.
+    # A recount has no key to copy for the points of a series gone: the copy is checked
+    # against the series below.
     compared = [
         index
         for index, name in enumerate(names)
@@ -349,6 +343,14 @@ def assert_summaries_exact(store: str | os.PathLike[str]) -> None:
     ), f"series summaries' sums differ from a recount: {sums}"
     with contextlib.closing(connect(store)) as connection:
         assert_current_summaries_exact(connection)
+        # A summary's copy of its series' key (revision 0017), which a selection reads.
+        ((wrong,),) = rows(
+            connection,
+            "SELECT count(*) FROM series_summaries AS m JOIN series AS s "
+            "ON s.id = m.series_id WHERE NOT COALESCE(m.run_id = s.run_id AND m.context_id "
+            "= s.context_id AND m.name = s.name AND m.plugin = s.plugin, FALSE)",
+        )
+        assert wrong == 0, f"{wrong} series summaries' keys are not their series'"
 
 
 # The scalar series that may have several attempts: those a current summary must exist for.
