@@ -122,10 +122,17 @@ def param_sessions(
     shows (``store.params_rule``); a value is typed (:func:`~tbconvert.query.results
     .typed_param`), or with ``typed=False`` the text ``v_params`` shows.
     """
+    source = "params AS p JOIN series AS s ON s.id = p.series_id"
+    if run_ids is not None and conn.dialect.name == "postgresql":
+        # Some runs' params, series by series (OFFSET 0 keeps the subquery one): PostgreSQL
+        # would otherwise scan every param to hash them.
+        source = (
+            "series AS s CROSS JOIN LATERAL (SELECT * FROM params AS q "
+            "WHERE q.series_id = s.id OFFSET 0) AS p"
+        )
     sql = (
         "SELECT s.run_id, c.name, p.key, p.value, p.value_num, p.value_type "
-        "FROM params AS p JOIN series AS s ON s.id = p.series_id "
-        f"JOIN contexts AS c ON c.id = s.context_id WHERE {shown_params()}"
+        f"FROM {source} JOIN contexts AS c ON c.id = s.context_id WHERE {shown_params()}"
         + ("" if run_id is None else " AND s.run_id = :run")
         + ("" if run_ids is None else f" AND s.run_id IN ({_id_list(run_ids)})")
         + " ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key"
@@ -137,6 +144,17 @@ def param_sessions(
         session = result.setdefault(owner, {}).setdefault(context, {})
         session[key] = typed_param(value, value_num, value_type) if typed else value
     return result
+
+
+def plan_for_few_runs(conn: Connection) -> None:
+    """On PostgreSQL, plan this transaction's statements for reading a few runs of a big
+    store: without JIT, whose compiling took longer than the statements, and with an index
+    probe priced as a read from the cache, not from a disk (``random_page_cost``), or the
+    planner scans whole tables for a few hundred runs (docs/performance.md, "Run
+    selection")."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SET LOCAL jit = off"))
+        conn.execute(text("SET LOCAL random_page_cost = 1.1"))
 
 
 def _id_list(ids: Sequence[int]) -> str:

@@ -9,6 +9,7 @@ with several attempts by it too); this module reads the points it needs.
 
 from __future__ import annotations
 
+from tbconvert.plugins.names import SESSION_LOG_TAG
 from tbconvert.store.attempts_rule import is_start, last_attempt
 
 __all__ = ["is_start", "last_attempt"]
@@ -33,4 +34,8 @@ STARTS_SQL = (
     "AND s.context_id = mine.context_id"
 )
 
-ANY_SESSION_LOG_SQL = "SELECT 1 FROM series WHERE plugin = 'session_log' LIMIT 1"
+# Whether the store holds a SessionLog: one probe of ix_series_name_plugin (its series are
+# all named so, ``reading.routing``).
+ANY_SESSION_LOG_SQL = (
+    f"SELECT 1 FROM series WHERE name = '{SESSION_LOG_TAG}' AND plugin = 'session_log' LIMIT 1"
+)

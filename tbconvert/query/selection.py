@@ -14,8 +14,9 @@ answers.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ from sqlalchemy.engine import Connection
 from tbconvert.errors import UsageError
 from tbconvert.filters import ChosenRun, Globs, globs, matches, run_matches
 from tbconvert.query import lookups
-from tbconvert.query.expression_sql import Compiled, Compiler
+from tbconvert.query.expression_sql import Compiled, Compiler, number_type
 from tbconvert.query.expressions import (
     Aggregate,
     Condition,
@@ -35,7 +36,7 @@ from tbconvert.query.expressions import (
     parse_condition,
     parse_value,
 )
-from tbconvert.query.resumed import RESUMED, RESUMED_DEFAULT
+from tbconvert.query.resumed import ANY_SESSION_LOG_SQL, RESUMED, RESUMED_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -131,24 +132,25 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
     ]
     _check_contexts(conn, labelled, selection.run)
     found = [node for _, node in labelled]
-    if conn.dialect.name == "postgresql":
-        # Compiling the plan (PostgreSQL's JIT, which the cost of v_runs' subqueries turns on)
-        # takes longer than the query it compiles: docs/performance.md, "Run selection".
-        conn.execute(text("SET LOCAL jit = off"))
+    lookups.plan_for_few_runs(conn)
     current = selection.resumed == "current" and bool(found)
-    query = _SelectionQuery(conn.dialect.name, current, where, by, columns, selection)
-    if by is not None and selection.top is not None and not selection.run:
-        ascending = (selection.by or "").lstrip().startswith("-")
-        # The first runs by a value are runs that have it, whenever that many have it: asked
-        # first, the planner starts from the value's series rather than from every run.
-        found_rows = query.run(conn, top=(ascending, selection.top), valued=True)
-        if len(found_rows) < selection.top:
-            found_rows = query.run(conn, top=(ascending, selection.top))
-    else:
-        found_rows = query.run(conn)
+    logged = current and conn.execute(text(ANY_SESSION_LOG_SQL)).first() is not None
+    query = _SelectionQuery(conn.dialect.name, current, logged, where, by, columns, selection)
+    with _joins_by_hash(conn):
+        if by is not None and selection.top is not None and not selection.run:
+            ascending = (selection.by or "").lstrip().startswith("-")
+            # The first runs by a value are runs that have it, whenever that many have it:
+            # asked first, the planner starts from the value's series, not from every run.
+            found_rows = query.first(conn, ascending, selection.top, valued=True)
+            if len(found_rows) < selection.top:
+                found_rows = query.first(conn, ascending, selection.top)
+        else:
+            found_rows = query.run(conn)
     chosen = globs(selection.run)
+    paths = _run_paths(conn, [row[0] for row in found_rows])
     result = []
-    for run_id, path, logdir, *values in found_rows:
+    for run_id, *values in found_rows:
+        path, logdir = paths[run_id]
         if run_matches(run_id, path, chosen):
             pairs = zip(values[::2], values[1::2], strict=True)
             by_value, *shown = [number if number is not None else text_ for number, text_ in pairs]
@@ -158,24 +160,63 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
     return result
 
 
+@contextlib.contextmanager
+def _joins_by_hash(conn: Connection) -> Iterator[None]:
+    """Within: on PostgreSQL, no nested-loop join.  A selection joins whole tags' series by
+    run; unable to guess how many rows a condition on a summary keeps, the planner took a
+    few and probed one tag's index per run of another, 100,000 times (docs/performance.md,
+    "Run selection")."""
+    if conn.dialect.name != "postgresql":
+        yield
+        return
+    conn.execute(text("SET LOCAL enable_nestloop = off"))
+    try:
+        yield
+    finally:
+        conn.execute(text("SET LOCAL enable_nestloop TO DEFAULT"))
+
+
 @dataclass(frozen=True)
 class _SelectionQuery:
     """The parsed trees of a selection, compiled on demand into one statement."""
 
     dialect: str
     current: bool
+    session_logs: bool
     where: Condition | None
     by: Value | None
     columns: Sequence[Value]
     selection: RunSelection
 
-    def run(
-        self, conn: Connection, *, top: tuple[bool, int] | None = None, valued: bool = False
+    def first(
+        self, conn: Connection, ascending: bool, top: int, *, valued: bool = False
     ) -> list[Any]:
-        """The rows (run id, path, logdir, then a number and a text per value): with ``top``
-        (ascending, count), the first runs by ``by``; with ``valued``, only runs that have
-        a ``by`` value (its joins inner)."""
-        compiler = Compiler(self.dialect, self.current)
+        """The rows of the first ``top`` runs by ``by``, and of every run whose value ties
+        with the last of them (their order is by path, which :func:`_ordered` reads).
+
+        The database sorts by value alone, keeping ``top + 1`` rows; the ties, when the
+        last two are one, are a second statement.  Joining every run for its path before
+        sorting cost PostgreSQL a hash of every run, and a sort with ties the whole sort."""
+        rows = self.run(conn, top=(ascending, top + 1), valued=valued)
+        if len(rows) <= top or top == 0 or rows[top - 1][1:3] != rows[top][1:3]:
+            return rows[:top]
+        tied = self.run(conn, valued=valued, tied=tuple(rows[top - 1][1:3]))
+        kept = {row[0] for row in rows[:top]}
+        return rows[:top] + [row for row in tied if row[0] not in kept]
+
+    def run(
+        self,
+        conn: Connection,
+        *,
+        top: tuple[bool, int] | None = None,
+        valued: bool = False,
+        tied: tuple[Any, Any] | None = None,
+    ) -> list[Any]:
+        """The rows (run id, then a number and a text per value): with ``top``
+        (ascending, count), the first runs by ``by``'s value (ties in any order); with
+        ``valued``, only runs that have a ``by`` value (its joins inner); with ``tied`` (a
+        number and a text), only runs whose ``by`` value is that."""
+        compiler = Compiler(self.dialect, self.current, session_logs=self.session_logs)
         condition = "1 = 1"
         if self.where is not None:
             condition = compiler.condition(self.where, "--where")
@@ -189,17 +230,15 @@ class _SelectionQuery:
             compiler.require_value(self.by)
             number, text_ = outputs[0]
             condition += f" AND ({number or 'NULL'} IS NOT NULL OR {text_ or 'NULL'} IS NOT NULL)"
+        if tied is not None:
+            condition += f" AND {_equal_sql(compiler, outputs[0], tied)}"
         select = ", ".join(
             f"{part or 'NULL'} AS v{index}_{kind}"
             for index, output in enumerate(outputs)
             for kind, part in zip(("n", "t"), output, strict=True)
         )
-        source, link = compiler.source()
-        # Only the view's keys: its wall-time columns cost a look-up per run.
-        sql = (
-            f"SELECT r.run_id, r.run_path, r.logdir, {select} "
-            f"FROM {source} WHERE {link} AND {condition}"
-        )
+        source, link, run_id = compiler.source()
+        sql = f"SELECT {run_id} AS run_id, {select} FROM {source} WHERE {link} AND {condition}"
         if top is not None:
             sql = _top_sql(sql, self.dialect, *top)
         return list(conn.execute(text(sql), compiler.parameters))
@@ -207,6 +246,16 @@ class _SelectionQuery:
 
 # Up to this many runs, the chosen runs' rows are read by id; more, and the whole view is.
 _FEW_RUNS = 500
+
+
+def _run_paths(conn: Connection, run_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """``{run id: (run path, logdir)}`` of some runs (at least)."""
+    sql = "SELECT id, run_path, logdir FROM runs"
+    if len(run_ids) <= _FEW_RUNS:
+        if not run_ids:
+            return {}
+        sql += f" WHERE id IN ({', '.join(str(int(run_id)) for run_id in run_ids)})"
+    return {run_id: (path, logdir) for run_id, path, logdir in conn.execute(text(sql))}
 
 
 def _rows_of(conn: Connection, run_ids: list[int], *, with_params: bool) -> list[dict[str, Any]]:
@@ -241,18 +290,30 @@ def _shifted(parse: Callable[[str, str], Value], source: str, offset: int) -> Va
 
 
 def _top_sql(sql: str, dialect: str, ascending: bool, top: int) -> str:
-    """The first ``top`` rows of ``sql`` in :func:`_ordered`'s order, sorted by the database:
-    a store of many runs sends a few rows, not one per run."""
+    """The first ``top`` rows of ``sql`` by the ``by`` value in :func:`_ordered`'s order
+    (numbers, then text, then none), sorted by the database: a store of many runs sends a
+    few rows, not one per run."""
     direction = "ASC" if ascending else "DESC"
     collate = ' COLLATE "C"' if dialect == "postgresql" else ""
-    # PostgreSQL would otherwise walk every summary in value order, whatever its tag, for
-    # the few of the tag it wants (OFFSET 0 keeps the selection a query of its own).
+    # OFFSET 0 keeps the selection a query of its own: asked for a few rows in value order,
+    # PostgreSQL would walk one join in that order, probing the others for every row.
     fence = " OFFSET 0" if dialect == "postgresql" else ""
     return (
         f"SELECT * FROM ({sql}{fence}) AS chosen ORDER BY CASE WHEN v0_n IS NOT NULL THEN 0 "
-        f"WHEN v0_t IS NOT NULL THEN 1 ELSE 2 END, v0_n {direction}, v0_t{collate} {direction}, "
-        f"run_path{collate}, logdir{collate}, run_id LIMIT {int(top)}"
+        f"WHEN v0_t IS NOT NULL THEN 1 ELSE 2 END, v0_n {direction}, v0_t{collate} {direction} "
+        f"LIMIT {int(top)}"
     )
+
+
+def _equal_sql(compiler: Compiler, value: Compiled, found: tuple[Any, Any]) -> str:
+    """SQL true where ``value`` is ``found`` (a number and a text, as a row holds them)."""
+    number, text_ = found
+    if number is not None:
+        return f"{value.number} = {compiler.bind(number, number_type(number))}"
+    if text_ is not None:
+        bound = compiler.bind(text_, "TEXT")
+        return f"{compiler.collated(value.text or 'NULL')} = {compiler.collated(bound)}"
+    return f"{value.number or 'NULL'} IS NULL AND {value.text or 'NULL'} IS NULL"
 
 
 def _ordered(rows: list[dict[str, Any]], *, ascending: bool) -> list[dict[str, Any]]:

@@ -136,8 +136,18 @@ class SeriesSummary(Base):
             sqlite_where=text("maybe_resumed"),
             postgresql_where=text("maybe_resumed"),
         ),
-        # A series' summary in one probe of an index, for a selection's aggregates.
-        Index("ix_series_summaries_values", "series_id", "point_table", *SUMMARY_VALUE_COLUMNS),
+        # A tag's summaries as one range of index entries, for a selection's aggregates.
+        Index(
+            "ix_series_summaries_tag",
+            "point_table",
+            "plugin",
+            "name",
+            "run_id",
+            "context_id",
+            "series_id",
+            "maybe_resumed",
+            *SUMMARY_VALUE_COLUMNS,
+        ),
     )
 
     series_id: Mapped[int] = mapped_column(ForeignKey("series.id"))
@@ -165,6 +175,12 @@ class SeriesSummary(Base):
     argmax_step: Mapped[int | None] = mapped_column(BigInteger)
     # Points from several files, or going back in step within one: maybe several attempts.
     maybe_resumed: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    # The key of the series (``series``' own columns, moved with it): a tag's summaries
+    # without a look-up of each series.
+    run_id: Mapped[int | None] = mapped_column(Id)
+    context_id: Mapped[int | None] = mapped_column(Id)
+    name: Mapped[str | None] = mapped_column(Text)
+    plugin: Mapped[str | None] = mapped_column(Text)
 
 
 class CurrentSummary(Base):

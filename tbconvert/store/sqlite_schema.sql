@@ -1,4 +1,4 @@
--- revision 0016
+-- revision 0017
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -233,7 +233,7 @@ CREATE TABLE series_summaries (
 	last_point_wall_time DOUBLE, 
 	last_value DOUBLE, 
 	min_value DOUBLE, 
-	max_value DOUBLE, value_sum DOUBLE, value_count BIGINT, argmin_step BIGINT, argmax_step BIGINT, maybe_resumed BOOLEAN DEFAULT 0 NOT NULL, 
+	max_value DOUBLE, value_sum DOUBLE, value_count BIGINT, argmin_step BIGINT, argmax_step BIGINT, maybe_resumed BOOLEAN DEFAULT 0 NOT NULL, run_id INTEGER, context_id INTEGER, name TEXT, plugin TEXT, 
 	CONSTRAINT pk_series_summaries PRIMARY KEY (series_id, point_table), 
 	CONSTRAINT fk_series_summaries_series_id_series FOREIGN KEY(series_id) REFERENCES series (id), 
 	CONSTRAINT fk_series_summaries_last_file_id_event_files FOREIGN KEY(last_file_id) REFERENCES event_files (id)
@@ -242,7 +242,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0016');
+INSERT INTO "tbconvert_alembic_version" VALUES('0017');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 
@@ -394,4 +394,4 @@ CREATE VIEW v_params AS
               AND (o.name NOT IN ('hparams.yaml', 'params.json') OR o.name < s.name));
 CREATE INDEX ix_series_summaries_maybe_resumed ON series_summaries (series_id) WHERE maybe_resumed;
 CREATE INDEX ix_series_name_plugin ON series (name, plugin, context_id, run_id);
-CREATE INDEX ix_series_summaries_values ON series_summaries (series_id, point_table, last_value, min_value, max_value, points, value_sum, value_count, argmin_step, argmax_step);
+CREATE INDEX ix_series_summaries_tag ON series_summaries (point_table, plugin, name, run_id, context_id, series_id, maybe_resumed, last_value, min_value, max_value, points, value_sum, value_count, argmin_step, argmax_step);

@@ -96,11 +96,12 @@ def _move_whole_series(
     taken = {(name, plugin) for _id, name, plugin in there}
     moving = [series for series in found if (series[1], series[2]) not in taken]
     if moving:
-        statements.run(
-            "UPDATE series SET run_id = :run_id, context_id = :context_id "
-            f"WHERE id IN ({_marks(int(series[0]) for series in moving)})",
-            {"run_id": new[0], "context_id": new[1]},
-        )
+        for table, key in (("series", "id"), ("series_summaries", "series_id")):
+            statements.run(
+                f"UPDATE {table} SET run_id = :run_id, context_id = :context_id "
+                f"WHERE {key} IN ({_marks(int(series[0]) for series in moving)})",
+                {"run_id": new[0], "context_id": new[1]},
+            )
         writer.identities.adopt_series(*new, [series[:3] for series in moving])
     return {int(series[0]) for series in moving}
 

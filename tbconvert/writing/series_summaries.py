@@ -65,6 +65,8 @@ SUMMARY_COLUMNS = (
     "argmax_step",
     "maybe_resumed",
 )
+# The columns of a summary copied from its series (revision 0017): what it summarises.
+SERIES_KEY_COLUMNS = ("run_id", "context_id", "name", "plugin")
 
 
 class Summary(NamedTuple):
@@ -138,7 +140,22 @@ def add_rows(
         for series_id, summary in batch.items()
     ]
     statements.insert(_UPSERT, merged)  # a Summary is a tuple in the statement's order
+    copy_series_keys(statements, [series_id for series_id in batch if series_id not in stored])
     return list(batch)
+
+
+def copy_series_keys(statements: Statements, series_ids: Collection[int]) -> None:
+    """Give the summaries of these series their series' key (``SERIES_KEY_COLUMNS``), which
+    a selection reads from ``ix_series_summaries_tag`` instead of looking up each series."""
+    if series_ids:
+        marks = ", ".join(str(int(i)) for i in sorted(series_ids))
+        keys = ", ".join(SERIES_KEY_COLUMNS)
+        statements.run(
+            f"UPDATE series_summaries SET ({keys}) = (SELECT "
+            f"{', '.join('s.' + column for column in SERIES_KEY_COLUMNS)} FROM series AS s "
+            f"WHERE s.id = series_summaries.series_id) WHERE series_id IN ({marks})",
+            {},
+        )
 
 
 def recount(
@@ -183,19 +200,21 @@ def recount_sql(
         )
         statements += [
             f"DELETE FROM series_summaries WHERE point_table = '{table}'{only}",
-            f"INSERT INTO series_summaries ({', '.join(SUMMARY_COLUMNS)}) "
+            f"INSERT INTO series_summaries ({', '.join((*SUMMARY_COLUMNS, *SERIES_KEY_COLUMNS))}) "
             f"SELECT a.series_id, '{table}', a.points, a.first_step, a.last_step, a.first_wall, "
             f"a.last_wall, {last.format('file_id')}, {last.format('record_offset')}, "
             f"{last.format('value_index')}, {last.format('wall_time')}, "
             f"{last.format('value') if scalars else _NO_VALUE}, a.low, a.high, a.total, "
             f"a.valued, {_first_step(table, 'low')}, {_first_step(table, 'high')}, "
-            f"{_maybe_resumed_sql(table)} "
+            f"{_maybe_resumed_sql(table)}, "
+            f"{', '.join('s.' + column for column in SERIES_KEY_COLUMNS)} "
             "FROM (SELECT series_id, "
             "count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
             f"min(wall_time) AS first_wall, max(wall_time) AS last_wall, {low} AS low, "
             f"{high} AS high, {total} AS total, {valued} AS valued, "
             "count(DISTINCT file_id) AS files "
-            f"FROM {table} WHERE 1 = 1{only} GROUP BY series_id) AS a",
+            f"FROM {table} WHERE 1 = 1{only} GROUP BY series_id) AS a "
+            "LEFT JOIN series AS s ON s.id = a.series_id",
         ]
     return statements
 

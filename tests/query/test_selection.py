@@ -9,17 +9,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sqlalchemy import text
+from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 
 import tbconvert
+from tbconvert import convert
+from tbconvert.query.expression_sql import Compiler
 from tbconvert.query.expressions import ExpressionError, parse_condition
 from tbconvert.query.selection import RunSelection, select_runs
 from tbconvert.query.store import Store
+from tests.support.eventfiles import simple_value, summary_event, write_events
 from tests.support.selection_store import build_selection_store
 from tests.support.snapshots import StoreFactory
 
@@ -345,6 +351,42 @@ def test_a_run_restarted_inside_its_file_reads_its_last_attempt(store: Store) ->
     assert every[0]["values"] == {"low": 0.25, "n": 5, "last": 1.5}
 
 
+def test_a_series_beside_a_session_start_reads_its_last_attempt(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
+    """A SessionLog START drops the points logged before it at or after its step, though the
+    steps never go back (the summary's ``maybe_resumed`` is not set): ``current`` reads the
+    rest, in its run and context only."""
+    run = tmp_path / "logs" / "restarted"
+    events = [
+        summary_event(step, 10.0 + step, [simple_value("loss", value)])
+        for step, value in ((0, 2.0), (1, 0.5), (2, 0.25))
+    ]
+    events.append(Event(step=1, wall_time=20.0, session_log=SessionLog(status=SessionLog.START)))
+    events += [
+        summary_event(step, 20.0 + step, [simple_value("loss", value)])
+        for step, value in ((2, 1.75), (3, 1.25))
+    ]
+    write_events(run / "events.out.tfevents.1.host", events)
+    write_events(
+        run / "val" / "events.out.tfevents.1.host",
+        [summary_event(step, 10.0 + step, [simple_value("loss", 0.25)]) for step in (0, 1)],
+    )
+    store = make_store(tmp_path)
+    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
+    columns = [("low", "min(loss)"), ("val", 'min(loss, context="val")'), ("n", "count(loss)")]
+    with tbconvert.open_store(store) as opened, opened.connect() as conn:
+        current = select_runs(conn, RunSelection(where="min(loss) > 1", columns=columns))
+        every = select_runs(
+            conn, RunSelection(where="min(loss) < 1", columns=columns, resumed="all")
+        )
+        top = select_runs(conn, RunSelection(top=1, by="-min(loss)", columns=columns))
+    # Steps 1 and 2 before the START are dropped: 2.0, then 1.75 and 1.25 after it.
+    assert [row["values"] for row in current] == [{"low": 1.25, "val": 0.25, "n": 3}]
+    assert [row["values"] for row in every] == [{"low": 0.25, "val": 0.25, "n": 5}]
+    assert [row["values"] for row in top] == [{"low": 1.25, "val": 0.25, "n": 3}]
+
+
 def test_an_aggregate_reads_the_one_context_that_has_its_tag(store: Store) -> None:
     with store.connect() as conn:
         found = select_runs(
@@ -443,3 +485,22 @@ def test_the_store_selects_runs(store: Store) -> None:
         ("a/r0", 0.25),
         ("a/r1", 1.0),
     ]
+
+
+@given(
+    pattern=st.text("ab/%_\\*?[]!-", max_size=6),
+    names=st.lists(st.text("ab/%_\\[]!-*?", max_size=5), min_size=1, max_size=6),
+)
+def test_a_glob_matches_what_fnmatch_matches(store: Store, pattern: str, names: list[str]) -> None:
+    """The SQL of ``%`` (``GLOB``, ``LIKE`` or a regular expression) against Python's own
+    ``fnmatchcase``, with the characters each of them treats specially."""
+    with store.connect() as conn:
+        compiler = Compiler(conn.dialect.name)
+        rows = " UNION ALL ".join(
+            f"SELECT {index} AS n, CAST(:name{index} AS TEXT) AS name"
+            for index in range(len(names))
+        )
+        sql = f"SELECT n FROM ({rows}) AS t WHERE name {compiler.glob(pattern)} ORDER BY n"
+        bound = {f"name{index}": name for index, name in enumerate(names)} | compiler.parameters
+        found = [row[0] for row in conn.execute(text(sql), bound)]
+    assert found == [i for i, name in enumerate(names) if fnmatchcase(name, pattern)], pattern

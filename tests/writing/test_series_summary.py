@@ -297,3 +297,41 @@ def test_a_sqlite_store_of_revision_0005_gets_summaries(tmp_path: Path) -> None:
     after = sqlite3.connect(path).execute("SELECT * FROM v_series ORDER BY tag").fetchall()
     assert after == expected and len(after) == 100
     assert_summaries_exact(str(path))
+
+
+def test_revision_0017_copies_each_series_key_and_its_downgrade_drops_it(
+    store: str, tmp_path: Path
+) -> None:
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    from tbconvert import convert
+    from tbconvert.query.selection import RunSelection, select_runs
+    from tbconvert.store import migrate
+    from tbconvert.store.engine import create_store_engine, store_url
+    from tests.support.eventfiles import scalar_events, write_events
+
+    for run, context in (("a", ""), ("b", ""), ("b", "val")):
+        folder = tmp_path / "logs" / run / context
+        write_events(folder / "events.out.tfevents.1.h", scalar_events("loss", range(4)))
+    assert convert(tmp_path / "logs", store, progress=False).exit_code == 0
+    key = (
+        "SELECT s.run_id, s.context_id, s.name, s.plugin, m.run_id, m.context_id, m.name, "
+        "m.plugin FROM series_summaries AS m JOIN series AS s ON s.id = m.series_id"
+    )
+    engine = create_store_engine(store_url(store))
+    try:
+        with engine.begin() as conn:
+            command.downgrade(migrate.alembic_config(conn), "0016")
+            columns = {c["name"] for c in inspect(conn).get_columns("series_summaries")}
+            assert not columns & {"run_id", "context_id", "name", "plugin"}
+        with engine.begin() as conn:
+            command.upgrade(migrate.alembic_config(conn), "head")
+            found = conn.execute(text(key)).all()
+            chosen = select_runs(conn, RunSelection(where='count(loss, context="val") == 4'))
+        migrate.check(engine)
+    finally:
+        engine.dispose()
+    assert len(found) == 3 and all(row[:4] == row[4:] for row in found)
+    assert [row["run_path"] for row in chosen] == ["b"]
+    assert_summaries_exact(store)
