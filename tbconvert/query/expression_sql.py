@@ -34,7 +34,6 @@ from tbconvert.query.expressions import (
     aggregates_of,
     params_of,
 )
-from tbconvert.store.params_rule import shown_params
 
 # The columns of v_runs a selection reads that are the runs table's own.
 RUN_COLUMNS = ("logdir", "run_path", *sorted({*FIELDS.values()} - {"logdir", "run_path"}))
@@ -97,6 +96,10 @@ class Compiler:
     series: dict[tuple[str, str | None], SeriesJoin] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
     required: set[str] = field(default_factory=set)
+    # The comparisons of a param's number with a number that the ``where`` cannot be true
+    # without, by the param's alias: copied into its join, they are a range of the index of
+    # the key's values, from which the plan may start.
+    narrowed: dict[str, list[str]] = field(default_factory=dict)
 
     def bind(self, value: Any, sql_type: str | None = None) -> str:
         """A bound parameter holding ``value`` (cast, where PostgreSQL cannot infer it)."""
@@ -213,6 +216,22 @@ class Compiler:
                 self.require(operand)
         elif isinstance(node, Comparison):
             self.require_value(node)
+            self.narrow(node)
+
+    def narrow(self, node: Comparison) -> None:
+        """Copy a required comparison of a param with a number into the param's join."""
+        param, other, operator = node.left, node.right, node.operator
+        if isinstance(other, Param) and isinstance(param, Literal):
+            param, other, operator = other, param, _FLIPPED.get(operator, operator)
+        items = other if isinstance(other, tuple) else (other,)
+        numbers = [
+            item for item in items if isinstance(item, Literal) and not isinstance(item.value, str)
+        ]
+        if not isinstance(param, Param) or operator not in _NARROWING or len(numbers) < len(items):
+            return
+        bound = ", ".join(str(self.value(item, "").number) for item in numbers)
+        compared = f"IN ({bound})" if operator == "in" else f"{_NARROWING[operator]} {bound}"
+        self.narrowed.setdefault(self.params[param.key], []).append(f"value_num {compared}")
 
     def require_value(self, node: Value | Comparison) -> None:
         """Mark every join a value reads as required: the value is missing without any."""
@@ -230,7 +249,10 @@ class Compiler:
         for every run (docs/performance.md, "Run selection")."""
         joins = self.subqueries()
         series = {join.alias for join in self.series.values()}
-        driving = next((alias for alias in joins if alias in series & self.required), None)
+        # A param narrowed to a range of its values leads, else a required series.
+        driving = next(iter(self.narrowed), None) or next(
+            (alias for alias in joins if alias in series & self.required), None
+        )
         rest = " ".join(
             f"{self.join_kind(alias)} {subquery} AS {alias} ON {alias}.run_id = r.run_id"
             for alias, subquery in joins.items()
@@ -238,7 +260,8 @@ class Compiler:
         )
         if driving is None:
             return f"v_runs AS r {rest}", "1 = 1"
-        # A run with a series is one v_runs shows (its rule keeps every run that has one):
+        # A run with a series or a param is one v_runs shows (its rule keeps every run that
+        # has a series):
         # the runs table's row, without the rule's look-ups per run.
         runs = f"(SELECT id AS run_id, {', '.join(RUN_COLUMNS)} FROM runs)"
         return (
@@ -248,18 +271,13 @@ class Compiler:
 
     def subqueries(self) -> dict[str, str]:
         """The subquery of every param and series join, by alias: a row per run."""
-        collate = ' COLLATE "C"' if self.dialect == "postgresql" else ""
         parts = {}
         for key, alias in self.params.items():
+            # The row the rule of store.params_rule ranks first, which the writer keeps.
+            conditions = [f"key = {self.bind(key, 'TEXT')}", *self.narrowed.get(alias, [])]
             parts[alias] = (
-                "(SELECT run_id, value, value_num, value_type FROM ("
-                "SELECT s.run_id, p.value, p.value_num, p.value_type, ROW_NUMBER() OVER ("
-                f"PARTITION BY s.run_id ORDER BY c.name{collate}, p.step DESC, p.file_id DESC, "
-                "p.record_offset DESC, p.value_index DESC) AS rank "
-                "FROM params AS p JOIN series AS s ON s.id = p.series_id "
-                "JOIN contexts AS c ON c.id = s.context_id "
-                f"WHERE p.key = {self.bind(key, 'TEXT')} AND {shown_params()}) AS ranked "
-                "WHERE rank = 1)"
+                "(SELECT run_id, value, value_num, value_type FROM run_params "
+                f"WHERE {' AND '.join(conditions)})"
             )
         plus = _INFINITY.get(self.dialect, _INFINITY["sqlite"])
         # One probe of the table's key per series; its row replaces the summary's where the
@@ -298,6 +316,11 @@ class Compiler:
             "(SELECT 1 FROM series AS o WHERE o.run_id = s.run_id AND o.name = s.name "
             "AND o.plugin = 'scalars' AND o.id <> s.id))"
         )
+
+
+# The comparisons a param's join takes (SQL's spelling), and each one's mirror image.
+_NARROWING = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "in": "IN"}
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def _number_type(value: float | int) -> str:

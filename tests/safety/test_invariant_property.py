@@ -47,6 +47,7 @@ from tests.support.eventfiles import file_version_event, simple_value, summary_e
 from tests.support.snapshots import (
     StoreFactory,
     assert_current_summaries_exact,
+    assert_run_params_exact,
     connect,
     rows,
     view_rows,
@@ -315,6 +316,7 @@ class History(RuleBasedStateMachine):
         # The current summaries the history's writes kept, beside the clean store's.
         with closing(connect(self.store)) as connection:
             assert_current_summaries_exact(connection)
+            assert_run_params_exact(connection)
         self.cleans += 1
         clean = self.factory(self.root, f"clean{self.cleans}")
         convert(self.logdir, clean, progress=False, **mode_options(mode))
