@@ -11,12 +11,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import inspect, text
-
 from tbconvert import convert, open_store
-from tbconvert.store import migrate
-from tbconvert.store.engine import create_store_engine, store_url
 from tests.support.lightning_params import write_session, write_yaml
+from tests.support.revisions import down_and_up
 from tests.support.snapshots import StoreFactory, assert_run_params_exact, connect, rows
 
 
@@ -104,25 +101,13 @@ def test_the_rows_follow_a_renamed_run_and_a_replaced_file(tmp_path: Path, store
 def test_revision_0017_fills_the_table_and_its_downgrade_drops_it(
     store: str, tmp_path: Path
 ) -> None:
-    from alembic import command
-
     write_session(tmp_path / "logs" / "run", {"lr": 0.5}, "session")
     write_yaml(tmp_path / "logs" / "run", {"lr": 0.1, "seed": 9})
     write_session(tmp_path / "logs" / "other", {"lr": 0.2}, "other")
     convert(tmp_path / "logs", store, progress=False)
     kept = _kept(store)
     assert len(kept) == 3
-    engine = create_store_engine(store_url(store))
-    try:
-        with engine.begin() as conn:
-            command.downgrade(migrate.alembic_config(conn), "0016")
-            assert "run_params" not in inspect(conn).get_table_names()
-        with engine.begin() as conn:
-            command.upgrade(migrate.alembic_config(conn), "head")
-            assert conn.execute(text("SELECT count(*) FROM run_params")).scalar_one() == 3
-        migrate.check(engine)
-    finally:
-        engine.dispose()
+    assert down_and_up(store, "0016", "run_params") == 3
     assert _kept(store) == kept
 
 
