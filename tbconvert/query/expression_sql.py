@@ -2,7 +2,8 @@
 ``v_runs``, the same on SQLite and PostgreSQL.
 
 Each param and each (tag, context) an expression names becomes one ``LEFT JOIN`` on the run:
-a param from ``params`` (the rows ``v_params`` shows), an aggregate from ``series_summaries``,
+a param from ``run_params`` (the value the writer keeps per run and key, of the rows
+``v_params`` shows; revision 0017), an aggregate from ``series_summaries``,
 or, with ``--resumed current``, from ``current_summaries`` where a series has a row there (it
 may hold several attempts; revision 0016): no point is read.  A value is a pair of SQL
 expressions, its number and its text (a param may be either); a comparison compares what both
@@ -227,7 +228,12 @@ class Compiler:
         numbers = [
             item for item in items if isinstance(item, Literal) and not isinstance(item.value, str)
         ]
-        if not isinstance(param, Param) or operator not in _NARROWING or len(numbers) < len(items):
+        if (
+            not isinstance(param, Param)
+            or operator not in _NARROWING
+            or not numbers
+            or len(numbers) < len(items)
+        ):
             return
         bound = ", ".join(str(self.value(item, "").number) for item in numbers)
         compared = f"IN ({bound})" if operator == "in" else f"{_NARROWING[operator]} {bound}"
@@ -244,12 +250,12 @@ class Compiler:
         compiled trees read (``LEFT JOIN``s, inner where :meth:`require` found them
         required), and the condition that links the first of them when it leads.
 
-        A required series join, where there is one, leads (a ``CROSS JOIN``, which SQLite
-        never reorders): each run is looked up for a series that passes, not each series
-        for every run (docs/performance.md, "Run selection")."""
+        A param narrowed to a range of its values (:meth:`narrow`), else a required series
+        join, where there is one, leads (a ``CROSS JOIN``, which SQLite never reorders): each
+        run is looked up for a param or series that passes, not each series for every run
+        (docs/performance.md, "Run selection")."""
         joins = self.subqueries()
         series = {join.alias for join in self.series.values()}
-        # A param narrowed to a range of its values leads, else a required series.
         driving = next(iter(self.narrowed), None) or next(
             (alias for alias in joins if alias in series & self.required), None
         )
@@ -260,9 +266,8 @@ class Compiler:
         )
         if driving is None:
             return f"v_runs AS r {rest}", "1 = 1"
-        # A run with a series or a param is one v_runs shows (its rule keeps every run that
-        # has a series):
-        # the runs table's row, without the rule's look-ups per run.
+        # A run with a series (a param is a row of one) is one v_runs shows (its rule keeps
+        # every run that has one): the runs table's row, without the rule's look-ups per run.
         runs = f"(SELECT id AS run_id, {', '.join(RUN_COLUMNS)} FROM runs)"
         return (
             f"{joins[driving]} AS {driving} CROSS JOIN {runs} AS r {rest}",
