@@ -111,6 +111,69 @@ def test_revision_0017_fills_the_table_and_its_downgrade_drops_it(
     assert _kept(store) == kept
 
 
+# Conditions on numbers, some copied into the param's join (narrowed), some not; each with
+# the same condition in Python over a run's values.
+NUMERIC_CONDITIONS = {
+    "0.05 < lr": lambda lr, layers: lr > 0.05,
+    "0.02 <= lr < 0.06": lambda lr, layers: 0.02 <= lr < 0.06,
+    "lr in (0.01, 0.03) and layers >= 1": lambda lr, layers: lr in (0.01, 0.03) and layers >= 1,
+    "lr == 0.04 and layers == True": lambda lr, layers: lr == 0.04 and layers == 1,
+    "not lr < 0.05": lambda lr, layers: not lr < 0.05,
+    "lr < 0.03 or layers == 2": lambda lr, layers: lr < 0.03 or layers == 2,
+    "lr * 2 > 0.1": lambda lr, layers: lr * 2 > 0.1,
+}
+
+
+def test_conditions_on_numbers_select_what_v_params_says(
+    tmp_path: Path, make_store: StoreFactory
+) -> None:
+    """Whether a comparison leads from the index or not, the runs are those the values of
+    ``v_params`` (pandas) meet; a sidecar's hidden ``lr`` changes nothing."""
+    logdir = tmp_path / "logs"
+    for index in range(12):
+        run = logdir / f"r{index:02d}"
+        write_session(run, {"lr": index / 100, "layers": index % 3}, "s")
+        if index % 4 == 0:
+            write_yaml(run, {"lr": 0.5})
+    store = make_store(tmp_path)
+    convert(logdir, store, progress=False)
+    with open_store(store) as opened:
+        frame = opened.to_pandas("params")
+    values = frame.pivot(index="run_path", columns="key", values="value_num")
+    for where, condition in NUMERIC_CONDITIONS.items():
+        expected = sorted(
+            run for run, row in values.iterrows() if condition(row["lr"], row["layers"])
+        )
+        assert _selected(store, where) == expected, where
+
+
+def test_a_range_of_a_param_leads_the_plan(tmp_path: Path) -> None:
+    """SQLite starts from the index range of the key's values, not from every run, in a
+    store as the converter leaves it (no statistics)."""
+    from sqlalchemy import text
+
+    from tbconvert.query.expression_sql import Compiler
+    from tbconvert.query.expressions import parse_condition
+
+    logdir = tmp_path / "logs"
+    write_session(logdir / "r", {"lr": 0.01, "opt": "adam"}, "s")
+    store = str(tmp_path / "store.db")
+    convert(logdir, store, progress=False)
+    compiler = Compiler("sqlite")
+    tree = parse_condition(
+        'lr < 0.1 and opt == "adam" and last(train_loss, context="") < 1', "--where"
+    )
+    condition = compiler.condition(tree, "--where")
+    compiler.require(tree)
+    source, link = compiler.source()
+    with open_store(store) as opened, opened.connect() as conn:
+        plan = conn.execute(
+            text(f"EXPLAIN QUERY PLAN SELECT r.run_id FROM {source} WHERE {link} AND {condition}"),
+            compiler.parameters,
+        ).fetchall()
+    assert "ix_run_params_key_value_num (key=? AND value_num<?)" in plan[0][3]
+
+
 def test_several_runs_in_one_transaction(tmp_path: Path, make_store: StoreFactory) -> None:
     """Small files of many runs share a commit group: each run's rows are made."""
     logdir = tmp_path / "logs"
