@@ -10,8 +10,9 @@ the migrations, then per run two event files (the run's own and ``val``), a ``lo
 the run's context and an ``acc`` series in ``val`` (``--steps`` points each), and an hparams
 series whose params are ``lr`` (a number) and ``opt`` (text); the series summaries are filled by
 ``tbconvert.writing.series_summaries.recount_sql``, the statements the tests use to check that
-the writer keeps them exact, and the current summaries by ``writing.current_summaries.fill``
-(what revision 0016 runs).  One run in a hundred was resumed: its ``loss`` has a second
+the writer keeps them exact, the current summaries by ``writing.current_summaries.fill``
+(what revision 0016 runs) and the params a selection reads by ``writing.run_params.fill``
+(revision 0018).  One run in a hundred was resumed: its ``loss`` has a second
 attempt, logged in the same file from a lower step (its summary's ``maybe_resumed``), which
 ``--resumed current`` (the default) reads from its current summary.
 
@@ -58,6 +59,10 @@ try:  # revision 0016 on: the current summaries of the resumed series
     from tbconvert.writing.statements import Statements
 except ImportError:  # a checkout from before it, measured for a comparison
     fill = None  # type: ignore[assignment]
+try:  # revision 0018 on: the value a selection reads of each run's param
+    from tbconvert.writing import run_params
+except ImportError:
+    run_params = None  # type: ignore[assignment]
 
 TARGET = 0.1  # seconds
 RESUMED_EVERY = 100  # one run in this many has a resumed loss
@@ -163,6 +168,8 @@ def build_sqlite(path: Path, runs: int, steps: int) -> float:
         db.execute(statement)
     if fill is not None:
         fill(Statements(lambda: db, pyformat=False))
+    if run_params is not None:
+        run_params.fill(Statements(lambda: db, pyformat=False), "sqlite")
     db.execute("COMMIT")
     db.execute("ANALYZE")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -186,6 +193,8 @@ def build_postgres(url: str, runs: int, steps: int) -> float:
             db.execute(statement)  # type: ignore[arg-type]
         if fill is not None:
             fill(Statements(lambda: db, pyformat=True))
+        if run_params is not None:
+            run_params.fill(Statements(lambda: db, pyformat=True), "postgresql")
         db.execute("ANALYZE")
     with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as db:
         db.execute("VACUUM ANALYZE")

@@ -2,7 +2,8 @@
 ``v_runs``, the same on SQLite and PostgreSQL.
 
 Each param and each (tag, context) an expression names becomes one ``LEFT JOIN`` on the run:
-a param from ``params`` (the rows ``v_params`` shows), an aggregate from ``series_summaries``,
+a param from ``run_params`` (the value the writer keeps per run and key, of the rows
+``v_params`` shows; revision 0018), an aggregate from ``series_summaries``,
 or, with ``--resumed current``, from ``current_summaries`` where a series has a row there (it
 may hold several attempts; revision 0016): no point is read.  A value is a pair of SQL
 expressions, its number and its text (a param may be either); a comparison compares what both
@@ -35,7 +36,6 @@ from tbconvert.query.expressions import (
     aggregates_of,
     params_of,
 )
-from tbconvert.store.params_rule import shown_params
 
 # The columns of v_runs a selection reads that are the runs table's own.
 RUN_COLUMNS = ("logdir", "run_path", *sorted({*FIELDS.values()} - {"logdir", "run_path"}))
@@ -100,6 +100,10 @@ class Compiler:
     required: set[str] = field(default_factory=set)
     fields: bool = False  # whether a run field is read (the runs are joined)
     session_logs: bool = True  # whether the store may hold a SessionLog (with ``current``)
+    # The comparisons of a param's number with a number that the ``where`` cannot be true
+    # without, by the param's alias: copied into its join, they are a range of the index of
+    # the key's values, from which the plan may start.
+    narrowed: dict[str, list[str]] = field(default_factory=dict)
 
     def bind(self, value: Any, sql_type: str | None = None) -> str:
         """A bound parameter holding ``value`` (cast, where PostgreSQL cannot infer it)."""
@@ -221,6 +225,27 @@ class Compiler:
                 self.require(operand)
         elif isinstance(node, Comparison):
             self.require_value(node)
+            self.narrow(node)
+
+    def narrow(self, node: Comparison) -> None:
+        """Copy a required comparison of a param with a number into the param's join."""
+        param, other, operator = node.left, node.right, node.operator
+        if isinstance(other, Param) and isinstance(param, Literal):
+            param, other, operator = other, param, _FLIPPED.get(operator, operator)
+        items = other if isinstance(other, tuple) else (other,)
+        numbers = [
+            item for item in items if isinstance(item, Literal) and not isinstance(item.value, str)
+        ]
+        if (
+            not isinstance(param, Param)
+            or operator not in _NARROWING
+            or not numbers
+            or len(numbers) < len(items)
+        ):
+            return
+        bound = ", ".join(str(self.value(item, "").number) for item in numbers)
+        compared = f"IN ({bound})" if operator == "in" else f"{_NARROWING[operator]} {bound}"
+        self.narrowed.setdefault(self.params[param.key], []).append(f"value_num {compared}")
 
     def require_value(self, node: Value | Comparison) -> None:
         """Mark every join a value reads as required: the value is missing without any."""
@@ -234,14 +259,17 @@ class Compiler:
         where a run field is read; the condition that links the first join when it leads;
         and the column of the run id.
 
-        A required series join, where there is one, leads (a ``CROSS JOIN``, which SQLite
-        never reorders): each run is looked up for a series that passes, not each series
-        for every run (docs/performance.md, "Run selection").  Without a run field, the
-        runs are not joined at all: PostgreSQL, unable to guess how few runs a condition
-        keeps, hashed every run to join them."""
+        A param narrowed to a range of its values (:meth:`narrow`), else a required series
+        join, where there is one, leads (a ``CROSS JOIN``, which SQLite never reorders): each
+        run is looked up for a param or series that passes, not each series for every run
+        (docs/performance.md, "Run selection").  Without a run field, the runs are not
+        joined at all: PostgreSQL, unable to guess how few runs a condition keeps, hashed
+        every run to join them."""
         joins = self.subqueries()
         series = {join.alias for join in self.series.values()}
-        driving = next((alias for alias in joins if alias in series & self.required), None)
+        driving = next(iter(self.narrowed), None) or next(
+            (alias for alias in joins if alias in series & self.required), None
+        )
         run_id = "r.run_id" if driving is None or self.fields else f"{driving}.run_id"
         rest = " ".join(
             f"{self.join_kind(alias)} {subquery} AS {alias} ON {alias}.run_id = {run_id}"
@@ -252,8 +280,8 @@ class Compiler:
             return f"v_runs AS r {rest}", "1 = 1", run_id
         if not self.fields:
             return f"{joins[driving]} AS {driving} {rest}", "1 = 1", run_id
-        # A run with a series is one v_runs shows (its rule keeps every run that has one):
-        # the runs table's row, without the rule's look-ups per run.
+        # A run with a series (a param is a row of one) is one v_runs shows (its rule keeps
+        # every run that has one): the runs table's row, without the rule's look-ups per run.
         runs = f"(SELECT id AS run_id, {', '.join(RUN_COLUMNS)} FROM runs)"
         return (
             f"{joins[driving]} AS {driving} CROSS JOIN {runs} AS r {rest}",
@@ -263,18 +291,13 @@ class Compiler:
 
     def subqueries(self) -> dict[str, str]:
         """The subquery of every param and series join, by alias: a row per run."""
-        collate = ' COLLATE "C"' if self.dialect == "postgresql" else ""
         parts = {}
         for key, alias in self.params.items():
+            # The row the rule of store.params_rule ranks first, which the writer keeps.
+            conditions = [f"key = {self.bind(key, 'TEXT')}", *self.narrowed.get(alias, [])]
             parts[alias] = (
-                "(SELECT run_id, value, value_num, value_type FROM ("
-                "SELECT s.run_id, p.value, p.value_num, p.value_type, ROW_NUMBER() OVER ("
-                f"PARTITION BY s.run_id ORDER BY c.name{collate}, p.step DESC, p.file_id DESC, "
-                "p.record_offset DESC, p.value_index DESC) AS rank "
-                "FROM params AS p JOIN series AS s ON s.id = p.series_id "
-                "JOIN contexts AS c ON c.id = s.context_id "
-                f"WHERE p.key = {self.bind(key, 'TEXT')} AND {shown_params()}) AS ranked "
-                "WHERE rank = 1)"
+                "(SELECT run_id, value, value_num, value_type FROM run_params "
+                f"WHERE {' AND '.join(conditions)})"
             )
         plus = _INFINITY.get(self.dialect, _INFINITY["sqlite"])
         # A series' row there replaces its summary.  Only a series that may have several
@@ -325,6 +348,11 @@ class Compiler:
             "(SELECT 1 FROM series AS o WHERE o.run_id = m.run_id AND o.name = m.name "
             "AND o.plugin = 'scalars' AND o.id <> m.series_id))"
         )
+
+
+# The comparisons a param's join takes (SQL's spelling), and each one's mirror image.
+_NARROWING = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "in": "IN"}
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def number_type(value: float | int) -> str:

@@ -212,6 +212,25 @@ class CurrentSummary(Base):
     written_step: Mapped[int] = mapped_column(BigInteger)
 
 
+class RunParam(Base):
+    """The value a selection reads of one param of a run (``store.params_rule``: of the rows
+    ``v_params`` shows, the first context by name, then the last written), kept by the writer
+    in the transaction of the params rows (``writing.run_params``): a condition on a param
+    probes the key, or leads from the index of the key's values."""
+
+    __tablename__ = "run_params"
+    # A condition on a number leads from the runs the index says pass: run_id is in it, so
+    # that it answers without the table.  No index of the text: PostgreSQL refuses an index
+    # entry over a third of a page, and a param's text may be a whole JSON config.
+    __table_args__ = (Index("ix_run_params_key_value_num", "key", "value_num", "run_id"),)
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), primary_key=True)
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    value: Mapped[str | None] = mapped_column(Text)
+    value_num: Mapped[float | None] = mapped_column(Double)
+    value_type: Mapped[str] = mapped_column(Text)
+
+
 class EventFile(Base):
     """Incremental state of one event file, committed together with the points read from it."""
 

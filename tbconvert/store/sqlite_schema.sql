@@ -1,4 +1,4 @@
--- revision 0017
+-- revision 0018
 CREATE TABLE audio (
 	idx INTEGER NOT NULL, 
 	blob_id INTEGER NOT NULL, 
@@ -178,6 +178,15 @@ CREATE TABLE push_runs (
 	pushed_at DOUBLE, 
 	CONSTRAINT pk_push_runs PRIMARY KEY (destination, run_id)
 );
+CREATE TABLE run_params (
+	run_id INTEGER NOT NULL, 
+	"key" TEXT NOT NULL, 
+	value TEXT, 
+	value_num DOUBLE, 
+	value_type TEXT NOT NULL, 
+	CONSTRAINT pk_run_params PRIMARY KEY (run_id, "key"), 
+	CONSTRAINT fk_run_params_run_id_runs FOREIGN KEY(run_id) REFERENCES runs (id)
+);
 CREATE TABLE "runs" (
 	id INTEGER NOT NULL, 
 	logdir TEXT NOT NULL, 
@@ -242,7 +251,7 @@ CREATE TABLE tbconvert_alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT tbconvert_alembic_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "tbconvert_alembic_version" VALUES('0017');
+INSERT INTO "tbconvert_alembic_version" VALUES('0018');
 CREATE TABLE tensors (
 	dtype TEXT NOT NULL, 
 	shape TEXT NOT NULL, 
@@ -395,3 +404,4 @@ CREATE VIEW v_params AS
 CREATE INDEX ix_series_summaries_maybe_resumed ON series_summaries (series_id) WHERE maybe_resumed;
 CREATE INDEX ix_series_name_plugin ON series (name, plugin, context_id, run_id);
 CREATE INDEX ix_series_summaries_tag ON series_summaries (point_table, plugin, name, run_id, context_id, series_id, maybe_resumed, last_value, min_value, max_value, points, value_sum, value_count, argmin_step, argmax_step);
+CREATE INDEX ix_run_params_key_value_num ON run_params ("key", value_num, run_id);

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tbconvert.rows import POINT_TABLES, SeriesDefinition
-from tbconvert.writing import current_summaries, series_summaries
+from tbconvert.writing import current_summaries, run_params, series_summaries
 from tbconvert.writing import statements as sql
 from tbconvert.writing.writer import StoreWriter
 
@@ -70,6 +70,9 @@ def move_file(
     series_summaries.recount(statements, writer.engine.dialect.name, [*used, *new_ids], tables)
     # Whole series moved to another run and context may meet or leave a SessionLog there.
     current_summaries.refresh(statements, whole, whole, recounted=True)
+    # Whole series of params moved take their values from one run to the other.
+    if whole:
+        run_params.refresh_runs(statements, writer.engine.dialect.name, {old_run, run_id})
     return old_run, old_context
 
 

@@ -37,7 +37,7 @@ from tbconvert.rows import (
     join_packed,
     packed_columns,
 )
-from tbconvert.writing import current_summaries
+from tbconvert.writing import current_summaries, run_params
 from tbconvert.writing.current_summaries import first_step_of, pick
 from tbconvert.writing.statements import Insert, Statements
 
@@ -169,9 +169,12 @@ def recount(
     its row there."""
     if not series_ids:
         return
+    tables = list(tables)
     for statement in recount_sql(dialect, tables, series_ids):
         statements.run(statement, {})
     current_summaries.refresh(statements, series_ids, series_ids, recounted=True)
+    if "params" in tables:
+        run_params.refresh_series(statements, dialect, series_ids)
 
 
 def recount_sql(

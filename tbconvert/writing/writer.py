@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from tbconvert.rows import POINT_COLUMNS, FileRows, InsertRows, RowBatch
-from tbconvert.writing import current_summaries, series_summaries
+from tbconvert.writing import current_summaries, run_params, series_summaries
 from tbconvert.writing.bulk import Bulk
 from tbconvert.writing.file_states import FileStates
 from tbconvert.writing.identities import AllocatingIdentities, Identities
@@ -56,6 +56,9 @@ class StoreWriter:
         # The series the open transaction inserted points of, scalars and the rest, whose
         # current summaries it brings up to date at its end.
         self._inserted: dict[bool, set[int]] = {True: set(), False: set()}
+        # The series the open transaction inserted params of, whose runs' run_params rows it
+        # makes again at its end.
+        self._params_inserted: set[int] = set()
 
     def call_when_waiting_on_server(self, callback: Callable[[], None]) -> None:
         """Have ``callback`` called whenever the writer hands a server work it then waits for
@@ -86,12 +89,14 @@ class StoreWriter:
                 current_summaries.refresh(
                     self.statements, self._inserted[True], self._inserted[False]
                 )
+                run_params.refresh_series(self.statements, self._dialect, self._params_inserted)
         except BaseException:
             self.identities.rolled_back()
             raise
         finally:
             self._staged, self._paths = {}, {}
             self._inserted = {True: set(), False: set()}
+            self._params_inserted = set()
             self.files.discard()
             self.identities.ended()
         if self._points_inserted:
@@ -139,6 +144,8 @@ class StoreWriter:
                 self.statements, table, rows, self.identities.unsummarised, self._paths
             )
             self._inserted[table == "scalars"].update(series)
+            if table == "params":
+                self._params_inserted.update(series)
         elif inserted:
             self.identities.summaries_recounted()
             series_summaries.recount(

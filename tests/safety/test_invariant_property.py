@@ -16,6 +16,7 @@ Bounded for CI; ``pytest --hypothesis-profile=invariant-long`` runs long histori
 from __future__ import annotations
 
 import io
+import json
 import os
 import random
 import shutil
@@ -36,10 +37,12 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+from tensorboard.plugins.hparams import summary_v2 as hparams_summary
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from tbconvert import convert
 from tbconvert.conversion.options import ConvertTuning
+from tbconvert.reading.layouts import PARAMS_SIDECARS
 from tbconvert.reading.tuning import ReadTuning
 from tbconvert.writing.writer import StoreWriter
 from tests.conversion.test_invariant import Crash, text_value
@@ -47,6 +50,7 @@ from tests.support.eventfiles import file_version_event, simple_value, summary_e
 from tests.support.snapshots import (
     StoreFactory,
     assert_current_summaries_exact,
+    assert_run_params_exact,
     connect,
     rows,
     view_rows,
@@ -104,8 +108,12 @@ INVARIANT_LONG = "invariant-long"
 
 def records(seed: int, count: int, first: bool) -> bytes:
     """``count`` framed Events: steps that repeat and go back, scalars and text, and now and
-    then a ``SessionLog`` (START drops the points before it at or after its step)."""
+    then a ``SessionLog`` (START drops the points before it at or after its step) or an
+    hparams session (a params row per key, which a selection ranks by context, step and
+    place, and which hides a sidecar's key)."""
     rng = random.Random(seed)
+    # Its own draws, so that the other records of a seed stay what they were.
+    sessions = random.Random(seed + 1)
     buffer = io.BytesIO()
     writer = RecordWriter(buffer)
     if first:
@@ -124,6 +132,10 @@ def records(seed: int, count: int, first: bool) -> bytes:
             event = Event(step=event.step, wall_time=event.wall_time)
             event.session_log.status = status
         writer.write(event.SerializeToString())
+        if sessions.random() < 0.1:
+            session = {"lr": sessions.choice([0.1, 0.5, 2]), "opt": sessions.choice("ab")}
+            summary = hparams_summary.hparams_pb(session, start_time_secs=1e9)
+            writer.write(Event(step=event.step, wall_time=1e9, summary=summary).SerializeToString())
     return buffer.getvalue()
 
 
@@ -239,6 +251,21 @@ class History(RuleBasedStateMachine):
         (self.logdir / path).unlink()
         del self.written[path]
 
+    @rule(
+        directory=st.sampled_from(("r0", "r1", "r1/train", "grp/r2")),
+        name=st.sampled_from(sorted(PARAMS_SIDECARS)),
+        lr=st.none() | st.sampled_from([0.1, 0.5, 2]),
+    )
+    def write_or_remove_params_sidecar(self, directory: str, name: str, lr: float | None) -> None:
+        """A sidecar of params beside a run's files (``lr`` None: removed): its keys show
+        where no event file of the run holds them."""
+        target = self.logdir / directory / name
+        if lr is None:
+            target.unlink(missing_ok=True)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"lr": lr, "seed": 3}))  # YAML reads JSON too
+
     @rule(old=st.sampled_from(sorted(RENAMES)))
     def rename_run_directory(self, old: str) -> None:
         new = RENAMES[old]
@@ -315,6 +342,7 @@ class History(RuleBasedStateMachine):
         # The current summaries the history's writes kept, beside the clean store's.
         with closing(connect(self.store)) as connection:
             assert_current_summaries_exact(connection)
+            assert_run_params_exact(connection)
         self.cleans += 1
         clean = self.factory(self.root, f"clean{self.cleans}")
         convert(self.logdir, clean, progress=False, **mode_options(mode))

@@ -280,6 +280,7 @@ def views_without_gone(store: str | os.PathLike[str]) -> dict[str, list[tuple[ob
         _recount(connection, store)  # the summaries without the deleted points
         # No view reads the current summaries (assert_current_summaries_exact checks them).
         connection.execute("DELETE FROM current_summaries")
+        connection.execute("DELETE FROM run_params")  # assert_run_params_exact checks it
         connection.execute("DELETE FROM event_files WHERE status = 'gone'")
         unused = " AND ".join(
             f"NOT EXISTS (SELECT 1 FROM {table} AS p WHERE p.series_id = series.id)"
@@ -351,6 +352,51 @@ def assert_summaries_exact(store: str | os.PathLike[str]) -> None:
             "= s.context_id AND m.name = s.name AND m.plugin = s.plugin, FALSE)",
         )
         assert wrong == 0, f"{wrong} series summaries' keys are not their series'"
+        assert_run_params_exact(connection)
+
+
+# Every params row with what the rule of a selection's value ranks it by.
+_PARAMS_RANKED = (
+    "SELECT s.run_id, s.name, c.name, p.step, p.file_id, p.record_offset, p.value_index, "
+    "p.key, p.value, p.value_num, p.value_type FROM params AS p "
+    "JOIN series AS s ON s.id = p.series_id JOIN contexts AS c ON c.id = s.context_id"
+)
+_SIDECARS = ("hparams.yaml", "params.json")
+
+
+def expected_run_params(connection: Any) -> dict[tuple[int, str], tuple[object, ...]]:
+    """The value a selection reads of each (run, key), by the rule written again in Python
+    from the params rows: a sidecar's row is hidden where an event file's series, or a
+    sidecar named before its own, holds the key in the run; of the rows left, the first
+    context by code point, then the last by (step, file, offset, value index)."""
+    found = rows(connection, _PARAMS_RANKED)
+    holders: dict[tuple[int, str], set[str]] = {}
+    for row in found:
+        holders.setdefault((row[0], row[7]), set()).add(row[1])
+    best: dict[tuple[int, str], tuple[tuple[object, ...], tuple[object, ...]]] = {}
+    for run_id, series, context, step, file_id, offset, index, key, *value in found:
+        others = holders[run_id, key]
+        if series in _SIDECARS and any(
+            other not in _SIDECARS or other < series for other in others
+        ):
+            continue
+        rank = (context.encode(), -step, -file_id, -offset, -index)
+        if (run_id, key) not in best or rank < best[run_id, key][0]:
+            best[run_id, key] = (rank, tuple(value))
+    return {place: value for place, (_rank, value) in best.items()}
+
+
+def assert_run_params_exact(connection: Any) -> None:
+    """Every ``run_params`` row is the value the rule reads from the params rows, and every
+    (run, key) the rule gives a value has one."""
+    kept = {
+        (run_id, key): tuple(value)
+        for run_id, key, *value in rows(
+            connection, "SELECT run_id, key, value, value_num, value_type FROM run_params"
+        )
+    }
+    expected = expected_run_params(connection)
+    assert kept == expected, f"run_params differ from the rule: {kept} != {expected}"
 
 
 # The scalar series that may have several attempts: those a current summary must exist for.

@@ -11,12 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect, text
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 
 from tbconvert import convert
-from tbconvert.store import migrate
-from tbconvert.store.engine import create_store_engine, store_url
 from tbconvert.writing import current_summaries
 from tbconvert.writing.statements import Statements
 from tests.support.eventfiles import (
@@ -25,6 +22,7 @@ from tests.support.eventfiles import (
     summary_event,
     write_events,
 )
+from tests.support.revisions import down_and_up
 from tests.support.snapshots import assert_current_summaries_exact, connect, rows
 
 TAG = "loss"
@@ -106,7 +104,6 @@ def test_rows_go_with_deleted_and_replaced_files(store: str, tmp_path: Path) -> 
 def test_revision_0016_fills_the_table_and_its_downgrade_drops_it(
     store: str, tmp_path: Path
 ) -> None:
-    from alembic import command
 
     run = tmp_path / "logs" / "run"
     write_events(run / "events.out.tfevents.1.h", _points([0, 1, 2, 3, 1, 2]))
@@ -114,15 +111,5 @@ def test_revision_0016_fills_the_table_and_its_downgrade_drops_it(
     write_events(tmp_path / "logs" / "other" / "events.out.tfevents.1.h", _points([0, 1]))
     kept = _convert(tmp_path / "logs", store)
     assert len(kept) == 1
-    engine = create_store_engine(store_url(store))
-    try:
-        with engine.begin() as conn:
-            command.downgrade(migrate.alembic_config(conn), "0015")
-            assert "current_summaries" not in inspect(conn).get_table_names()
-        with engine.begin() as conn:
-            command.upgrade(migrate.alembic_config(conn), "head")
-            assert conn.execute(text("SELECT count(*) FROM current_summaries")).scalar_one() == 1
-        migrate.check(engine)
-    finally:
-        engine.dispose()
+    assert down_and_up(store, "0015", "current_summaries") == 1
     assert _check(store) == kept
