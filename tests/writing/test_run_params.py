@@ -165,10 +165,10 @@ def test_a_range_of_a_param_leads_the_plan(tmp_path: Path) -> None:
     )
     condition = compiler.condition(tree, "--where")
     compiler.require(tree)
-    source, link = compiler.source()
+    source, link, run_id = compiler.source()
     with open_store(store) as opened, opened.connect() as conn:
         plan = conn.execute(
-            text(f"EXPLAIN QUERY PLAN SELECT r.run_id FROM {source} WHERE {link} AND {condition}"),
+            text(f"EXPLAIN QUERY PLAN SELECT {run_id} FROM {source} WHERE {link} AND {condition}"),
             compiler.parameters,
         ).fetchall()
     assert "ix_run_params_key_value_num (key=? AND value_num<?)" in plan[0][3]
