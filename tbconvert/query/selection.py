@@ -228,8 +228,9 @@ class _SelectionQuery:
         ]
         if valued and self.by is not None:
             compiler.require_value(self.by)
-            number, text_ = outputs[0]
-            condition += f" AND ({number or 'NULL'} IS NOT NULL OR {text_ or 'NULL'} IS NOT NULL)"
+            condition += " AND " + " OR ".join(
+                f"{part} IS NOT NULL" for part in outputs[0] if part is not None
+            )
         if tied is not None:
             condition += f" AND {_equal_sql(compiler, outputs[0], tied)}"
         select = ", ".join(
@@ -240,7 +241,7 @@ class _SelectionQuery:
         source, link, run_id = compiler.source()
         sql = f"SELECT {run_id} AS run_id, {select} FROM {source} WHERE {link} AND {condition}"
         if top is not None:
-            sql = _top_sql(sql, self.dialect, *top)
+            sql = _top_sql(sql, self.dialect, *top, kinds=outputs[0], valued=valued)
         return list(conn.execute(text(sql), compiler.parameters))
 
 
@@ -289,20 +290,28 @@ def _shifted(parse: Callable[[str, str], Value], source: str, offset: int) -> Va
     return result
 
 
-def _top_sql(sql: str, dialect: str, ascending: bool, top: int) -> str:
+def _top_sql(
+    sql: str, dialect: str, ascending: bool, top: int, *, kinds: Compiled, valued: bool
+) -> str:
     """The first ``top`` rows of ``sql`` by the ``by`` value in :func:`_ordered`'s order
     (numbers, then text, then none), sorted by the database: a store of many runs sends a
-    few rows, not one per run."""
+    few rows, not one per run.  ``kinds``: the value's SQL, whose parts say whether it may
+    be a number, a text or both; ``valued``: every row has a value.  A sort key less per
+    row where they leave nothing to order by it."""
     direction = "ASC" if ascending else "DESC"
     collate = ' COLLATE "C"' if dialect == "postgresql" else ""
+    keys = []
+    if (kinds.number is not None and kinds.text is not None) or not valued:
+        keys.append("CASE WHEN v0_n IS NOT NULL THEN 0 WHEN v0_t IS NOT NULL THEN 1 ELSE 2 END")
+    if kinds.number is not None:
+        keys.append(f"v0_n {direction}")
+    if kinds.text is not None:
+        keys.append(f"v0_t{collate} {direction}")
     # OFFSET 0 keeps the selection a query of its own: asked for a few rows in value order,
     # PostgreSQL would walk one join in that order, probing the others for every row.
     fence = " OFFSET 0" if dialect == "postgresql" else ""
-    return (
-        f"SELECT * FROM ({sql}{fence}) AS chosen ORDER BY CASE WHEN v0_n IS NOT NULL THEN 0 "
-        f"WHEN v0_t IS NOT NULL THEN 1 ELSE 2 END, v0_n {direction}, v0_t{collate} {direction} "
-        f"LIMIT {int(top)}"
-    )
+    order = f" ORDER BY {', '.join(keys)}" if keys else ""
+    return f"SELECT * FROM ({sql}{fence}) AS chosen{order} LIMIT {int(top)}"
 
 
 def _equal_sql(compiler: Compiler, value: Compiled, found: tuple[Any, Any]) -> str:
