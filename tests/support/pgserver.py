@@ -57,9 +57,9 @@ def _version_key(path: str) -> tuple[int, ...]:
 class PostgresServer:
     """One running cluster; :meth:`new_database` hands out empty databases as URLs."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, parent: Path | None = None) -> None:
         self.bindir = bindir
-        self.root = Path(tempfile.mkdtemp(prefix="tbconvert-pg-"))
+        self.root = Path(tempfile.mkdtemp(prefix="tbconvert-pg-", dir=parent))
         self.port = _free_port()
         self.user = "tbconvert"
         self._run_as = _unprivileged_user()
@@ -71,12 +71,13 @@ class PostgresServer:
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
 
     @classmethod
-    def start(cls) -> PostgresServer:
-        """Create and start a cluster (raises RuntimeError with the server's log on failure)."""
+    def start(cls, parent: Path | None = None) -> PostgresServer:
+        """Create and start a cluster in a new directory under ``parent`` (default: the system's
+        temporary directory); raises RuntimeError with the server's log on failure."""
         bindir = find_bindir()
         if bindir is None:
             raise FileNotFoundError("no PostgreSQL server binaries (initdb, pg_ctl) found")
-        server = cls(bindir)
+        server = cls(bindir, parent)
         try:
             server._initdb()
             server._pg_ctl(
