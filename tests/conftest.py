@@ -2,9 +2,11 @@
 
 ``make_store`` is parametrised over SQLite and PostgreSQL: a test that takes it runs once per
 backend.  The PostgreSQL server is a throwaway cluster started once per session (see
-``tests/support/pgserver.py``); each store is a fresh database of it.  Without server binaries the
-PostgreSQL half is skipped with the reason, unless ``TBCONVERT_REQUIRE_POSTGRES`` is set (CI),
-where their absence is a failure.
+``tests/support/pgserver.py``); each store is a fresh database of it, copied from one that the
+code's migrations brought to its schema once per session (``PostgresServer.store_template``; a
+test that needs a database without the schema, to see it migrated, asks the server for a new
+one).  Without server binaries the PostgreSQL half is skipped with the reason, unless
+``TBCONVERT_REQUIRE_POSTGRES`` is set (CI), where their absence is a failure.
 """
 
 from __future__ import annotations
@@ -221,7 +223,7 @@ def make_store(request: pytest.FixtureRequest) -> StoreFactory:
 
 @pytest.fixture
 def store(make_store: StoreFactory, tmp_path: Path) -> str:
-    """One empty store of the current backend."""
+    """One new store of the current backend, with no runs (a server's already at the schema)."""
     return make_store(tmp_path)
 
 
