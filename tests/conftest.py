@@ -2,14 +2,17 @@
 
 ``make_store`` is parametrised over SQLite and PostgreSQL: a test that takes it runs once per
 backend.  The PostgreSQL server is a throwaway cluster started once per session (see
-``tests/support/pgserver.py``); each store is a fresh database of it.  Without server binaries the
-PostgreSQL half is skipped with the reason, unless ``TBCONVERT_REQUIRE_POSTGRES`` is set (CI),
-where their absence is a failure.
+``tests/support/pgserver.py``); each store is a fresh database of it, copied from one that the
+code's migrations brought to its schema once per session (``PostgresServer.store_template``; a
+test that needs a database without the schema, to see it migrated, asks the server for a new
+one).  Without server binaries the PostgreSQL half is skipped with the reason, unless
+``TBCONVERT_REQUIRE_POSTGRES`` is set (CI), where their absence is a failure.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,6 +171,26 @@ def azurite() -> Iterator[Emulator]:
     emulator.stop()
 
 
+# A session's cluster grows to a few GB of databases; on a RAM disk with room for them, they are
+# made and removed in a fraction of the time a disk takes (docs/performance.md#the-test-suite-49).
+RAM_DISK = Path("/dev/shm")
+RAM_DISK_ROOM = 12 * 2**30
+
+
+def _cluster_parent() -> Path | None:
+    """The RAM disk when it and the free memory have room for the session's cluster, else None
+    (the system's temporary directory)."""
+    try:
+        room = shutil.disk_usage(RAM_DISK).free
+        meminfo = Path("/proc/meminfo").read_text().splitlines()
+    except OSError:
+        return None
+    available = [line.split()[1] for line in meminfo if line.startswith("MemAvailable:")]
+    if not available or min(room, int(available[0]) * 1024) < RAM_DISK_ROOM:
+        return None
+    return RAM_DISK
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server on 127.0.0.1 for the whole session."""
@@ -182,7 +205,7 @@ def pg_server() -> Iterator[PostgresServer]:
         if os.environ.get("TBCONVERT_REQUIRE_POSTGRES"):
             pytest.fail(message)
         pytest.skip(message)
-    server = PostgresServer.start()
+    server = PostgresServer.start(_cluster_parent())
     _SERVERS.append(server)
     try:
         yield server
@@ -200,7 +223,7 @@ def make_store(request: pytest.FixtureRequest) -> StoreFactory:
 
 @pytest.fixture
 def store(make_store: StoreFactory, tmp_path: Path) -> str:
-    """One empty store of the current backend."""
+    """One new store of the current backend, with no runs (a server's already at the schema)."""
     return make_store(tmp_path)
 
 

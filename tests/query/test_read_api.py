@@ -61,7 +61,7 @@ def test_open_missing_store_never_creates_it(tmp_path: Path) -> None:
 
 
 def test_open_foreign_database_is_refused(tmp_path: Path, make_store: StoreFactory) -> None:
-    other = make_store(tmp_path, "other")
+    other = make_store(tmp_path, "other", schema=False)
     with closing(connect(other, read_only=False)) as conn:
         conn.execute("CREATE TABLE notes (body TEXT)")
         conn.commit()

@@ -3,6 +3,7 @@ clear line and exit 1, and the next run completes the store exactly."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -55,24 +56,30 @@ def points_in(server: PostgresServer, url: str) -> int:
 def test_a_session_ended_by_the_server_is_one_line_and_the_next_run_completes(
     tmp_path: Path, pg_server: PostgresServer
 ) -> None:
-    logdir = runs_of(tmp_path / "logs", 120, 4000)
+    # Five COPYs of points or so: the session ends inside the third, with two committed.
+    runs, points = 60, 4000
+    logdir = runs_of(tmp_path / "logs", runs, points)
     store = pg_server.new_database("fault")
     line = lose_the_session_inside_a_copy(pg_server, logdir, store, "--jobs", "1", "-q")
     assert "run the same command again" in line
     kept = points_in(pg_server, store)
-    assert 0 < kept < 120 * 4000
+    assert 0 < kept < runs * points
     again = convert(logdir, store, progress=False)
-    assert again.exit_code == 0 and again.points["scalars"] == 120 * 4000 - kept
+    assert again.exit_code == 0 and again.points["scalars"] == runs * points - kept
     clean = pg_server.new_database("clean")
     convert(logdir, clean, progress=False)
     assert without_run_ids(views_without_gone(store)) == without_run_ids(view_rows(clean))
 
 
 def runs_of(logdir: Path, runs: int, points: int) -> Path:
-    for run in range(runs):
-        write_events(
-            logdir / f"run{run}" / "events.out.tfevents.1.h", scalar_events("x", range(points))
-        )
+    """``runs`` runs of one event file each, the same ``points`` points in every one: written
+    once, then copied (building the Events costs seconds per hundred thousand)."""
+    first = write_events(
+        logdir / "run0" / "events.out.tfevents.1.h", scalar_events("x", range(points))
+    )
+    for run in range(1, runs):
+        (logdir / f"run{run}").mkdir()
+        shutil.copyfile(first, logdir / f"run{run}" / first.name)
     return logdir
 
 

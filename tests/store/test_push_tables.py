@@ -4,6 +4,7 @@ migrations, and a store from before keeps everything it held."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect, text
@@ -11,11 +12,13 @@ from sqlalchemy.engine import Engine
 
 from tbconvert.store import migrate
 from tbconvert.store.engine import create_store_engine, store_url
+from tests.support.snapshots import StoreFactory
 
 
 @pytest.fixture
-def engine(store: str) -> Iterator[Engine]:
-    engine = create_store_engine(store_url(store))
+def engine(make_store: StoreFactory, tmp_path: Path) -> Iterator[Engine]:
+    """An engine on an empty database of each backend (no schema yet)."""
+    engine = create_store_engine(store_url(make_store(tmp_path, schema=False)))
     yield engine
     engine.dispose()
 

@@ -15,6 +15,7 @@ from tbconvert.errors import StoreError, StoreVersionError
 from tbconvert.rows import FileRows
 from tbconvert.store import migrate
 from tbconvert.store.engine import create_store_engine, store_url
+from tests.support.snapshots import StoreFactory
 
 SPEC_VIEW_COLUMNS = {
     "v_runs": [
@@ -87,9 +88,15 @@ EXTRA_VIEW_COLUMNS = {"v_runs": ["source", "host"]}
 
 
 @pytest.fixture
-def engine(store: str):
-    """An engine on an empty store of each backend."""
-    engine = create_store_engine(store_url(store))
+def empty_store(make_store: StoreFactory, tmp_path: Path) -> str:
+    """An empty database of each backend (no schema yet)."""
+    return make_store(tmp_path, schema=False)
+
+
+@pytest.fixture
+def engine(empty_store: str):
+    """An engine on ``empty_store``."""
+    engine = create_store_engine(store_url(empty_store))
     yield engine
     engine.dispose()
 
@@ -278,7 +285,7 @@ def test_store_from_revision_0001_upgrades_with_data_kept(tmp_path: Path) -> Non
 
 
 def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_asked(
-    engine, store: str
+    engine, empty_store: str
 ) -> None:
     """0003 names each run's source after its logdir; a shared server is upgraded only by an
     explicit request (other converters may run the older code), a SQLite file at once."""
@@ -312,7 +319,7 @@ def test_store_from_revision_0002_gains_sources_and_server_upgrades_only_when_as
                 "(1, 5, 1, 40, 0, 1001.0, 0.25)"
             )
         )
-    if "://" in store:
+    if "://" in empty_store:
         with pytest.raises(StoreError, match="tbconvert db upgrade"):
             migrate.ensure_schema(engine)
         change = migrate.upgrade(engine)

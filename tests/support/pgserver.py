@@ -57,26 +57,28 @@ def _version_key(path: str) -> tuple[int, ...]:
 class PostgresServer:
     """One running cluster; :meth:`new_database` hands out empty databases as URLs."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, parent: Path | None = None) -> None:
         self.bindir = bindir
-        self.root = Path(tempfile.mkdtemp(prefix="tbconvert-pg-"))
+        self.root = Path(tempfile.mkdtemp(prefix="tbconvert-pg-", dir=parent))
         self.port = _free_port()
         self.user = "tbconvert"
         self._run_as = _unprivileged_user()
         self._counter = itertools.count(1)
         # Every database handed out, in order (checked for dangling rows after each test).
         self.databases: list[str] = []
+        self._store_template: str | None = None
         if self._run_as is not None:
             entry = pwd.getpwnam(self._run_as)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
 
     @classmethod
-    def start(cls) -> PostgresServer:
-        """Create and start a cluster (raises RuntimeError with the server's log on failure)."""
+    def start(cls, parent: Path | None = None) -> PostgresServer:
+        """Create and start a cluster in a new directory under ``parent`` (default: the system's
+        temporary directory); raises RuntimeError with the server's log on failure."""
         bindir = find_bindir()
         if bindir is None:
             raise FileNotFoundError("no PostgreSQL server binaries (initdb, pg_ctl) found")
-        server = cls(bindir)
+        server = cls(bindir, parent)
         try:
             server._initdb()
             server._pg_ctl(
@@ -104,12 +106,31 @@ class PostgresServer:
         """SQLAlchemy URL of a database of this server."""
         return f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/{database}"
 
-    def new_database(self, prefix: str = "store") -> str:
-        """Create an empty database and return its URL."""
+    def new_database(self, prefix: str = "store", template: str | None = None) -> str:
+        """Create an empty database (or a copy of the database ``template``) and return its
+        URL."""
         name = f"{prefix}_{os.getpid()}_{next(self._counter)}"
-        self.execute(f'CREATE DATABASE "{name}"')
+        copy = f' TEMPLATE "{template}"' if template else ""
+        self.execute(f'CREATE DATABASE "{name}"{copy}')
         self.databases.append(self.url(name))
         return self.url(name)
+
+    def store_template(self) -> str:
+        """The name of a database holding an empty store at the code's schema revision, made
+        once by the code's own migrations: a store copied from it skips them."""
+        if self._store_template is None:
+            from tbconvert.store.engine import create_store_engine
+            from tbconvert.store.migrate import ensure_schema
+
+            name = f"template_{os.getpid()}"
+            self.execute(f'CREATE DATABASE "{name}"')
+            engine = create_store_engine(self.url(name))
+            try:
+                ensure_schema(engine)
+            finally:
+                engine.dispose()
+            self._store_template = name
+        return self._store_template
 
     def execute(self, sql: str, database: str = "postgres") -> list[tuple[object, ...]]:
         """Run one statement in autocommit mode; returns its rows (if any)."""

@@ -32,16 +32,20 @@ DANGLING = "dangling"
 
 
 class StoreFactory:
-    """Makes empty stores of one backend: a file path for SQLite, a database URL otherwise."""
+    """Makes new stores of one backend: a file path for SQLite, a database URL otherwise (a
+    copy of the server's store template, at the code's schema)."""
 
     def __init__(self, backend: str, server: Any) -> None:
         self.backend = backend
         self.server = server
 
-    def __call__(self, directory: Path, name: str = "store") -> str:
+    def __call__(self, directory: Path, name: str = "store", *, schema: bool = True) -> str:
+        """A new store named ``name``; with ``schema`` False a server's database is left
+        without the schema (a SQLite path is a file not made yet either way)."""
         if self.server is None:
             return str(directory / f"{name}.db")
-        return self.server.new_database(name.replace("-", "_"))
+        template = self.server.store_template() if schema else None
+        return self.server.new_database(name.replace("-", "_"), template)
 
     def __repr__(self) -> str:
         return f"StoreFactory({self.backend})"

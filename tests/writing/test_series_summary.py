@@ -202,12 +202,17 @@ def _plan(store: str, sql: str, analyze: bool = False) -> str:
         return "\n".join(str(row[-1]) for row in rows(db, f"EXPLAIN QUERY PLAN {sql}"))
 
 
-@pytest.mark.parametrize("view", ["v_last_scalars", "v_series"])
-def test_listing_views_never_scan_a_point_table(
-    tmp_path: Path, make_store: StoreFactory, view: str
-) -> None:
-    store = make_store(tmp_path)
+@pytest.fixture(scope="module")
+def many_points(tmp_path_factory: pytest.TempPathFactory, make_store: StoreFactory) -> str:
+    """A store of 2 runs of 100 scalar series of 1,000 points, which the plan tests only read."""
+    store = make_store(tmp_path_factory.mktemp("many-points"))
     _many_points(store, runs=2, steps=1_000)
+    return store
+
+
+@pytest.mark.parametrize("view", ["v_last_scalars", "v_series"])
+def test_listing_views_never_scan_a_point_table(many_points: str, view: str) -> None:
+    store = many_points
     plan = _plan(store, f"SELECT * FROM {view}")
     # Not even a seek: the summaries hold the last point (a join on the five key columns
     # made PostgreSQL expect one row in all and loop over the series for each of them).
@@ -221,11 +226,8 @@ def test_listing_views_never_scan_a_point_table(
         assert "Rows Removed by Join Filter" not in _plan(store, f"SELECT * FROM {view}", True)
 
 
-def test_shows_trends_are_one_statement_of_key_seeks(
-    tmp_path: Path, make_store: StoreFactory
-) -> None:
-    store = make_store(tmp_path)
-    _many_points(store, runs=2, steps=1_000)
+def test_shows_trends_are_one_statement_of_key_seeks(many_points: str) -> None:
+    store = many_points
     statements: list[str] = []
     with open_store(store) as opened:
         event.listen(opened.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
