@@ -76,14 +76,15 @@ class Job:
                     Decoding(tasks, self.settings, self.options.jobs, self.options.tuning),
                     bar.update,
                 )
-        except Exception as error:  # a full disk, a server gone: its message says what is kept
-            error.points_kept = self.committed_points  # type: ignore[attr-defined]
-            raise
-        except stopping.Interrupted as stop:
+        except stopping.Interrupted as stop:  # an Exception too: first
+            stop.summary = self.summary
             stop.kept = (
                 f"every chunk committed before it ({self.committed_points} points this run, "
                 f"{self.summary.files_read} files read to their end)"
             )
+            raise
+        except Exception as error:  # a full disk, a server gone: its message says what is kept
+            error.points_kept = self.committed_points  # type: ignore[attr-defined]
             raise
         self._settle_files(prune)
         self.summary.contexts = len(self.contexts)

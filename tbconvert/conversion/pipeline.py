@@ -187,6 +187,10 @@ def watch(
     except (stopping.Interrupted, KeyboardInterrupt) as stop:
         if total is None:
             raise
+        # The stopped pass committed whole chunks, which the watch stored: they count.
+        stopped_pass = getattr(stop, "summary", None)
+        if stopped_pass is not None:
+            total.absorb(stopped_pass)
         total.stopped = _stopped(stop)
     assert total is not None
     total.elapsed = time.monotonic() - started

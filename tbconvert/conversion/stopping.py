@@ -21,6 +21,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tbconvert.conversion.summary import Summary
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _requested: list[int] = []
@@ -33,6 +37,7 @@ class Interrupted(Exception):
     Attributes:
         signum: The signal; exit_code: 128 + signum (130 for SIGINT, 143 for SIGTERM).
         kept: What the store keeps of the conversion, as a phrase (set by the job).
+        summary: What the stopped pass counted of the chunks it committed (set by the job).
     """
 
     def __init__(self, signum: int) -> None:
@@ -40,6 +45,7 @@ class Interrupted(Exception):
         self.signum = signum
         self.exit_code = 128 + signum
         self.kept = "every transaction committed before it"
+        self.summary: Summary | None = None
 
 
 class Stopped(BaseException):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tbconvert import convert, watch
+from tbconvert import convert, open_store, watch
 from tbconvert.conversion.summary import Summary
 from tests.support.children import child_env
 from tests.support.eventfiles import append_events, simple_value, summary_event, write_events
@@ -171,6 +171,41 @@ def test_watch_reports_each_pass_that_changed_something_and_totals_add_up(
     assert total.files_total == 6 and total.files_read + total.files_unchanged == 6
     assert total.points == Counter({"scalars": 16})
     assert total.runs == 2 and total.stopped is None
+
+
+def test_a_watch_pass_stopped_after_a_commit_counts_what_it_committed(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during a pass, after it committed the new points: the watch's summary counts
+    them, as the store holds them (it said 1872 of 2000 points when the stop came late)."""
+    from tbconvert.conversion import job, stopping
+
+    logdir = tmp_path / "logs"
+    path = write_events(
+        logdir / "run" / "events.out.tfevents.1.host",
+        [summary_event(s, 1e9 + s, [simple_value("x", s)]) for s in range(10)],
+    )
+    commit = job.Job.commit_group
+    passes: list[Summary] = []
+
+    def commit_then_stop(self: job.Job, group: object, advance: object) -> None:
+        commit(self, group, advance)  # type: ignore[arg-type]
+        if passes:  # the second pass: a SIGINT arrives once its points are in
+            stopping._requested.append(signal.SIGINT)
+
+    def grow(summary: Summary) -> None:
+        passes.append(summary)
+        append_events(path, [summary_event(s, 2e9 + s, [simple_value("x", 1.0)]) for s in (10, 11)])
+
+    monkeypatch.setattr(job.Job, "commit_group", commit_then_stop)
+    try:
+        total = watch(logdir, store, interval=0, on_pass=grow, progress=False)
+    finally:
+        stopping._requested.clear()
+    assert len(passes) == 1 and total.stopped is not None
+    assert total.points == Counter({"scalars": 12})
+    with open_store(store) as opened:
+        assert opened.query("SELECT count(*) AS n FROM v_scalars")[0]["n"] == 12
 
 
 def test_absorb_adds_every_count() -> None:
