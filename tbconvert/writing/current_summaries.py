@@ -19,13 +19,13 @@ rest; ``value_sum`` is the sum of the finite values (the infinities are in the e
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from itertools import pairwise
 from typing import Any, NamedTuple
 
 from tbconvert.plugins.names import SESSION_LOG_TAG
 from tbconvert.store.attempts_rule import is_start, last_attempt
-from tbconvert.writing.statements import Insert, Statements
+from tbconvert.writing.statements import Insert, Statements, id_list
 
 CURRENT_COLUMNS = (
     "series_id",
@@ -146,7 +146,7 @@ def refresh(
 def forget(statements: Statements, series_ids: Collection[int]) -> None:
     """Delete the rows of series about to be deleted."""
     if series_ids:
-        marks = _marks(sorted(series_ids))
+        marks = id_list(series_ids)
         statements.run(f"DELETE FROM current_summaries WHERE series_id IN ({marks})", {})
 
 
@@ -168,13 +168,13 @@ def _logged_by(statements: Statements, series_ids: Collection[int]) -> set[int]:
     found: set[int] = set()
     ids = sorted(series_ids)
     for start in range(0, len(ids), _BATCH):
-        marks = _marks(ids[start : start + _BATCH])
+        marks = id_list(ids[start : start + _BATCH])
         found.update(int(row[0]) for row in statements.all(_LOGGED_BY_SQL.format(series=marks), {}))
     return found
 
 
 def _refresh(statements: Statements, ids: Sequence[int], forced: Collection[int]) -> None:
-    rows = statements.all(_CANDIDATES_SQL.format(series=_marks(ids)), {})
+    rows = statements.all(_CANDIDATES_SQL.format(series=id_list(ids)), {})
     kept: list[Current] = []
     again: dict[int, int] = {}  # series -> its points, made again from them
     gone: list[int] = []
@@ -196,7 +196,7 @@ def _refresh(statements: Statements, ids: Sequence[int], forced: Collection[int]
     if gone or kept or again:
         statements.run(
             "DELETE FROM current_summaries WHERE series_id IN "
-            f"({_marks([*gone, *again, *(row.series_id for row in kept)])})",
+            f"({id_list([*gone, *again, *(row.series_id for row in kept)])})",
             {},
         )
     statements.insert(_INSERT, [*kept, *made])
@@ -248,7 +248,7 @@ def _added_in_place(statements: Statements, row: Current, points: int) -> Curren
 
 def _made_again(statements: Statements, ids: Sequence[int]) -> list[Current]:
     """The rows of some series from their points: three statements for all of them."""
-    marks = _marks(ids)
+    marks = id_list(ids)
     paths = dict(statements.all(_PATHS_SQL.format(series=marks), {}))
     points: dict[int, list[tuple[Any, ...]]] = {i: [] for i in ids}
     for series_id, step, value, file_id, offset, index in statements.all(
@@ -313,7 +313,3 @@ def pick(extreme: Any, old: float | None, new: float | None) -> float | None:
     if old is None:
         return new
     return old if new is None else extreme(old, new)
-
-
-def _marks(ids: Iterable[int]) -> str:
-    return ", ".join(str(int(i)) for i in ids)

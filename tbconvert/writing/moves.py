@@ -12,7 +12,6 @@ points, so a push carries on where it was instead of sending them again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from tbconvert.rows import POINT_TABLES, SeriesDefinition
@@ -56,7 +55,7 @@ def move_file(
     for table, ids in tables.items():
         statements.run(
             f"UPDATE {table} SET series_id = {_case(mapping)} WHERE file_id = :file_id "
-            f"AND series_id IN ({_marks(ids)})",
+            f"AND series_id IN ({sql.id_list(ids)})",
             {"file_id": file_id},
         )
     statements.run(
@@ -102,7 +101,7 @@ def _move_whole_series(
         for table, key in (("series", "id"), ("series_summaries", "series_id")):
             statements.run(
                 f"UPDATE {table} SET run_id = :run_id, context_id = :context_id "
-                f"WHERE {key} IN ({_marks(int(series[0]) for series in moving)})",
+                f"WHERE {key} IN ({sql.id_list(int(series[0]) for series in moving)})",
                 {"run_id": new[0], "context_id": new[1]},
             )
         writer.identities.adopt_series(*new, [series[:3] for series in moving])
@@ -125,7 +124,8 @@ def _tables_of(writer: StoreWriter, file_id: int, series: list[int]) -> dict[str
     if not series:
         return {}
     summarised = writer.statements.all(
-        f"SELECT DISTINCT point_table FROM series_summaries WHERE series_id IN ({_marks(series)})",
+        "SELECT DISTINCT point_table FROM series_summaries "
+        f"WHERE series_id IN ({sql.id_list(series)})",
         {},
     )
     tables: dict[str, list[int]] = {}
@@ -133,7 +133,7 @@ def _tables_of(writer: StoreWriter, file_id: int, series: list[int]) -> dict[str
         if table not in POINT_TABLES:
             continue
         ids = writer.statements.all(
-            f"SELECT DISTINCT series_id FROM {table} WHERE series_id IN ({_marks(series)}) "
+            f"SELECT DISTINCT series_id FROM {table} WHERE series_id IN ({sql.id_list(series)}) "
             "AND file_id = :file_id",
             {"file_id": file_id},
         )
@@ -171,7 +171,7 @@ def _move_push_marks(
     if mapping:
         run(
             f"UPDATE push_marks SET series_id = {_case(mapping)}, file_path = :path "
-            f"WHERE file_id = :file_id AND series_id IN ({_marks(mapping)}) AND {followed}",
+            f"WHERE file_id = :file_id AND series_id IN ({sql.id_list(mapping)}) AND {followed}",
             params,
         )
     run(
@@ -185,7 +185,3 @@ def _case(mapping: dict[int, int]) -> str:
     """``series_id`` mapped through ``mapping`` (ids are integers: written inline)."""
     whens = " ".join(f"WHEN {int(old)} THEN {int(new)}" for old, new in sorted(mapping.items()))
     return f"CASE series_id {whens} END"
-
-
-def _marks(ids: Iterable[int]) -> str:
-    return ", ".join(str(int(value)) for value in sorted(ids))

@@ -13,10 +13,10 @@ moved in a transaction: a run holds a few dozen params, and a conversion changes
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 
 from tbconvert.store.params_rule import selected_params_sql
-from tbconvert.writing.statements import Statements
+from tbconvert.writing.statements import Statements, id_list
 
 COLUMNS = ("run_id", "key", "value", "value_num", "value_type")
 # The runs made again a statement.
@@ -28,7 +28,7 @@ def refresh_series(statements: Statements, dialect: str, series_ids: Collection[
     ids = sorted(series_ids)
     runs: set[int] = set()
     for start in range(0, len(ids), _BATCH):
-        marks = _marks(ids[start : start + _BATCH])
+        marks = id_list(ids[start : start + _BATCH])
         runs.update(
             int(row[0])
             for row in statements.all(
@@ -43,7 +43,7 @@ def refresh_runs(statements: Statements, dialect: str, run_ids: Collection[int])
     """Make again the rows of some runs from their params rows, in the open transaction."""
     ids = sorted(run_ids)
     for start in range(0, len(ids), _BATCH):
-        marks = _marks(ids[start : start + _BATCH])
+        marks = id_list(ids[start : start + _BATCH])
         statements.run(f"DELETE FROM run_params WHERE run_id IN ({marks})", {})
         statements.run(_insert(selected_params_sql(dialect, marks)), {})
 
@@ -56,7 +56,3 @@ def fill(statements: Statements, dialect: str) -> None:
 
 def _insert(select: str) -> str:
     return f"INSERT INTO run_params ({', '.join(COLUMNS)}) {select}"
-
-
-def _marks(ids: Iterable[int]) -> str:
-    return ", ".join(str(int(i)) for i in ids)

@@ -39,7 +39,7 @@ from tbconvert.rows import (
 )
 from tbconvert.writing import current_summaries, run_params
 from tbconvert.writing.current_summaries import first_step_of, pick
-from tbconvert.writing.statements import Insert, Statements
+from tbconvert.writing.statements import Insert, Statements, id_list
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,6 +67,7 @@ SUMMARY_COLUMNS = (
 )
 # The columns of a summary copied from its series (revision 0017): what it summarises.
 SERIES_KEY_COLUMNS = ("run_id", "context_id", "name", "plugin")
+_SERIES_KEY = ", ".join(f"s.{column}" for column in SERIES_KEY_COLUMNS)  # from ``series AS s``
 
 
 class Summary(NamedTuple):
@@ -148,11 +149,10 @@ def copy_series_keys(statements: Statements, series_ids: Collection[int]) -> Non
     """Give the summaries of these series their series' key (``SERIES_KEY_COLUMNS``), which
     a selection reads from ``ix_series_summaries_tag`` instead of looking up each series."""
     if series_ids:
-        marks = ", ".join(str(int(i)) for i in sorted(series_ids))
+        marks = id_list(series_ids)
         keys = ", ".join(SERIES_KEY_COLUMNS)
         statements.run(
-            f"UPDATE series_summaries SET ({keys}) = (SELECT "
-            f"{', '.join('s.' + column for column in SERIES_KEY_COLUMNS)} FROM series AS s "
+            f"UPDATE series_summaries SET ({keys}) = (SELECT {_SERIES_KEY} FROM series AS s "
             f"WHERE s.id = series_summaries.series_id) WHERE series_id IN ({marks})",
             {},
         )
@@ -186,7 +186,7 @@ def recount_sql(
     collate = ' COLLATE "C"' if dialect == "postgresql" else ""
     only = ""
     if series_ids is not None:
-        only = f" AND series_id IN ({', '.join(str(int(i)) for i in sorted(series_ids))})"
+        only = f" AND series_id IN ({id_list(series_ids)})"
     statements = []
     for table in tables:
         scalars = table == "scalars"
@@ -210,7 +210,7 @@ def recount_sql(
             f"{last.format('value') if scalars else _NO_VALUE}, a.low, a.high, a.total, "
             f"a.valued, {_first_step(table, 'low')}, {_first_step(table, 'high')}, "
             f"{_maybe_resumed_sql(table)}, "
-            f"{', '.join('s.' + column for column in SERIES_KEY_COLUMNS)} "
+            f"{_SERIES_KEY} "
             "FROM (SELECT series_id, "
             "count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
             f"min(wall_time) AS first_wall, max(wall_time) AS last_wall, {low} AS low, "
@@ -249,7 +249,7 @@ def series_of(table: str, rows: InsertRows) -> set[int]:
 def forget(statements: Statements, series_ids: Collection[int]) -> None:
     """Delete the summaries of series about to be deleted."""
     if series_ids:
-        marks = ", ".join(str(int(i)) for i in sorted(series_ids))
+        marks = id_list(series_ids)
         statements.run(f"DELETE FROM series_summaries WHERE series_id IN ({marks})", {})
         current_summaries.forget(statements, series_ids)
 
@@ -259,7 +259,7 @@ def _stored(
 ) -> dict[int, tuple[Summary, str]]:
     if not series_ids:
         return {}
-    marks = ", ".join(str(int(i)) for i in series_ids)
+    marks = id_list(series_ids)
     found = statements.all(
         f"SELECT {', '.join('m.' + column for column in SUMMARY_COLUMNS)}, f.path "
         "FROM series_summaries AS m JOIN event_files AS f ON f.id = m.last_file_id "

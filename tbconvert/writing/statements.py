@@ -103,6 +103,12 @@ _MAX_PARAMETERS = 999
 _NAMED = re.compile(r"(?<![:\w]):(\w+)")
 
 
+def id_list(ids: Iterable[int]) -> str:
+    """Ids as the items of an SQL ``IN`` list, sorted (so a statement reads the same for the
+    same ids); integers from the store, written into the SQL as such."""
+    return ", ".join(str(int(i)) for i in sorted(ids))
+
+
 @functools.cache
 def _pyformat(sql: str) -> str:
     return _NAMED.sub(r"%(\1)s", sql)
