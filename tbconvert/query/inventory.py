@@ -57,7 +57,6 @@ def list_runs(
         a selection's columns, ``values`` (``{name: value}``).
     """
     if selection is not None:
-        lookups.plan_for_few_runs(conn)
         rows = select_runs(conn, selection, with_params=True)
     else:
         rows = lookups.runs(conn, run, with_params=True)

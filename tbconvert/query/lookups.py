@@ -134,7 +134,7 @@ def param_sessions(
         "SELECT s.run_id, c.name, p.key, p.value, p.value_num, p.value_type "
         f"FROM {source} JOIN contexts AS c ON c.id = s.context_id WHERE {shown_params()}"
         + ("" if run_id is None else " AND s.run_id = :run")
-        + ("" if run_ids is None else f" AND s.run_id IN ({_id_list(run_ids)})")
+        + ("" if run_ids is None else f" AND s.run_id IN ({id_list(run_ids)})")
         + " ORDER BY s.run_id, c.name, p.step, p.file_id, p.record_offset, p.key"
     )
     result: dict[int, dict[str, dict[str, Any]]] = {}
@@ -157,7 +157,7 @@ def plan_for_few_runs(conn: Connection) -> None:
         conn.execute(text("SET LOCAL random_page_cost = 1.1"))
 
 
-def _id_list(ids: Sequence[int]) -> str:
+def id_list(ids: Sequence[int]) -> str:
     """Ids as the items of an SQL ``IN`` list (never empty: no id is 0)."""
     return ", ".join(str(int(i)) for i in ids) or "0"
 

@@ -97,6 +97,7 @@ def select_runs(
         raise UsageError(f"unknown --resumed {selection.resumed!r}", hint="all or current")
     if selection.top is not None and selection.top < 0:
         raise UsageError(f"--top {selection.top}: expected a count of runs, 0 or more")
+    lookups.plan_for_few_runs(conn)
     if not selection.by_expression:
         return lookups.runs(conn, selection.run, with_params=with_params)
     chosen = _query(conn, selection)
@@ -132,7 +133,6 @@ def _query(conn: Connection, selection: RunSelection) -> list[dict[str, Any]]:
     ]
     _check_contexts(conn, labelled, selection.run)
     found = [node for _, node in labelled]
-    lookups.plan_for_few_runs(conn)
     current = selection.resumed == "current" and bool(found)
     logged = current and conn.execute(text(ANY_SESSION_LOG_SQL)).first() is not None
     query = _SelectionQuery(conn.dialect.name, current, logged, where, by, columns, selection)
@@ -255,7 +255,7 @@ def _run_paths(conn: Connection, run_ids: list[int]) -> dict[int, tuple[str, str
     if len(run_ids) <= _FEW_RUNS:
         if not run_ids:
             return {}
-        sql += f" WHERE id IN ({', '.join(str(int(run_id)) for run_id in run_ids)})"
+        sql += f" WHERE id IN ({lookups.id_list(run_ids)})"
     return {run_id: (path, logdir) for run_id, path, logdir in conn.execute(text(sql))}
 
 
@@ -266,7 +266,7 @@ def _rows_of(conn: Connection, run_ids: list[int], *, with_params: bool) -> list
         return [every[run_id] for run_id in run_ids]
     if not run_ids:
         return []
-    marks = ", ".join(str(int(run_id)) for run_id in run_ids)
+    marks = lookups.id_list(run_ids)
     found = {
         row["run_id"]: row
         for row in lookups.query(conn, f"{lookups.RUNS_SQL} WHERE run_id IN ({marks})")
