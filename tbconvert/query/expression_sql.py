@@ -260,11 +260,11 @@ class Compiler:
         and the column of the run id.
 
         A param narrowed to a range of its values (:meth:`narrow`), else a required series
-        join, where there is one, leads (a ``CROSS JOIN``, which SQLite never reorders): each
-        run is looked up for a param or series that passes, not each series for every run
-        (docs/performance.md, "Run selection").  Without a run field, the runs are not
-        joined at all: PostgreSQL, unable to guess how few runs a condition keeps, hashed
-        every run to join them."""
+        join, where there is one, leads: the other joins are looked up for each run it
+        passes, not each series for every run (docs/performance.md, "Run selection").  The
+        runs are joined only for a run field, after it by a ``CROSS JOIN`` (which SQLite never
+        reorders): PostgreSQL, unable to guess how few runs a condition keeps, hashed every
+        run to join them."""
         joins = self.subqueries()
         series = {join.alias for join in self.series.values()}
         driving = next(iter(self.narrowed), None) or next(
